@@ -1,0 +1,122 @@
+#include "codegen/HostCodegen.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+namespace kiln::codegen {
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+}  // namespace
+
+llvm::Expected<std::unique_ptr<HostCodegen>> HostCodegen::create(CodegenOptions options) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return llvm::createStringError("optimization level %d is not in 0..3", options.optLevel);
+  std::unique_ptr<HostCodegen> cg(new HostCodegen());
+  cg->options_ = options;
+  cg->target_.triple = llvm::sys::getProcessTriple();
+  cg->target_.cpu = llvm::sys::getHostCPUName().str();
+  std::vector<std::string> feats;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    feats.push_back((f.second ? "+" : "-") + f.first().str());
+  std::sort(feats.begin(), feats.end());
+  for (const std::string &f : feats)
+    cg->target_.features += (cg->target_.features.empty() ? "" : ",") + f;
+  if (auto tm = cg->makeTargetMachine(); !tm) return tm.takeError();
+  return std::move(cg);
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostCodegen::makeTargetMachine() const {
+  llvm::Triple triple(target_.triple);
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("no LLVM target for host triple %s: %s",
+                                   target_.triple.c_str(), error.c_str());
+  llvm::TargetOptions to;
+  auto level = options_.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+               : options_.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+               : options_.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                        : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, target_.cpu, target_.features, to, llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm) return llvm::createStringError("cannot create a target machine for %s (%s)",
+                                          target_.triple.c_str(), target_.cpu.c_str());
+  return std::move(tm);
+}
+
+llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module &module,
+                                                                   ObjectTimes *times) const {
+  auto tmOr = makeTargetMachine();
+  if (!tmOr) return tmOr.takeError();
+  llvm::TargetMachine &tm = **tmOr;
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple());
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", target_.cpu);
+    f.addFnAttr("target-features", target_.features);
+  }
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(module, &os))
+      return llvm::createStringError("invalid LLVM IR from lowering: %s", msg.c_str());
+  }
+
+  auto t0 = Clock::now();
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = options_.optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                  : options_.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                  : options_.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                           : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+  if (times) times->optimizeMs = msSince(t0);
+
+  t0 = Clock::now();
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegenPM;
+  if (tm.addPassesToEmitFile(codegenPM, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("target %s cannot emit object files", target_.triple.c_str());
+  codegenPM.run(module);
+  if (times) times->emitMs = msSince(t0);
+  return std::move(object);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,68 @@
+#include "jit/JitEngine.h"
+#include "jit/RuntimeSymbols.h"
+
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+namespace kiln::jit {
+
+llvm::Expected<std::unique_ptr<JitEngine>> JitEngine::create() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  std::unique_ptr<JitEngine> engine(new JitEngine());
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return jit.takeError();
+  engine->jit_ = std::move(*jit);
+  auto &es = engine->jit_->getExecutionSession();
+  auto rt = engine->jit_->createJITDylib("kiln.runtime");
+  if (!rt) return rt.takeError();
+  engine->runtimeDylib_ = &*rt;
+  llvm::orc::SymbolMap symbols;
+  for (auto &[name, addr] : runtimeSymbols())
+    symbols[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                                llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  if (auto err = rt->define(llvm::orc::absoluteSymbols(std::move(symbols)))) return std::move(err);
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      engine->jit_->getDataLayout().getGlobalPrefix());
+  if (!process) return process.takeError();
+  rt->addGenerator(std::move(*process));
+  return std::move(engine);
+}
+
+JitEngine::~JitEngine() = default;
+
+llvm::Expected<std::unique_ptr<LoadedObject>> JitEngine::load(llvm::ArrayRef<char> object,
+                                                              llvm::StringRef name) {
+  std::string jdName = (name + "#" + llvm::Twine(counter_++)).str();
+  auto jd = jit_->createJITDylib(jdName);
+  if (!jd) return jd.takeError();
+  jd->addToLinkOrder(*runtimeDylib_);
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(object.data(), object.size()), jdName);
+  if (auto err = jit_->addObjectFile(*jd, std::move(buffer))) {
+    (void)jit_->getExecutionSession().removeJITDylib(*jd);
+    return std::move(err);
+  }
+  return std::unique_ptr<LoadedObject>(new LoadedObject(*this, *jd));
+}
+
+llvm::Expected<void *> LoadedObject::lookup(llvm::StringRef symbol) const {
+  auto addr = engine_.jit_->lookup(jd_, symbol);
+  if (!addr) return addr.takeError();
+  return addr->toPtr<void *>();
+}
+
+LoadedObject::~LoadedObject() {
+  if (auto err = engine_.jit_->getExecutionSession().removeJITDylib(jd_))
+    llvm::consumeError(std::move(err));
+}
+
+}  // namespace kiln::jit

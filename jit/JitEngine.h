@@ -1,0 +1,58 @@
+// JitEngine: an ORC LLJIT that loads kiln's object files.
+//
+// Each loaded object gets its own JITDylib (so every object can define
+// `kiln_entry`), linked against the engine's runtime dylib, which holds the
+// symbols kiln exports to generated code (RuntimeSymbols.cpp) and falls back
+// to the process's symbols (libc, libm).
+//
+// Thread-safety: JitEngine is thread-safe (ORC's ExecutionSession locks).
+// A LoadedObject must be destroyed before its engine; destroying it unloads
+// the code.
+#pragma once
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <memory>
+
+namespace llvm::orc {
+class LLJIT;
+class JITDylib;
+}  // namespace llvm::orc
+
+namespace kiln::jit {
+
+class JitEngine;
+
+class LoadedObject {
+public:
+  ~LoadedObject();
+  /// Address of a symbol defined by the object.
+  llvm::Expected<void *> lookup(llvm::StringRef symbol) const;
+
+private:
+  friend class JitEngine;
+  LoadedObject(JitEngine &engine, llvm::orc::JITDylib &jd) : engine_(engine), jd_(jd) {}
+  JitEngine &engine_;
+  llvm::orc::JITDylib &jd_;
+};
+
+class JitEngine {
+public:
+  static llvm::Expected<std::unique_ptr<JitEngine>> create();
+  ~JitEngine();
+  /// Links an ELF object (copied) into a fresh JITDylib named after `name`.
+  llvm::Expected<std::unique_ptr<LoadedObject>> load(llvm::ArrayRef<char> object,
+                                                     llvm::StringRef name);
+
+private:
+  friend class LoadedObject;
+  JitEngine() = default;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  llvm::orc::JITDylib *runtimeDylib_ = nullptr;
+  std::atomic<uint64_t> counter_{0};
+};
+
+}  // namespace kiln::jit

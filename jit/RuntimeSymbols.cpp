@@ -1,0 +1,21 @@
+#include "jit/RuntimeSymbols.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::jit {
+
+const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
+  static const std::vector<std::pair<const char *, void *>> symbols = {
+      // Strided memref copies that lowering leaves as calls (MLIR's C runner utils).
+      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
+      {"malloc", reinterpret_cast<void *>(&std::malloc)},
+      {"free", reinterpret_cast<void *>(&std::free)},
+      {"aligned_alloc", reinterpret_cast<void *>(&std::aligned_alloc)},
+  };
+  return symbols;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,66 @@
+#include "lowering/Pipelines.h"
+#include "lowering/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include <mutex>
+
+namespace kiln::lowering {
+
+llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
+  static const PipelineStage stages[] = {
+      {"kiln-tosa-to-linalg",
+       "builtin.module(func.func(tosa-optional-decompositions),"
+       "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),"
+       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),"
+       "canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"},
+      {"kiln-bufferize",
+       "builtin.module(func.func(eliminate-empty-tensors),"
+       "one-shot-bufferize{bufferize-function-boundaries "
+       "function-boundary-type-conversion=identity-layout-map},"
+       "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+       "canonicalize,buffer-deallocation-pipeline,canonicalize)"},
+      {"kiln-lower-to-llvm",
+       "builtin.module(func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+       "canonicalize,cse,convert-vector-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+       "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+       "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-arith-to-llvm,"
+       "convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
+       "reconcile-unrealized-casts,kiln-entry-wrapper)"},
+  };
+  return stages;
+}
+
+void registerKilnPassesAndPipelines() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mlir::registerAllPasses();
+    registerKilnLoweringPasses();
+    for (const PipelineStage &stage : cpuPipelineStages()) {
+      std::string text = stage.pipeline;
+      mlir::PassPipelineRegistration<>(
+          stage.name, "kiln CPU lowering stage",
+          [text](mlir::OpPassManager &pm) {
+            // The nested builtin.module(...) is anchored on the module itself.
+            llvm::StringRef body = llvm::StringRef(text).drop_front(strlen("builtin.module("))
+                                       .drop_back();
+            if (failed(mlir::parsePassPipeline(body, pm)))
+              llvm::report_fatal_error("kiln: bad built-in pipeline");
+          });
+    }
+  });
+}
+
+void registerKilnDialects(mlir::DialectRegistry &registry) {
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+}
+
+}  // namespace kiln::lowering

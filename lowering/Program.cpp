@@ -1,0 +1,411 @@
+#include "lowering/Program.h"
+#include "lowering/Passes.h"
+#include "lowering/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace kiln::lowering {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string locationString(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return (f.getFilename().strref() + ":" + llvm::Twine(f.getLine()) + ":" +
+            llvm::Twine(f.getColumn()))
+        .str();
+  if (auto n = dyn_cast<NameLoc>(loc)) return locationString(n.getChildLoc());
+  if (auto c = dyn_cast<CallSiteLoc>(loc)) return locationString(c.getCallee());
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    if (!f.getLocations().empty()) return locationString(f.getLocations().front());
+  return "<unknown location>";
+}
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+std::optional<DType> toDType(Type t) {
+  if (t.isF32()) return DType::f32;
+  if (t.isF16()) return DType::f16;
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF64()) return DType::f64;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.isUnsigned()) return i.getWidth() == 8 ? std::optional(DType::u8) : std::nullopt;
+    switch (i.getWidth()) {
+    case 64: return DType::i64;
+    case 32: return DType::i32;
+    case 16: return DType::i16;
+    case 8: return DType::i8;
+    case 1: return DType::i1;
+    default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Converts a tensor type; returns an explanation on failure.
+std::optional<TensorType> toTensorType(Type t, std::string &why) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (!rt) {
+    why = "type " + typeString(t) + " is not a ranked tensor";
+    return std::nullopt;
+  }
+  auto dt = toDType(rt.getElementType());
+  if (!dt) {
+    why = "element type " + typeString(rt.getElementType()) + " is not supported";
+    return std::nullopt;
+  }
+  TensorType out;
+  out.dtype = *dt;
+  for (int64_t d : rt.getShape()) out.shape.push_back(ShapedType::isDynamic(d) ? kDynamic : d);
+  return out;
+}
+
+std::string argumentName(func::FuncOp fn, unsigned i) {
+  if (auto s = fn.getArgAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
+  if (auto path = fn.getArgAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
+    if (!path.empty())
+      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
+  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
+    if (auto inputs = entry.getAs<StringAttr>("inputs")) {
+      SmallVector<StringRef> names;
+      inputs.getValue().split(names, ',');
+      if (i < names.size()) return names[i].trim().str();
+    }
+  return "";
+}
+
+std::string stripAnchor(StringRef pipeline) {
+  StringRef body = pipeline;
+  if (body.consume_front("builtin.module(")) body = body.drop_back();
+  return body.str();
+}
+
+}  // namespace
+
+const std::vector<std::string> &Program::supportedDialects() {
+  static const std::vector<std::string> d = {"builtin", "func",   "tosa", "linalg",
+                                             "arith",   "math",   "tensor", "scf"};
+  return d;
+}
+
+struct SpecializedFunction::Impl {
+  OwningOpRef<ModuleOp> module;
+};
+SpecializedFunction::~SpecializedFunction() = default;
+
+std::string SpecializedFunction::printGraph() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (impl && impl->module)
+    impl->module->print(os, OpPrintingFlags().elideLargeElementsAttrs(16));
+  return s;
+}
+
+struct Program::Impl {
+  std::shared_ptr<MLIRContext> ctx;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::vector<FunctionSignature> functions;
+  std::mutex mu;
+  llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
+
+  /// Runs `body` with MLIR diagnostics captured; on failure the error says
+  /// `what` failed and lists the diagnostics with their source locations.
+  template <typename F> llvm::Error diagnose(llvm::StringRef what, F &&body) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
+    if (succeeded(body())) return llvm::Error::success();
+    std::string msg = text;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    if (msg.empty()) msg = "(no diagnostic was emitted)";
+    return llvm::createStringError("%s:\n%s", what.str().c_str(), msg.c_str());
+  }
+
+  llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
+};
+
+Program::Program() : impl(std::make_unique<Impl>()) {}
+Program::~Program() {
+  // The module must die before its context.
+  if (impl) impl->module = nullptr;
+}
+
+llvm::Expected<std::unique_ptr<Program>> Program::parseFile(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true);
+  if (!buf)
+    return llvm::createStringError(buf.getError(), "cannot read MLIR file '%s': %s",
+                                   path.str().c_str(), buf.getError().message().c_str());
+  return parse((*buf)->getBuffer(), path);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
+                                                         llvm::StringRef bufferName) {
+  registerKilnPassesAndPipelines();
+  std::unique_ptr<Program> p(new Program());
+  Impl &I = *p->impl;
+  DialectRegistry registry;
+  registerKilnDialects(registry);
+  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  I.ctx->loadAllAvailableDialects();
+  I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
+                                 llvm::SMLoc());
+  if (auto err = I.diagnose("cannot load MLIR from '" + bufferName.str() + "'", [&] {
+        I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get()));
+        return success(bool(I.module));
+      }))
+    return std::move(err);
+
+  // Only dialects kiln lowers may appear.
+  if (auto err = I.diagnose("unsupported operation in '" + bufferName.str() + "'", [&] {
+        WalkResult r = I.module->walk([&](Operation *op) {
+          StringRef ns = op->getName().getDialectNamespace();
+          if (ns.empty()) ns = "builtin";
+          if (llvm::is_contained(supportedDialects(), ns.str())) return WalkResult::advance();
+          op->emitError() << "op '" << op->getName() << "' is from dialect '" << ns
+                          << "', which kiln does not compile (supported: "
+                          << llvm::join(supportedDialects(), ", ") << ")";
+          return WalkResult::interrupt();
+        });
+        return failure(r.wasInterrupted());
+      }))
+    return std::move(err);
+
+  for (auto fn : I.module->getOps<func::FuncOp>()) {
+    if (!fn.isPublic() || fn.isExternal()) continue;
+    FunctionSignature sig;
+    sig.name = fn.getSymName().str();
+    sig.location = locationString(fn.getLoc());
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      std::string why;
+      auto t = toTensorType(fn.getArgumentTypes()[i], why);
+      if (!t && sig.unsupported.empty())
+        sig.unsupported = "argument " + std::to_string(i) + ": " + why;
+      sig.args.push_back({argumentName(fn, i), t.value_or(TensorType())});
+    }
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      std::string why;
+      auto t = toTensorType(fn.getResultTypes()[i], why);
+      if (!t && sig.unsupported.empty())
+        sig.unsupported = "result " + std::to_string(i) + ": " + why;
+      sig.results.push_back(t.value_or(TensorType()));
+    }
+    I.functions.push_back(std::move(sig));
+  }
+  return std::move(p);
+}
+
+const std::vector<FunctionSignature> &Program::functions() const { return impl->functions; }
+
+const FunctionSignature *Program::lookup(llvm::StringRef name) const {
+  for (const FunctionSignature &f : impl->functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const TensorType &type) {
+  auto it = weights.find(value.getAsOpaquePointer());
+  if (it != weights.end()) return it->second;
+  size_t elemSize = dtypeSize(type.dtype);
+  size_t bytes = type.byteSize();
+  Tensor t;
+  auto fromRaw = [&](const char *data, size_t size) -> llvm::Error {
+    if (size != bytes)
+      return llvm::createStringError("weight of type %s holds %zu bytes, expected %zu",
+                                     type.str().c_str(), size, bytes);
+    if (reinterpret_cast<uintptr_t>(data) % elemSize == 0)  // zero-copy
+      t = Tensor::wrap(type.dtype, type.shape, const_cast<char *>(data), ctx);
+    else
+      t = Tensor::fromHost(type.dtype, type.shape, data);
+    return llvm::Error::success();
+  };
+  if (auto r = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    if (!blob)
+      return llvm::createStringError("dense_resource '%s' has no data in the module",
+                                     r.getRawHandle().getKey().str().c_str());
+    ArrayRef<char> data = blob->getData();
+    if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
+  } else if (auto d = dyn_cast<DenseElementsAttr>(value)) {
+    if (type.dtype == DType::i1) {
+      t = Tensor::empty(DType::i1, type.shape);
+      uint8_t *out = t.data<uint8_t>();
+      for (bool b : d.getValues<bool>()) *out++ = b;
+    } else if (d.isSplat()) {
+      ArrayRef<char> one = d.getRawData();
+      t = Tensor::empty(type.dtype, type.shape);
+      for (int64_t i = 0; i < t.numElements(); ++i)
+        std::memcpy(t.data<char>() + i * elemSize, one.data(), elemSize);
+    } else {
+      ArrayRef<char> data = d.getRawData();
+      if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
+    }
+  } else {
+    return llvm::createStringError("unsupported constant attribute kind for a weight");
+  }
+  weights[value.getAsOpaquePointer()] = t;
+  return t;
+}
+
+llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs) {
+  if (!sig.unsupported.empty())
+    return llvm::createStringError("function @%s (%s) cannot be called by kiln: %s",
+                                   sig.name.c_str(), sig.location.c_str(),
+                                   sig.unsupported.c_str());
+  if (inputs.size() != sig.args.size())
+    return llvm::createStringError("function @%s takes %zu inputs, got %zu", sig.name.c_str(),
+                                   sig.args.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ArgumentInfo &a = sig.args[i];
+    std::string label = "argument " + std::to_string(i) +
+                        (a.name.empty() ? std::string() : " ('" + a.name + "')");
+    const TensorType &got = inputs[i];
+    bool ok = got.dtype == a.type.dtype && got.shape.size() == a.type.shape.size();
+    for (size_t d = 0; ok && d < got.shape.size(); ++d)
+      ok = a.type.shape[d] == kDynamic || a.type.shape[d] == got.shape[d];
+    if (!ok)
+      return llvm::createStringError("function @%s %s: expected tensor<%s>, got tensor<%s>",
+                                     sig.name.c_str(), label.c_str(), a.type.str().c_str(),
+                                     got.str().c_str());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<SpecializedFunction>>
+Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
+                    StageTimes &times) {
+  const FunctionSignature *sig = lookup(function);
+  if (!sig) {
+    std::string names;
+    for (const FunctionSignature &f : impl->functions) names += (names.empty() ? "@" : ", @") + f.name;
+    return llvm::createStringError("no public function @%s in the module (it has: %s)",
+                                   function.str().c_str(), names.empty() ? "none" : names.c_str());
+  }
+  if (auto err = checkInputs(*sig, inputs)) return std::move(err);
+
+  std::lock_guard<std::mutex> lock(impl->mu);
+  auto t0 = Clock::now();
+  auto out = std::make_unique<SpecializedFunction>();
+  out->impl = std::make_unique<SpecializedFunction::Impl>();
+  out->function = function.str();
+  out->inputTypes.assign(inputs.begin(), inputs.end());
+  out->impl->module = impl->module->clone();
+  ModuleOp module = *out->impl->module;
+
+  auto original = impl->module->lookupSymbol<func::FuncOp>(function);
+  std::string shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto argType = cast<RankedTensorType>(original.getArgumentTypes()[i]);
+    std::string dims = shapeToString(inputs[i].shape);
+    shapes += (i ? "," : "") + dims + (dims.empty() ? "" : "x") + typeString(argType.getElementType());
+  }
+  KilnSpecializeShapesOptions opts;
+  opts.function = function.str();
+  opts.shapes = shapes;
+  if (auto err = impl->diagnose(
+          "cannot specialize @" + function.str() + " to (" + shapes + ")", [&] {
+            PassManager pm(impl->ctx.get());
+            pm.addPass(createKilnSpecializeShapes(opts));
+            pm.addPass(createKilnHoistConstants());
+            return pm.run(module);
+          }))
+    return std::move(err);
+
+  auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
+  for (unsigned i = inputs.size(); i < fn.getNumArguments(); ++i) {
+    auto value = fn.getArgAttrOfType<ElementsAttr>(i, kWeightAttrName);
+    std::string why;
+    auto type = toTensorType(fn.getArgumentTypes()[i], why);
+    if (!value || !type)
+      return llvm::createStringError("@%s: weight argument %u is malformed: %s",
+                                     function.str().c_str(), i, why.c_str());
+    auto tensor = impl->weightTensor(value, *type);
+    if (!tensor)
+      return llvm::createStringError("@%s: weight at %s: %s", function.str().c_str(),
+                                     locationString(fn.getArgument(i).getLoc()).c_str(),
+                                     llvm::toString(tensor.takeError()).c_str());
+    out->weights.push_back(*tensor);
+    fn.removeArgAttr(i, kWeightAttrName);
+  }
+  for (Type r : fn.getResultTypes()) {
+    std::string why;
+    auto type = toTensorType(r, why);
+    if (!type)
+      return llvm::createStringError("@%s: result %s", function.str().c_str(), why.c_str());
+    out->resultTypes.push_back(*type);
+  }
+  times.push_back({"specialize", msSince(t0)});
+  return std::move(out);
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
+                       StageTimes &times) {
+  std::lock_guard<std::mutex> lock(impl->mu);
+  if (!fn.impl || !fn.impl->module)
+    return llvm::createStringError("@%s was already lowered", fn.function.c_str());
+  ModuleOp module = *fn.impl->module;
+  const char *dumpDir = std::getenv("KILN_DUMP_IR");
+  int stageIndex = 0;
+  for (const PipelineStage &stage : cpuPipelineStages()) {
+    auto t0 = Clock::now();
+    if (auto err = impl->diagnose("@" + fn.function + ": lowering stage " + stage.name + " failed",
+                                  [&] {
+                                    PassManager pm(impl->ctx.get());
+                                    if (failed(parsePassPipeline(stripAnchor(stage.pipeline), pm)))
+                                      return failure();
+                                    return pm.run(module);
+                                  }))
+      return std::move(err);
+    times.push_back({stage.name, msSince(t0)});
+    if (dumpDir) {
+      std::string path = (llvm::Twine(dumpDir) + "/" + fn.function + "." +
+                          llvm::Twine(++stageIndex) + "." + stage.name + ".mlir").str();
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      if (!ec) module.print(os);
+    }
+  }
+  auto t0 = Clock::now();
+  std::unique_ptr<llvm::Module> llvmModule;
+  if (auto err = impl->diagnose("@" + fn.function + ": translation to LLVM IR failed", [&] {
+        llvmModule = translateModuleToLLVMIR(module, llvmContext, "kiln." + fn.function);
+        return success(bool(llvmModule));
+      }))
+    return std::move(err);
+  times.push_back({"translate", msSince(t0)});
+  fn.impl->module = nullptr;
+  return std::move(llvmModule);
+}
+
+}  // namespace kiln::lowering

@@ -1,0 +1,112 @@
+// Program: an imported MLIR module (TOSA and/or linalg on tensors) and the
+// CPU lowering of its functions.
+//
+//   Program::parse        parse (text or bytecode) + verify + dialect check
+//   Program::specialize   one function at one static shape signature, with
+//                         large constants hoisted out as weights
+//   Program::lowerToLLVMIR the specialized function through the CPU pipeline
+//                         into an llvm::Module exposing `kiln_entry`
+//
+// Thread-safety: all methods may be called from several threads; MLIR work on
+// one Program is serialized by an internal mutex (its MLIRContext runs
+// without threading). Each Program owns its own MLIRContext.
+#pragma once
+
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+}  // namespace mlir
+
+namespace kiln::lowering {
+
+/// Name of the specialized function and of the packed entry point
+/// (`void kiln_entry(void **buffers)`: inputs, then weights, then outputs).
+inline constexpr llvm::StringLiteral kSpecializedFnName = "kiln_fn";
+inline constexpr llvm::StringLiteral kEntryName = "kiln_entry";
+
+struct ArgumentInfo {
+  std::string name;  // from kiln.name / tf_saved_model.index_path / tf.entry_function; may be empty
+  TensorType type;   // dims may be kDynamic
+};
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<ArgumentInfo> args;
+  std::vector<TensorType> results;  // as declared; may be dynamic
+  std::string location;             // "file:line:col" of the func.func
+  std::string unsupported;          // why kiln cannot call it (empty if callable)
+};
+
+/// Wall time of one compile stage.
+struct StageTime {
+  std::string stage;
+  double ms = 0;
+};
+using StageTimes = std::vector<StageTime>;
+
+/// A function specialized to one shape signature; owns its MLIR module.
+class SpecializedFunction {
+public:
+  ~SpecializedFunction();
+  std::string function;                // original name
+  std::vector<TensorType> inputTypes;  // static
+  std::vector<TensorType> resultTypes; // static
+  std::vector<Tensor> weights;         // hoisted constants, passed after the inputs
+  /// The specialized graph as MLIR text (weights elided), e.g. for cache keys.
+  std::string printGraph() const;
+
+private:
+  friend class Program;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+class Program {
+public:
+  /// Parses MLIR text or bytecode. `bufferName` names the source in errors.
+  static llvm::Expected<std::unique_ptr<Program>> parse(llvm::StringRef source,
+                                                        llvm::StringRef bufferName);
+  static llvm::Expected<std::unique_ptr<Program>> parseFile(llvm::StringRef path);
+  ~Program();
+
+  /// Public functions, in module order.
+  const std::vector<FunctionSignature> &functions() const;
+  const FunctionSignature *lookup(llvm::StringRef name) const;
+
+  /// Specializes `function` to static `inputs` (which must match its signature).
+  llvm::Expected<std::unique_ptr<SpecializedFunction>>
+  specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs, StageTimes &times);
+
+  /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to LLVM IR.
+  llvm::Expected<std::unique_ptr<llvm::Module>>
+  lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times);
+
+  /// Rejects dialects kiln does not lower; exposed for tests.
+  static const std::vector<std::string> &supportedDialects();
+
+private:
+  Program();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+}  // namespace kiln::lowering
+
+namespace kiln::lowering {
+/// Checks a call's inputs against a signature (count, dtype, rank, static dims).
+llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs);
+}  // namespace kiln::lowering

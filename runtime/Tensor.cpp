@@ -1,0 +1,181 @@
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cstdlib>
+
+namespace kiln {
+
+int64_t numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shapeToString(llvm::ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += "x";
+    s += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
+  }
+  return s;
+}
+
+llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic) {
+  Shape shape;
+  text = text.trim();
+  if (text.empty()) return shape;
+  llvm::SmallVector<llvm::StringRef, 6> parts;
+  text.split(parts, 'x');
+  for (llvm::StringRef p : parts) {
+    p = p.trim();
+    if (p == "?" && allowDynamic) {
+      shape.push_back(kDynamic);
+      continue;
+    }
+    int64_t d;
+    if (p.getAsInteger(10, d) || d < 0)
+      return llvm::createStringError("invalid shape '%s': '%s' is not a non-negative dimension",
+                                     text.str().c_str(), p.str().c_str());
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
+  size_t rounded = llvm::alignTo(bytes ? bytes : 1, kBufferAlignment);
+  void *p = std::aligned_alloc(kBufferAlignment, rounded);
+  if (!p) llvm::report_bad_alloc_error("kiln: out of host memory");
+  return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(p, bytes, true, nullptr));
+}
+
+llvm::IntrusiveRefCntPtr<Buffer> Buffer::wrap(void *data, size_t bytes,
+                                              std::shared_ptr<const void> keepAlive) {
+  return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(data, bytes, false, std::move(keepAlive)));
+}
+
+Buffer::~Buffer() {
+  if (owned_) std::free(data_);
+}
+
+bool TensorType::isStatic() const {
+  for (int64_t d : shape)
+    if (d < 0) return false;
+  return true;
+}
+
+std::string TensorType::str() const {
+  std::string s = shapeToString(shape);
+  if (!s.empty()) s += "x";
+  return s + std::string(dtypeName(dtype));
+}
+
+Tensor Tensor::empty(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  Tensor t;
+  t.type_.dtype = dtype;
+  t.type_.shape.assign(shape.begin(), shape.end());
+  t.buffer_ = Buffer::allocate(t.byteSize());
+  return t;
+}
+
+Tensor Tensor::fromHost(DType dtype, llvm::ArrayRef<int64_t> shape, const void *data) {
+  Tensor t = empty(dtype, shape);
+  if (t.byteSize()) std::memcpy(t.rawData(), data, t.byteSize());
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, llvm::ArrayRef<int64_t> shape, void *data,
+                    std::shared_ptr<const void> keepAlive) {
+  Tensor t;
+  t.type_.dtype = dtype;
+  t.type_.shape.assign(shape.begin(), shape.end());
+  t.buffer_ = Buffer::wrap(data, t.byteSize(), std::move(keepAlive));
+  return t;
+}
+
+Shape Tensor::strides() const {
+  Shape s(type_.shape.size(), 1);
+  for (int64_t i = int64_t(s.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * type_.shape[i + 1];
+  return s;
+}
+
+double Tensor::elementAsDouble(int64_t i) const {
+  const char *p = static_cast<const char *>(rawData()) + size_t(i) * dtypeSize(dtype());
+  auto load = [p](auto v) {
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  switch (dtype()) {
+  case DType::f32: return load(float());
+  case DType::f64: return load(double());
+  case DType::f16: return halfToFloat(load(uint16_t()));
+  case DType::bf16: return bf16ToFloat(load(uint16_t()));
+  case DType::i64: return double(load(int64_t()));
+  case DType::i32: return load(int32_t());
+  case DType::i16: return load(int16_t());
+  case DType::i8: return load(int8_t());
+  case DType::u8: return load(uint8_t());
+  case DType::i1: return load(uint8_t()) ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return uint16_t(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return uint16_t(sign);
+    mant |= 0x800000;
+    uint32_t shift = uint32_t(14 - exp);
+    uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;
+  return uint16_t(half);
+}
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);
+  uint32_t lsb = (x >> 16) & 1;
+  return uint16_t((x + 0x7fff + lsb) >> 16);
+}
+
+}  // namespace kiln

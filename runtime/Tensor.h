@@ -1,0 +1,124 @@
+// Buffer, TensorType and Tensor: kiln's host tensors.
+//
+// Contract:
+//  - Buffer is reference counted (thread-safe count, llvm::ThreadSafeRefCountedBase).
+//    A buffer either owns 64-byte-aligned memory it allocated, or wraps
+//    external memory (a weight blob inside an MLIR module, a user array) and
+//    keeps its owner alive through `keepAlive`. External memory is aligned at
+//    least to its element size.
+//  - Tensor is a cheap value (dtype, shape, contiguous row-major strides,
+//    buffer + byte offset). Copies share the buffer. Reading and writing the
+//    same tensor from several threads needs outside synchronization.
+#pragma once
+
+#include "runtime/DType.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/IntrusiveRefCntPtr.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+using Shape = llvm::SmallVector<int64_t, 6>;
+constexpr int64_t kDynamic = -1;
+constexpr size_t kBufferAlignment = 64;
+
+/// Number of elements of a static shape (1 for rank 0).
+int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// "1x224x224x3" (dynamic dims print as "?"); rank 0 prints as "".
+std::string shapeToString(llvm::ArrayRef<int64_t> shape);
+/// Parses "1x224x224x3" ("?" allowed when allowDynamic).
+llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic = false);
+
+class Buffer : public llvm::ThreadSafeRefCountedBase<Buffer> {
+public:
+  /// Allocates `bytes` of 64-byte-aligned, uninitialized memory.
+  static llvm::IntrusiveRefCntPtr<Buffer> allocate(size_t bytes);
+  /// Wraps memory owned elsewhere; `keepAlive` is held until the buffer dies.
+  static llvm::IntrusiveRefCntPtr<Buffer> wrap(void *data, size_t bytes,
+                                               std::shared_ptr<const void> keepAlive);
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+
+  void *data() const { return data_; }
+  size_t size() const { return size_; }
+  bool ownsMemory() const { return owned_; }
+
+private:
+  Buffer(void *data, size_t size, bool owned, std::shared_ptr<const void> keepAlive)
+      : data_(data), size_(size), owned_(owned), keepAlive_(std::move(keepAlive)) {}
+  void *data_;
+  size_t size_;
+  bool owned_;
+  std::shared_ptr<const void> keepAlive_;
+};
+
+/// Element type and shape of a tensor; dims may be kDynamic in signatures.
+struct TensorType {
+  DType dtype = DType::f32;
+  Shape shape;
+  bool isStatic() const;
+  int64_t numElements() const { return kiln::numElements(shape); }
+  size_t byteSize() const { return size_t(numElements()) * dtypeSize(dtype); }
+  /// "1x8x8x3xf32", the MLIR spelling without "tensor<>".
+  std::string str() const;
+  bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+};
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A new tensor with uninitialized contents; shape must be static.
+  static Tensor empty(DType dtype, llvm::ArrayRef<int64_t> shape);
+  /// A new tensor holding a copy of `data` (row-major, numElements*dtypeSize bytes).
+  static Tensor fromHost(DType dtype, llvm::ArrayRef<int64_t> shape, const void *data);
+  template <typename T>
+  static Tensor fromVector(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<T> values) {
+    return fromHost(dtype, shape, values.data());
+  }
+  /// A tensor over external memory, without copying (see Buffer::wrap).
+  static Tensor wrap(DType dtype, llvm::ArrayRef<int64_t> shape, void *data,
+                     std::shared_ptr<const void> keepAlive);
+
+  bool valid() const { return bool(buffer_); }
+  DType dtype() const { return type_.dtype; }
+  llvm::ArrayRef<int64_t> shape() const { return type_.shape; }
+  const TensorType &type() const { return type_; }
+  /// Row-major strides in elements.
+  Shape strides() const;
+  int64_t rank() const { return int64_t(type_.shape.size()); }
+  int64_t numElements() const { return type_.numElements(); }
+  size_t byteSize() const { return type_.byteSize(); }
+
+  void *rawData() const { return static_cast<char *>(buffer_->data()) + offset_; }
+  template <typename T> T *data() const { return static_cast<T *>(rawData()); }
+  template <typename T> std::vector<T> toVector() const {
+    std::vector<T> out(size_t(numElements()));
+    std::memcpy(out.data(), rawData(), byteSize());
+    return out;
+  }
+  /// Element i converted to double (any dtype); for checksums and printing.
+  double elementAsDouble(int64_t i) const;
+  const llvm::IntrusiveRefCntPtr<Buffer> &buffer() const { return buffer_; }
+
+private:
+  TensorType type_;
+  llvm::IntrusiveRefCntPtr<Buffer> buffer_;
+  size_t offset_ = 0;
+};
+
+/// f16 / bf16 conversions used by tests, printing and npy I/O.
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+float bf16ToFloat(uint16_t h);
+uint16_t floatToBf16(float f);
+
+}  // namespace kiln
