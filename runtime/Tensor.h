@@ -101,7 +101,7 @@ public:
   void *rawData() const { return static_cast<char *>(buffer_->data()) + offset_; }
   template <typename T> T *data() const { return static_cast<T *>(rawData()); }
   template <typename T> std::vector<T> toVector() const {
-    std::vector<T> out(size_t(numElements()));
+    std::vector<T> out(static_cast<size_t>(numElements()));
     std::memcpy(out.data(), rawData(), byteSize());
     return out;
   }

@@ -1,0 +1,81 @@
+// Helpers shared by kiln's gtest suites.
+#pragma once
+
+#include "runtime/Kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+/// Unwraps an llvm::Expected or fails the test with its message.
+template <typename T> T takeOrFail(llvm::Expected<T> value, const char *what = "") {
+  if (!value) {
+    ADD_FAILURE() << what << ": " << llvm::toString(value.takeError());
+    return T();
+  }
+  return std::move(*value);
+}
+#define KILN_TAKE(expr) ::kiln::test::takeOrFail((expr), #expr)
+
+/// The error message of a failed Expected/Error ("" and a test failure if it succeeded).
+template <typename T> std::string errorOf(llvm::Expected<T> value) {
+  if (value) {
+    ADD_FAILURE() << "expected an error";
+    return "";
+  }
+  return llvm::toString(value.takeError());
+}
+inline std::string errorOf(llvm::Error err) {
+  if (!err) {
+    ADD_FAILURE() << "expected an error";
+    return "";
+  }
+  return llvm::toString(std::move(err));
+}
+
+/// One Runtime per test binary (creating the JIT is not free).
+inline Runtime &sharedRuntime() {
+  static std::unique_ptr<Runtime> rt = [] {
+    auto r = Runtime::create({});
+    if (!r) {
+      ADD_FAILURE() << llvm::toString(r.takeError());
+      std::abort();
+    }
+    return std::move(*r);
+  }();
+  return *rt;
+}
+
+/// |got - want| <= atol + rtol * |want| elementwise, reporting the first mismatches.
+inline ::testing::AssertionResult allClose(const std::vector<double> &got,
+                                           const std::vector<double> &want, double rtol = 1e-5,
+                                           double atol = 1e-6) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  int bad = 0;
+  std::string msg;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool ok = std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]) ||
+              (std::isnan(got[i]) && std::isnan(want[i])) || got[i] == want[i];
+    if (!ok && bad++ < 5)
+      msg += " [" + std::to_string(i) + "] got " + std::to_string(got[i]) + " want " +
+             std::to_string(want[i]) + ";";
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " mismatches:" << msg;
+  return ::testing::AssertionSuccess();
+}
+
+inline std::vector<double> asDoubles(const Tensor &t) {
+  std::vector<double> v(static_cast<size_t>(t.numElements()));
+  for (int64_t i = 0; i < t.numElements(); ++i) v[i] = t.elementAsDouble(i);
+  return v;
+}
+template <typename T> std::vector<double> asDoubles(const std::vector<T> &x) {
+  return std::vector<double>(x.begin(), x.end());
+}
+
+}  // namespace kiln::test

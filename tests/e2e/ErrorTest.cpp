@@ -1,0 +1,144 @@
+// Bad input never crashes: each case returns an llvm::Error whose message
+// names the problem and where it is, and the runtime stays usable.
+#include "tests/TestUtil.h"
+
+using namespace kiln;
+
+namespace {
+
+const char *kAdd = R"mlir(
+func.func @add(%a: tensor<?x4xf32> {kiln.name = "lhs"}, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %r = tosa.add %a, %b : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+)mlir";
+
+Tensor f32(std::vector<int64_t> shape) {
+  Tensor t = Tensor::empty(DType::f32, shape);
+  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = float(i);
+  return t;
+}
+
+bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Errors, MalformedMlirNamesLineAndColumn) {
+  std::string msg = test::errorOf(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %b : tensor<4xf32>\n}\n",
+      "bad.mlir"));
+  EXPECT_TRUE(contains(msg, "bad.mlir:2:")) << msg;
+  EXPECT_TRUE(contains(msg, "%b")) << msg;
+}
+
+TEST(Errors, UnknownDialectAndOp) {
+  std::string msg = test::errorOf(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %r = \"foo.bar\"(%a) : (tensor<4xf32>) -> tensor<4xf32>\n"
+      "  return %r : tensor<4xf32>\n}\n",
+      "foo.mlir"));
+  EXPECT_TRUE(contains(msg, "foo.mlir:2:")) << msg;
+  EXPECT_TRUE(contains(msg, "foo")) << msg;
+
+  msg = test::errorOf(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %r = tosa.frobnicate %a : (tensor<4xf32>) -> tensor<4xf32>\n"
+      "  return %r : tensor<4xf32>\n}\n",
+      "op.mlir"));
+  EXPECT_TRUE(contains(msg, "op.mlir:2:")) << msg;
+  EXPECT_TRUE(contains(msg, "tosa.frobnicate")) << msg;
+
+  // A registered dialect kiln does not compile (gpu) is rejected by name.
+  msg = test::errorOf(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %t = gpu.thread_id x\n"
+      "  return %a : tensor<4xf32>\n}\n",
+      "gpu.mlir"));
+  EXPECT_TRUE(contains(msg, "gpu.mlir:2:")) << msg;
+  EXPECT_TRUE(contains(msg, "dialect 'gpu'")) << msg;
+}
+
+TEST(Errors, WrongNumberOfInputs) {
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(kAdd, "add.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("add", {f32({2, 4})}));
+  EXPECT_TRUE(contains(msg, "@add takes 2 inputs, got 1")) << msg;
+}
+
+TEST(Errors, DtypeAndShapeMismatchNameTheArgument) {
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(kAdd, "add.mlir"));
+  ASSERT_TRUE(m);
+  Tensor i32 = Tensor::empty(DType::i32, {2, 4});
+  std::string msg = test::errorOf(m->call("add", {i32, f32({2, 4})}));
+  EXPECT_TRUE(contains(msg, "argument 0 ('lhs')")) << msg;
+  EXPECT_TRUE(contains(msg, "expected tensor<?x4xf32>, got tensor<2x4xi32>")) << msg;
+
+  msg = test::errorOf(m->call("add", {f32({2, 4}), f32({2, 5})}));
+  EXPECT_TRUE(contains(msg, "argument 1")) << msg;
+  EXPECT_TRUE(contains(msg, "got tensor<2x5xf32>")) << msg;
+
+  msg = test::errorOf(m->call("add", {f32({2, 4}), f32({4})}));
+  EXPECT_TRUE(contains(msg, "got tensor<4xf32>")) << msg;
+
+  msg = test::errorOf(m->call("add", {f32({2, 4}), Tensor()}));
+  EXPECT_TRUE(contains(msg, "input 1 is an empty")) << msg;
+}
+
+TEST(Errors, ShapesThatDisagreeInsideTheGraph) {
+  // Each argument matches its own signature, but the two batch sizes differ:
+  // the error comes from specialization and names the op's location.
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(kAdd, "add.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("add", {f32({2, 4}), f32({3, 4})}));
+  EXPECT_TRUE(contains(msg, "add.mlir:3:")) << msg;
+  EXPECT_TRUE(contains(msg, "specialize @add")) << msg;
+  // The module is still usable afterwards.
+  auto ok = KILN_TAKE(m->call("add", {f32({3, 4}), f32({3, 4})}));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].data<float>()[5], 10.0f);
+}
+
+TEST(Errors, MissingFunctionListsWhatExists) {
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(kAdd, "add.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("main", {f32({2, 4}), f32({2, 4})}));
+  EXPECT_TRUE(contains(msg, "no public function @main")) << msg;
+  EXPECT_TRUE(contains(msg, "@add")) << msg;
+}
+
+TEST(Errors, NonTensorArgumentsAreRejectedAtCall) {
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>, %n: i32) -> tensor<4xf32> {\n"
+      "  return %a : tensor<4xf32>\n}\n",
+      "scalar.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("f", {f32({4}), f32({4})}));
+  EXPECT_TRUE(contains(msg, "argument 1: type i32 is not a ranked tensor")) << msg;
+  EXPECT_TRUE(contains(msg, "scalar.mlir:1:")) << msg;
+}
+
+TEST(Errors, MissingFileAndEmptyModule) {
+  std::string msg = test::errorOf(test::sharedRuntime().loadModuleFromFile("/no/such/model.mlir"));
+  EXPECT_TRUE(contains(msg, "/no/such/model.mlir")) << msg;
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule("", "empty.mlir"));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->functions().empty());
+  msg = test::errorOf(m->call("main", {}));
+  EXPECT_TRUE(contains(msg, "no public function @main")) << msg;
+}
+
+TEST(Errors, UnlowerableOpFailsWithStageAndLocation) {
+  // tosa.custom has no lowering: the error names the stage and the op.
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %r = tosa.custom %a {operator_name = \"x\", domain_name = \"y\", "
+      "implementation_attrs = \"\"} : (tensor<4xf32>) -> tensor<4xf32>\n"
+      "  return %r : tensor<4xf32>\n}\n",
+      "custom.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("f", {f32({4})}));
+  EXPECT_TRUE(contains(msg, "custom.mlir:2:")) << msg;
+  EXPECT_TRUE(contains(msg, "kiln-")) << msg;
+}

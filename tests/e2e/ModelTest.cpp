@@ -1,0 +1,184 @@
+// Built-in models and a hand-written TOSA model, JIT-compiled and checked
+// against the plain C++ references in tests/reference.
+#include "jit/Compiler.h"
+#include "tests/TestUtil.h"
+#include "tests/reference/Reference.h"
+#include "tools/models/BuiltinModels.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+using namespace kiln;
+using kiln::models::deterministicValues;
+
+namespace {
+
+Tensor randomInput(std::vector<int64_t> shape, unsigned seed) {
+  std::vector<float> v(size_t(ref::count(shape)));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (float &x : v) x = d(rng);
+  return Tensor::fromVector<float>(DType::f32, shape, v);
+}
+
+std::unique_ptr<Module> loadBuiltin(const std::string &name) {
+  const auto *m = models::findBuiltinModel(name);
+  EXPECT_NE(m, nullptr);
+  return KILN_TAKE(test::sharedRuntime().loadModule(m->mlir, name));
+}
+
+ref::Vec mlpReference(const ref::Vec &x, int64_t batch) {
+  auto w1 = deterministicValues(64 * 128, 1, 0.125f), b1 = deterministicValues(128, 2, 0.05f);
+  auto w2 = deterministicValues(128 * 10, 3, 0.088f), b2 = deterministicValues(10, 4, 0.05f);
+  ref::Vec h = ref::matmul(x, w1, 1, batch, 64, 128);
+  for (int64_t i = 0; i < batch * 128; ++i) h[i] = std::max(0.0f, h[i] + b1[i % 128]);
+  ref::Vec o = ref::matmul(h, w2, 1, batch, 128, 10);
+  for (int64_t i = 0; i < batch * 10; ++i) o[i] += b2[i % 10];
+  return ref::softmax(o, batch, 10);
+}
+
+}  // namespace
+
+TEST(Models, MlpMatchesReferenceForSeveralBatchSizes) {
+  auto m = loadBuiltin("mlp");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->functions().size(), 1u);
+  EXPECT_EQ(m->functions()[0].args[0].name, "x");
+  EXPECT_EQ(m->functions()[0].args[0].type.str(), "?x64xf32");
+  for (int64_t batch : {1, 3, 17}) {
+    Tensor x = randomInput({batch, 64}, unsigned(batch));
+    auto out = KILN_TAKE(m->call("main", {x}));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].type().str(), std::to_string(batch) + "x10xf32");
+    EXPECT_TRUE(test::allClose(test::asDoubles(out[0]),
+                               test::asDoubles(mlpReference(x.toVector<float>(), batch)), 1e-4,
+                               1e-6));
+  }
+  EXPECT_EQ(m->numCompiled(), 3u);
+  // Same signature again: no new compile.
+  ASSERT_TRUE(bool(m->call("main", {randomInput({3, 64}, 9)})));
+  EXPECT_EQ(m->numCompiled(), 3u);
+}
+
+TEST(Models, CnnMatchesReference) {
+  auto m = loadBuiltin("cnn");
+  ASSERT_TRUE(m);
+  Tensor x = randomInput({1, 16, 16, 3}, 5);
+  auto out = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(out.size(), 1u);
+
+  const int64_t p1[4] = {1, 1, 1, 1}, s1[2] = {1, 1}, d1[2] = {1, 1};
+  const int64_t p2[4] = {0, 1, 0, 1}, s2[2] = {2, 2}, k2[2] = {2, 2}, k4[2] = {4, 4}, s4[2] = {4, 4};
+  const int64_t p0[4] = {0, 0, 0, 0};
+  ref::Dims shape;
+  ref::Vec c1 = ref::conv2d(x.toVector<float>(), {1, 16, 16, 3}, deterministicValues(8 * 27, 11, 0.27f),
+                            {8, 3, 3, 3}, deterministicValues(8, 12, 0.05f), p1, s1, d1, shape);
+  c1 = ref::map(c1, [](float v) { return std::clamp(v, 0.0f, 6.0f); });
+  ref::Vec pool1 = ref::pool2d(c1, shape, k2, k2, p0, true, shape);
+  ref::Vec c2 = ref::conv2d(pool1, shape, deterministicValues(16 * 72, 13, 0.118f), {16, 3, 3, 8},
+                            deterministicValues(16, 14, 0.05f), p2, s2, d1, shape);
+  c2 = ref::map(c2, [](float v) { return std::clamp(v, 0.0f, 6.0f); });
+  ref::Vec pool2 = ref::pool2d(c2, shape, k4, s4, p0, false, shape);
+  ref::Vec logits = ref::matmul(pool2, deterministicValues(160, 15, 0.25f), 1, 1, 16, 10);
+  auto fb = deterministicValues(10, 16, 0.05f);
+  for (int i = 0; i < 10; ++i) logits[i] += fb[i];
+  EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(ref::softmax(logits, 1, 10)),
+                             1e-4, 1e-6));
+}
+
+TEST(Models, WeightsAreHoistedNotCompiledIn) {
+  // cnn keeps its weights as dense_resource blobs: they are passed as buffers
+  // that point into the module (zero-copy), and the object code stays small.
+  auto m = loadBuiltin("cnn");
+  ASSERT_TRUE(m);
+  auto fn = KILN_TAKE(m->compile("main", {TensorType{DType::f32, {1, 16, 16, 3}}}));
+  ASSERT_TRUE(fn);
+  size_t weightBytes = 0;
+  for (const Tensor &w : fn->weights) {
+    weightBytes += w.byteSize();
+    EXPECT_FALSE(w.buffer()->ownsMemory()) << "weight " << w.type().str() << " was copied";
+  }
+  // All five dense_resource constants; the 10-element dense bias stays in code.
+  EXPECT_EQ(fn->weights.size(), 5u);
+  EXPECT_GT(weightBytes, 4000u);
+
+  // A model with a 1M-element weight compiles to an object far smaller than it.
+  // Weights alternate 1.0 and 0.5 (a splat would stay a constant).
+  std::string hex;
+  for (int i = 0; i < 1024 * 1024 / 2; ++i) hex += "0000803F0000003F";
+  std::string big =
+      "func.func @main(%x: tensor<1024xf32>) -> tensor<1024xf32> {\n"
+      "  %w = \"tosa.const\"() <{values = dense<\"0x" +
+      hex +
+      "\"> : tensor<1024x1024xf32>}> : () -> tensor<1024x1024xf32>\n"
+      "  %s = tosa.const_shape {values = dense<[1, 1, 1024]> : tensor<3xindex>} : () -> !tosa.shape<3>\n"
+      "  %x3 = tosa.reshape %x, %s : (tensor<1024xf32>, !tosa.shape<3>) -> tensor<1x1x1024xf32>\n"
+      "  %s2 = tosa.const_shape {values = dense<[1, 1024, 1024]> : tensor<3xindex>} : () -> !tosa.shape<3>\n"
+      "  %w3 = tosa.reshape %w, %s2 : (tensor<1024x1024xf32>, !tosa.shape<3>) -> tensor<1x1024x1024xf32>\n"
+      "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
+      "  %y = tosa.matmul %x3, %w3, %zp, %zp : (tensor<1x1x1024xf32>, tensor<1x1024x1024xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1024xf32>\n"
+      "  %s1 = tosa.const_shape {values = dense<[1024]> : tensor<1xindex>} : () -> !tosa.shape<1>\n"
+      "  %r = tosa.reshape %y, %s1 : (tensor<1x1x1024xf32>, !tosa.shape<1>) -> tensor<1024xf32>\n"
+      "  return %r : tensor<1024xf32>\n}\n";
+  auto bigModule = KILN_TAKE(test::sharedRuntime().loadModule(big, "big"));
+  ASSERT_TRUE(bigModule);
+  auto bigFn = KILN_TAKE(bigModule->compile("main", {TensorType{DType::f32, {1024}}}));
+  ASSERT_TRUE(bigFn);
+  ASSERT_EQ(bigFn->weights.size(), 1u);
+  EXPECT_EQ(bigFn->weights[0].byteSize(), 4u * 1024 * 1024);
+  EXPECT_LT(bigFn->object.size(), 64u * 1024);
+  // Column j of w is all 1.0 (j even) or all 0.5 (j odd); x = ones.
+  std::vector<float> ones(1024, 1.0f);
+  auto y = KILN_TAKE(bigModule->call("main", {Tensor::fromVector<float>(DType::f32, {1024}, ones)}));
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].data<float>()[6], 1024.0f);
+  EXPECT_EQ(y[0].data<float>()[7], 512.0f);
+}
+
+TEST(Models, HandWrittenTosaFileMatchesReference) {
+  auto m = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
+  ASSERT_TRUE(m);
+  const FunctionSignature *sig = m->signature("predict");
+  ASSERT_NE(sig, nullptr);
+  EXPECT_EQ(sig->args[0].name, "image");  // from tf.entry_function
+  Tensor x = randomInput({1, 6, 6, 2}, 42);
+  auto out = KILN_TAKE(m->call("predict", {x}));
+  ASSERT_EQ(out.size(), 1u);
+
+  auto vals = [](int n, int a, int b, int mod, int off, float scale) {
+    ref::Vec v(n);
+    for (int i = 0; i < n; ++i) v[i] = float(((i * a + b) % mod - off) * double(scale));
+    return v;
+  };
+  const int64_t pad[4] = {1, 1, 1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, k2[2] = {2, 2},
+                p0[4] = {0, 0, 0, 0};
+  ref::Dims shape;
+  ref::Vec c = ref::conv2d(x.toVector<float>(), {1, 6, 6, 2}, vals(54, 7, 3, 11, 5, 0.1f), {3, 3, 3, 2},
+                           {0.1f, -0.2f, 0.05f}, pad, s, d, shape);
+  c = ref::map(c, [](float v) { return std::clamp(v, 0.0f, 6.0f); });
+  ref::Vec p = ref::pool2d(c, shape, k2, k2, p0, true, shape);
+  ref::Vec logits = ref::matmul(p, vals(108, 5, 1, 13, 6, 0.05f), 1, 1, 27, 4);
+  const float fb[4] = {0.01f, -0.02f, 0.03f, 0.0f};
+  for (int i = 0; i < 4; ++i) logits[i] += fb[i];
+  EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(ref::softmax(logits, 1, 4)),
+                             1e-4, 1e-6));
+}
+
+TEST(Models, ConcurrentFirstCallsCompileOnce) {
+  auto m = loadBuiltin("mlp");
+  ASSERT_TRUE(m);
+  Tensor x = randomInput({2, 64}, 1);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      auto r = m->call("main", {x});
+      if (r) ++ok;
+      else llvm::consumeError(r.takeError());
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(ok.load(), 4);
+  EXPECT_EQ(m->numCompiled(), 1u);
+}

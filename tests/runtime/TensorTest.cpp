@@ -1,0 +1,97 @@
+#include "runtime/Npy.h"
+#include "runtime/Tensor.h"
+#include "tests/TestUtil.h"
+
+#include "llvm/Support/FileSystem.h"
+
+using namespace kiln;
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(dtypeSize(DType::f32), 4u);
+  EXPECT_EQ(dtypeSize(DType::bf16), 2u);
+  EXPECT_EQ(dtypeSize(DType::i1), 1u);
+  EXPECT_EQ(dtypeSize(DType::i64), 8u);
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32,
+                  DType::i16, DType::i8, DType::u8, DType::i1})
+    EXPECT_EQ(parseDType(dtypeName(t)), t);
+  EXPECT_FALSE(parseDType("f17").has_value());
+}
+
+TEST(Tensor, AlignedRefCountedBuffers) {
+  Tensor a = Tensor::empty(DType::f32, {3, 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.rawData()) % kBufferAlignment, 0u);
+  EXPECT_EQ(a.numElements(), 15);
+  EXPECT_EQ(a.byteSize(), 60u);
+  EXPECT_EQ(a.strides(), (Shape{5, 1}));
+  Tensor b = a;  // shares the buffer
+  EXPECT_EQ(a.buffer().get(), b.buffer().get());
+  EXPECT_EQ(a.buffer()->UseCount(), 2u);
+}
+
+TEST(Tensor, FromHostCopiesAndReadsBack) {
+  std::vector<int64_t> v = {1, -2, 3, 1LL << 40};
+  Tensor t = Tensor::fromVector<int64_t>(DType::i64, {2, 2}, v);
+  v[0] = 99;
+  EXPECT_EQ(t.toVector<int64_t>(), (std::vector<int64_t>{1, -2, 3, 1LL << 40}));
+  EXPECT_EQ(t.type().str(), "2x2xi64");
+  EXPECT_DOUBLE_EQ(t.elementAsDouble(3), double(1LL << 40));
+}
+
+TEST(Tensor, WrapKeepsOwnerAlive) {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3});
+  Tensor t = Tensor::wrap(DType::f32, {3}, owner->data(), owner);
+  std::weak_ptr<std::vector<float>> weak = owner;
+  owner.reset();
+  EXPECT_FALSE(weak.expired());
+  EXPECT_EQ(t.toVector<float>(), (std::vector<float>{1, 2, 3}));
+  EXPECT_FALSE(t.buffer()->ownsMemory());
+  t = Tensor();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(Tensor, ShapesParseAndPrint) {
+  EXPECT_EQ(shapeToString({1, kDynamic, 3}), "1x?x3");
+  auto s = parseShape("1x224x224x3");
+  ASSERT_TRUE(bool(s));
+  EXPECT_EQ(*s, (Shape{1, 224, 224, 3}));
+  EXPECT_NE(test::errorOf(parseShape("1xbx3")).find("'b'"), std::string::npos);
+  EXPECT_TRUE(bool(parseShape("?x3", /*allowDynamic=*/true)));
+}
+
+TEST(Tensor, HalfAndBf16Conversions) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f})
+    EXPECT_EQ(halfToFloat(floatToHalf(f)), f) << f;
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16ToFloat(floatToBf16(-3.0f)), -3.0f);
+  EXPECT_TRUE(std::isinf(halfToFloat(floatToHalf(1e6f))));
+}
+
+TEST(Npy, RoundTripsEveryDType) {
+  for (DType t : {DType::f32, DType::f16, DType::f64, DType::i64, DType::i32, DType::i8,
+                  DType::u8, DType::i1}) {
+    Tensor x = Tensor::empty(t, {2, 3});
+    for (size_t i = 0; i < x.byteSize(); ++i) x.data<uint8_t>()[i] = uint8_t(t == DType::i1 ? i % 2 : i * 7);
+    auto y = parseNpy(serializeNpy(x), "mem");
+    ASSERT_TRUE(bool(y)) << llvm::toString(y.takeError());
+    EXPECT_EQ(y->type(), x.type());
+    EXPECT_EQ(0, std::memcmp(y->rawData(), x.rawData(), x.byteSize()));
+  }
+  Tensor scalar = Tensor::fromVector<float>(DType::f32, {}, std::vector<float>{4.5f});
+  auto s = parseNpy(serializeNpy(scalar), "mem");
+  ASSERT_TRUE(bool(s));
+  EXPECT_EQ(s->rank(), 0);
+  Tensor vec = Tensor::fromVector<float>(DType::f32, {2}, std::vector<float>{1, 2});
+  EXPECT_NE(serializeNpy(vec).find("'shape': (2,)"), std::string::npos);
+}
+
+TEST(Npy, RejectsBadFiles) {
+  EXPECT_NE(test::errorOf(parseNpy("hello", "x.npy")).find("x.npy: not a valid .npy file"),
+            std::string::npos);
+  Tensor x = Tensor::empty(DType::f32, {4, 4});
+  std::string bytes = serializeNpy(x);
+  EXPECT_NE(test::errorOf(parseNpy(bytes.substr(0, bytes.size() - 8), "t.npy")).find("payload"),
+            std::string::npos);
+  EXPECT_NE(test::errorOf(readNpy("/nonexistent/dir/x.npy")).find("cannot read"),
+            std::string::npos);
+}
