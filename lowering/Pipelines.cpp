@@ -14,17 +14,21 @@ namespace kiln::lowering {
 
 llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
   static const PipelineStage stages[] = {
+      // include-apply-rescale: tosa.rescale lowers through tosa.apply_scale.
       {"kiln-tosa-to-linalg",
        "builtin.module(func.func(tosa-optional-decompositions),"
        "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),"
-       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),"
+       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor),"
        "canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"},
+      // allow-return-allocs-from-loops: tosa.while_loop bodies yield new buffers.
+      // inline: the deallocation helper takes dynamic memrefs, which the
+      // bare-pointer ABI of the last stage cannot express; inline it away.
       {"kiln-bufferize",
        "builtin.module(func.func(eliminate-empty-tensors),"
-       "one-shot-bufferize{bufferize-function-boundaries "
+       "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
-       "canonicalize,buffer-deallocation-pipeline,canonicalize)"},
+       "canonicalize,buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
       {"kiln-lower-to-llvm",
        "builtin.module(func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
        "canonicalize,cse,convert-vector-to-llvm,convert-math-to-llvm,convert-math-to-libm,"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln needs (only the missing ones).
+set -euo pipefail
+PACKAGES=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22, lit, FileCheck
+  libtbb-dev libeigen3-dev                                  # executor, CPU kernels
+  libgtest-dev libbenchmark-dev libcli11-dev                # tests, benchmarks, CLI
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "kiln setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq || echo "kiln setup: apt-get update failed; trying the cached package lists"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
