@@ -1,7 +1,7 @@
 // Helpers shared by kiln's gtest suites.
 #pragma once
 
-#include "runtime/Kiln.h"
+#include "runtime/Tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -35,19 +35,6 @@ inline std::string errorOf(llvm::Error err) {
     return "";
   }
   return llvm::toString(std::move(err));
-}
-
-/// One Runtime per test binary (creating the JIT is not free).
-inline Runtime &sharedRuntime() {
-  static std::unique_ptr<Runtime> rt = [] {
-    auto r = Runtime::create({});
-    if (!r) {
-      ADD_FAILURE() << llvm::toString(r.takeError());
-      std::abort();
-    }
-    return std::move(*r);
-  }();
-  return *rt;
 }
 
 /// |got - want| <= atol + rtol * |want| elementwise, reporting the first mismatches.

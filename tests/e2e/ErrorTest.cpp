@@ -1,6 +1,6 @@
 // Bad input never crashes: each case returns an llvm::Error whose message
 // names the problem and where it is, and the runtime stays usable.
-#include "tests/TestUtil.h"
+#include "tests/TestRuntime.h"
 
 using namespace kiln;
 

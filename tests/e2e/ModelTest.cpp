@@ -1,7 +1,7 @@
 // Built-in models and a hand-written TOSA model, JIT-compiled and checked
 // against the plain C++ references in tests/reference.
 #include "jit/Compiler.h"
-#include "tests/TestUtil.h"
+#include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
 #include "tools/models/BuiltinModels.h"
 

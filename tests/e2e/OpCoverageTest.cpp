@@ -5,7 +5,7 @@
 //
 // Each case is a one-op (or few-op) function written in MLIR's generic form;
 // inputs are deterministic; the reference works on doubles.
-#include "tests/TestUtil.h"
+#include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
 
 #include "llvm/ADT/bit.h"

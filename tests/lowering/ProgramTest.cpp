@@ -1,7 +1,7 @@
 // lowering::Program: import, signatures, specialization, hoisting, bytecode.
 #include "lowering/Pipelines.h"
 #include "lowering/Program.h"
-#include "tests/TestUtil.h"
+#include "tests/TestRuntime.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -1,0 +1,357 @@
+#include "runtime/Executable.h"
+
+#include "llvm/ADT/BitVector.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+
+namespace kiln {
+
+void *StepContext::in(unsigned i) const { return buffers_[step_->inputs[i]]; }
+void *StepContext::out(unsigned i) const { return buffers_[step_->outputs[i]]; }
+unsigned StepContext::numInputs() const { return unsigned(step_->inputs.size()); }
+unsigned StepContext::numOutputs() const { return unsigned(step_->outputs.size()); }
+const std::string &StepContext::stepName() const { return step_->name; }
+
+StepFn copyStep(size_t bytes) {
+  return [bytes](const StepContext &ctx) {
+    if (bytes) std::memcpy(ctx.out(0), ctx.in(0), bytes);
+    return llvm::Error::success();
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Per-execution state, pooled and reused.
+
+struct Executable::Execution {
+  std::shared_ptr<const Executable> exe;  // keeps the Executable alive while running
+  std::unique_ptr<std::atomic<int32_t>[]> pending;
+  std::unique_ptr<std::atomic<const std::string *>[]> poison;
+  std::vector<void *> buffers;
+  void *arena = nullptr;
+  std::atomic<int32_t> remaining{0};
+  std::vector<Tensor> inputs, outputTensors;
+  std::vector<AsyncValueRef<Tensor>> outputs;
+  std::shared_ptr<CancellationToken> cancel;
+  HostExecutor *executor = nullptr;
+  std::mutex errorMu;               // error path only
+  std::deque<std::string> errors;   // stable addresses for `poison`
+
+  explicit Execution(const Executable &e)
+      : pending(new std::atomic<int32_t>[e.steps_.size()]),
+        poison(new std::atomic<const std::string *>[e.steps_.size()]),
+        buffers(e.buffers_.size(), nullptr) {
+    if (e.stats_.arenaBytes)
+      arena = std::aligned_alloc(kBufferAlignment,
+                                 (e.stats_.arenaBytes + kBufferAlignment - 1) / kBufferAlignment *
+                                     kBufferAlignment);
+    for (size_t b = 0; b < e.buffers_.size(); ++b) {
+      const BufferDesc &d = e.buffers_[b];
+      if (d.kind == BufferKind::kConstant) buffers[b] = d.constant.rawData();
+      if (d.kind == BufferKind::kIntermediate) buffers[b] = static_cast<char *>(arena) + d.offset;
+    }
+  }
+  ~Execution() { std::free(arena); }
+
+  const std::string *recordError(std::string message) {
+    std::lock_guard<std::mutex> lock(errorMu);
+    errors.push_back(std::move(message));
+    return &errors.back();
+  }
+};
+
+Executable::~Executable() {
+  for (Execution *ex : pool_) delete ex;
+}
+
+Executable::Execution *Executable::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(poolMu_);
+    if (!pool_.empty()) {
+      Execution *ex = pool_.back();
+      pool_.pop_back();
+      return ex;
+    }
+  }
+  return new Execution(*this);
+}
+
+void Executable::release(Execution *ex) const {
+  ex->inputs.clear();
+  ex->outputTensors.clear();
+  ex->outputs.clear();
+  ex->cancel.reset();
+  ex->errors.clear();
+  std::shared_ptr<const Executable> self = std::move(ex->exe);
+  std::lock_guard<std::mutex> lock(poolMu_);
+  pool_.push_back(ex);
+  // `self` may drop the last reference here; the pool mutex is a member, so
+  // unlock first (lock_guard destructs before `self`).
+}
+
+size_t Executable::pooledExecutions() const {
+  std::lock_guard<std::mutex> lock(poolMu_);
+  return pool_.size();
+}
+
+std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> inputs,
+                                                       HostExecutor &executor,
+                                                       ExecuteOptions options) const {
+  std::vector<AsyncValueRef<Tensor>> results;
+  results.reserve(outputs_.size());
+  auto failAll = [&](const std::string &msg) {
+    results.clear();
+    for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeError<Tensor>(msg));
+    return results;
+  };
+  if (inputs.size() != inputs_.size())
+    return failAll("executable takes " + std::to_string(inputs_.size()) + " inputs, got " +
+                   std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].valid() || inputs[i].type() != buffers_[inputs_[i]].type)
+      return failAll("input " + std::to_string(i) + ": expected tensor<" +
+                     buffers_[inputs_[i]].type.str() + ">, got " +
+                     (inputs[i].valid() ? "tensor<" + inputs[i].type().str() + ">" : "no tensor"));
+  for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeUnavailable<Tensor>());
+  if (steps_.empty()) return results;
+
+  Execution *ex = acquire();
+  ex->exe = shared_from_this();
+  ex->executor = &executor;
+  ex->cancel = std::move(options.cancel);
+  ex->inputs.assign(inputs.begin(), inputs.end());
+  for (size_t i = 0; i < inputs.size(); ++i) ex->buffers[inputs_[i]] = inputs[i].rawData();
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const BufferDesc &d = buffers_[outputs_[i]];
+    ex->outputTensors.push_back(Tensor::empty(d.type.dtype, d.type.shape));
+    ex->buffers[outputs_[i]] = ex->outputTensors.back().rawData();
+  }
+  ex->outputs = results;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    ex->pending[s].store(steps_[s].numPredecessors, std::memory_order_relaxed);
+    ex->poison[s].store(nullptr, std::memory_order_relaxed);
+  }
+  ex->remaining.store(int32_t(steps_.size()), std::memory_order_release);
+
+  size_t first = 0;
+  if (options.runFirstStepInline) first = 1;
+  for (size_t r = first; r < roots_.size(); ++r) {
+    int root = roots_[r];
+    executor.spawn([this, ex, root] { runFrom(ex, root); });
+  }
+  if (first) runFrom(ex, roots_[0]);
+  return results;
+}
+
+llvm::Expected<std::vector<Tensor>> Executable::run(llvm::ArrayRef<Tensor> inputs,
+                                                    HostExecutor &executor) const {
+  ExecuteOptions opts;
+  opts.runFirstStepInline = true;
+  auto futures = execute(inputs, executor, opts);
+  std::vector<Tensor> out;
+  for (auto &f : futures) {
+    auto v = f.awaitValue();
+    if (!v) return v.takeError();
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+void Executable::runFrom(Execution *ex, int step) const {
+  while (step >= 0) {
+    const StepDesc &s = steps_[step];
+    const std::string *error = ex->poison[step].load(std::memory_order_acquire);
+    if (!error && ex->cancel && ex->cancel->cancelled())
+      error = ex->recordError("execution cancelled before step '" + s.name + "'");
+    if (!error) {
+      StepContext ctx(s, ex->buffers.data(), *ex->executor);
+      if (llvm::Error err = s.fn(ctx))
+        error = ex->recordError("step '" + s.name + "' failed: " + llvm::toString(std::move(err)));
+    }
+    int next = -1;
+    finishStep(ex, step, error, next);
+    step = next;
+  }
+}
+
+void Executable::finishStep(Execution *ex, int step, const std::string *error, int &next) const {
+  const StepDesc &s = steps_[step];
+  for (int o : s.producesOutputs) {
+    if (error) ex->outputs[o]->setError(*error);
+    else ex->outputs[o]->emplace(ex->outputTensors[o]);
+  }
+  for (int succ : s.successors) {
+    if (error) {
+      const std::string *expected = nullptr;
+      ex->poison[succ].compare_exchange_strong(expected, error, std::memory_order_acq_rel);
+    }
+    if (ex->pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (next < 0) next = succ;
+      else ex->executor->spawn([this, ex, succ] { runFrom(ex, succ); });
+    }
+  }
+  if (ex->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) release(ex);
+}
+
+// ---------------------------------------------------------------------------
+// Building and planning.
+
+namespace {
+int addBuffer(std::vector<BufferDesc> &buffers, BufferKind kind, TensorType type) {
+  BufferDesc d;
+  d.kind = kind;
+  d.bytes = type.byteSize();
+  d.type = std::move(type);
+  buffers.push_back(std::move(d));
+  return int(buffers.size() - 1);
+}
+}  // namespace
+
+int ExecutableBuilder::addInput(TensorType type) {
+  int id = addBuffer(exe_->buffers_, BufferKind::kInput, std::move(type));
+  exe_->buffers_[id].index = int(exe_->inputs_.size());
+  exe_->inputs_.push_back(id);
+  return id;
+}
+int ExecutableBuilder::addConstant(Tensor value) {
+  int id = addBuffer(exe_->buffers_, BufferKind::kConstant, value.type());
+  exe_->buffers_[id].constant = std::move(value);
+  return id;
+}
+int ExecutableBuilder::addIntermediate(TensorType type) {
+  return addBuffer(exe_->buffers_, BufferKind::kIntermediate, std::move(type));
+}
+int ExecutableBuilder::addOutput(TensorType type) {
+  int id = addBuffer(exe_->buffers_, BufferKind::kOutput, std::move(type));
+  exe_->buffers_[id].index = int(exe_->outputs_.size());
+  exe_->outputs_.push_back(id);
+  return id;
+}
+
+llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, StepFn fn,
+                                               llvm::ArrayRef<int> inputs,
+                                               llvm::ArrayRef<int> outputs) {
+  auto &buffers = exe_->buffers_;
+  auto &steps = exe_->steps_;
+  int id = int(steps.size());
+  auto bad = [&](int b) { return b < 0 || b >= int(buffers.size()); };
+  llvm::SmallVector<int, 4> preds;
+  for (int b : inputs) {
+    if (bad(b)) return llvm::createStringError("step '%s': no buffer %d", name.c_str(), b);
+    BufferDesc &d = buffers[b];
+    if ((d.kind == BufferKind::kIntermediate || d.kind == BufferKind::kOutput) && d.producer < 0)
+      return llvm::createStringError(
+          "step '%s' reads buffer %d before any step writes it (add steps in topological order)",
+          name.c_str(), b);
+    if (d.producer >= 0 && !llvm::is_contained(preds, d.producer)) preds.push_back(d.producer);
+  }
+  for (int b : outputs) {
+    if (bad(b)) return llvm::createStringError("step '%s': no buffer %d", name.c_str(), b);
+    BufferDesc &d = buffers[b];
+    if (d.kind == BufferKind::kInput || d.kind == BufferKind::kConstant)
+      return llvm::createStringError("step '%s' writes buffer %d, an input or constant",
+                                     name.c_str(), b);
+    if (d.producer >= 0)
+      return llvm::createStringError("step '%s' writes buffer %d, already written by step '%s'",
+                                     name.c_str(), b, steps[d.producer].name.c_str());
+  }
+  StepDesc s;
+  s.name = std::move(name);
+  s.kind = kind;
+  s.fn = std::move(fn);
+  s.inputs.assign(inputs.begin(), inputs.end());
+  s.outputs.assign(outputs.begin(), outputs.end());
+  s.numPredecessors = int32_t(preds.size());
+  for (int b : inputs)
+    if (!llvm::is_contained(buffers[b].consumers, id)) buffers[b].consumers.push_back(id);
+  for (int b : outputs) {
+    buffers[b].producer = id;
+    if (buffers[b].kind == BufferKind::kOutput) s.producesOutputs.push_back(buffers[b].index);
+  }
+  for (int p : preds) steps[p].successors.push_back(id);
+  steps.push_back(std::move(s));
+  return id;
+}
+
+llvm::Error ExecutableBuilder::addControlDependency(int before, int after) {
+  auto &steps = exe_->steps_;
+  if (before < 0 || after >= int(steps.size()) || before >= after)
+    return llvm::createStringError("control dependency %d -> %d: need existing steps, before < after",
+                                   before, after);
+  if (!llvm::is_contained(steps[before].successors, after)) {
+    steps[before].successors.push_back(after);
+    ++steps[after].numPredecessors;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
+  Executable &e = *exe_;
+  for (int o : e.outputs_)
+    if (e.buffers_[o].producer < 0)
+      return llvm::createStringError("output %d (tensor<%s>) is not written by any step",
+                                     e.buffers_[o].index, e.buffers_[o].type.str().c_str());
+  for (size_t s = 0; s < e.steps_.size(); ++s)
+    if (e.steps_[s].numPredecessors == 0) e.roots_.push_back(int(s));
+
+  // reach[s]: steps reachable from s (strict descendants). Steps are in
+  // topological order, so one backward sweep computes it.
+  size_t n = e.steps_.size();
+  std::vector<llvm::BitVector> reach(n, llvm::BitVector(n));
+  for (size_t s = n; s-- > 0;)
+    for (int succ : e.steps_[s].successors) {
+      reach[s].set(succ);
+      reach[s] |= reach[succ];
+    }
+  // `a` is dead before `b` is written: every reader of `a` (or its writer,
+  // when nothing reads it) strictly happens-before b's writer.
+  auto deadBefore = [&](const BufferDesc &a, const BufferDesc &b) {
+    if (a.consumers.empty()) return a.producer != b.producer && reach[a.producer].test(b.producer);
+    for (int c : a.consumers)
+      if (c == b.producer || !reach[c].test(b.producer)) return false;
+    return true;
+  };
+
+  std::vector<int> order;
+  for (size_t b = 0; b < e.buffers_.size(); ++b)
+    if (e.buffers_[b].kind == BufferKind::kIntermediate) {
+      if (e.buffers_[b].producer < 0) continue;  // never written: needs no memory
+      order.push_back(int(b));
+      e.stats_.intermediateBytes += e.buffers_[b].bytes;
+    }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return e.buffers_[a].bytes > e.buffers_[b].bytes; });
+  std::vector<int> placed;
+  auto align = [](size_t x) { return (x + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; };
+  for (int b : order) {
+    BufferDesc &d = e.buffers_[b];
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of conflicting placed buffers
+    for (int p : placed) {
+      const BufferDesc &q = e.buffers_[p];
+      if (!deadBefore(d, q) && !deadBefore(q, d)) busy.push_back({q.offset, q.offset + int64_t(align(q.bytes))});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0, size = int64_t(align(std::max<size_t>(d.bytes, 1)));
+    for (auto [begin, end] : busy) {
+      if (offset + size <= begin) break;
+      offset = std::max(offset, end);
+    }
+    d.offset = offset;
+    e.stats_.arenaBytes = std::max(e.stats_.arenaBytes, size_t(offset + size));
+    placed.push_back(b);
+  }
+  // Largest live set in step order: a buffer is live from its writer to its last reader.
+  for (size_t s = 0; s < n; ++s) {
+    size_t live = 0;
+    for (int b : order) {
+      const BufferDesc &d = e.buffers_[b];
+      int last = d.consumers.empty() ? d.producer : *std::max_element(d.consumers.begin(), d.consumers.end());
+      if (d.producer <= int(s) && int(s) <= last) live += d.bytes;
+    }
+    e.stats_.largestLiveBytes = std::max(e.stats_.largestLiveBytes, live);
+  }
+  return std::move(exe_);
+}
+
+}  // namespace kiln

@@ -1,0 +1,173 @@
+// Executable: a DAG of steps (a call into JIT-compiled code, a handwritten
+// kernel, a copy) over buffers, plus a buffer plan; executed on a HostExecutor.
+//
+// Scheduling: each step has an atomic count of predecessors not yet done.
+// When a step finishes, each successor whose count reaches zero becomes
+// ready: the first runs next on the same thread (locality), the others are
+// spawned as tasks. There is no global lock; per-execution state (counters,
+// buffer table, arena) comes from a pool, so steady-state steps allocate
+// nothing on the heap.
+//
+// Buffers: inputs (the caller's tensors), constants (weights), outputs (new
+// tensors returned to the caller) and intermediates. Intermediates live in
+// one arena per execution; their offsets are planned so that two buffers
+// share memory only when every reader of one happens-before (in the DAG) the
+// writer of the other, so peak memory approaches the largest live set and
+// concurrent steps never alias.
+//
+// Errors: a step that fails (or is cancelled) poisons its transitive
+// dependents, which do not run; outputs they produce become errors carrying
+// the original message and the failing step's name. Other outputs complete.
+//
+// Thread-safety: an Executable is immutable after build(); any number of
+// executions may run at once, from any threads.
+#pragma once
+
+#include "runtime/AsyncValue.h"
+#include "runtime/Executor.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+enum class BufferKind : uint8_t { kInput, kConstant, kIntermediate, kOutput };
+enum class StepKind : uint8_t { kJit, kKernel, kCopy, kOther };
+
+struct StepDesc;
+
+/// What a running step sees: its buffers, in the order it declared them.
+class StepContext {
+public:
+  void *in(unsigned i) const;
+  void *out(unsigned i) const;
+  unsigned numInputs() const;
+  unsigned numOutputs() const;
+  const std::string &stepName() const;
+  HostExecutor &executor() const { return *executor_; }
+
+private:
+  friend class Executable;
+  StepContext(const StepDesc &step, void *const *buffers, HostExecutor &ex)
+      : step_(&step), buffers_(buffers), executor_(&ex) {}
+  const StepDesc *step_;
+  void *const *buffers_;
+  HostExecutor *executor_;
+};
+
+using StepFn = std::function<llvm::Error(const StepContext &)>;
+
+struct StepDesc {
+  std::string name;
+  StepKind kind = StepKind::kOther;
+  StepFn fn;
+  llvm::SmallVector<int, 4> inputs, outputs;  // buffer ids
+  llvm::SmallVector<int, 4> successors;       // step ids
+  int32_t numPredecessors = 0;
+  llvm::SmallVector<int, 2> producesOutputs;  // output indices this step writes
+};
+
+struct BufferDesc {
+  BufferKind kind;
+  TensorType type;
+  size_t bytes = 0;
+  int index = -1;            // position among inputs / outputs
+  Tensor constant;           // kConstant
+  int64_t offset = -1;       // kIntermediate: offset in the arena
+  int producer = -1;         // step id
+  llvm::SmallVector<int, 2> consumers;
+};
+
+/// Cancels executions that were given this token; thread-safe.
+class CancellationToken {
+public:
+  void cancel() { cancelled_.store(true, std::memory_order_release); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+private:
+  std::atomic<bool> cancelled_{false};
+};
+
+struct ExecuteOptions {
+  std::shared_ptr<CancellationToken> cancel;
+  /// Run the first ready step on the calling thread (lower latency for
+  /// synchronous calls); the rest still go to the executor.
+  bool runFirstStepInline = false;
+};
+
+struct BufferPlanStats {
+  size_t arenaBytes = 0;         // one execution's intermediate memory
+  size_t intermediateBytes = 0;  // sum of all intermediates (no reuse)
+  size_t largestLiveBytes = 0;   // lower bound: most intermediate bytes live at once in step order
+};
+
+class Executable : public std::enable_shared_from_this<Executable> {
+public:
+  ~Executable();
+  size_t numSteps() const { return steps_.size(); }
+  size_t numInputs() const { return inputs_.size(); }
+  size_t numOutputs() const { return outputs_.size(); }
+  const std::vector<StepDesc> &steps() const { return steps_; }
+  const std::vector<BufferDesc> &buffers() const { return buffers_; }
+  const BufferPlanStats &planStats() const { return stats_; }
+  const TensorType &inputType(size_t i) const { return buffers_[inputs_[i]].type; }
+  const TensorType &outputType(size_t i) const { return buffers_[outputs_[i]].type; }
+
+  /// Starts an execution; returns one future per output at once. Input
+  /// type errors come back as error values.
+  std::vector<AsyncValueRef<Tensor>> execute(llvm::ArrayRef<Tensor> inputs, HostExecutor &executor,
+                                             ExecuteOptions options = {}) const;
+  /// execute() and await every output.
+  llvm::Expected<std::vector<Tensor>> run(llvm::ArrayRef<Tensor> inputs,
+                                          HostExecutor &executor) const;
+  /// Executions currently pooled (for tests: the pool is reused, not grown).
+  size_t pooledExecutions() const;
+
+private:
+  friend class ExecutableBuilder;
+  struct Execution;
+  Executable() = default;
+  Execution *acquire() const;
+  void release(Execution *ex) const;
+  void runFrom(Execution *ex, int step) const;
+  void finishStep(Execution *ex, int step, const std::string *error, int &next) const;
+
+  std::vector<StepDesc> steps_;
+  std::vector<BufferDesc> buffers_;
+  std::vector<int> inputs_, outputs_, roots_;
+  BufferPlanStats stats_;
+  mutable std::mutex poolMu_;
+  mutable std::vector<Execution *> pool_;
+};
+
+class ExecutableBuilder {
+public:
+  int addInput(TensorType type);
+  int addConstant(Tensor value);
+  int addIntermediate(TensorType type);
+  int addOutput(TensorType type);
+  /// Adds a step reading `inputs` and writing `outputs` (buffer ids). Inputs
+  /// must be graph inputs, constants or produced by earlier steps, so steps
+  /// are added in a topological order. Returns the step id.
+  llvm::Expected<int> addStep(std::string name, StepKind kind, StepFn fn,
+                              llvm::ArrayRef<int> inputs, llvm::ArrayRef<int> outputs);
+  /// `after` waits for `before` (both existing steps, before < after).
+  llvm::Error addControlDependency(int before, int after);
+  /// Checks that every output is produced and plans intermediate buffers.
+  llvm::Expected<std::shared_ptr<Executable>> build();
+
+private:
+  std::shared_ptr<Executable> exe_{new Executable()};
+};
+
+/// A step function copying `bytes` from its input 0 to its output 0.
+StepFn copyStep(size_t bytes);
+
+}  // namespace kiln

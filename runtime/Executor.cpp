@@ -1,0 +1,157 @@
+#include "runtime/Executor.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+namespace kiln {
+namespace {
+thread_local HostExecutor *tlsCurrent = nullptr;
+
+/// Marks the running thread as a worker of `ex` for the task's duration.
+struct WorkerScope {
+  HostExecutor *saved;
+  explicit WorkerScope(HostExecutor *ex) : saved(tlsCurrent) { tlsCurrent = ex; }
+  ~WorkerScope() { tlsCurrent = saved; }
+};
+}  // namespace
+
+struct HostExecutor::Impl {
+  oneapi::tbb::task_arena arena;
+  oneapi::tbb::task_group group;  // owns every spawned compute task
+  std::atomic<int64_t> pending{0};
+
+  std::mutex mu;
+  std::condition_variable cv, idle;
+  std::deque<llvm::unique_function<void()>> blockingQueue;
+  std::vector<std::thread> blockingThreads;
+  int64_t blockingActive = 0;
+  bool stopping = false;
+
+  explicit Impl(int threads) : arena(threads) {}
+};
+
+namespace {
+/// TBB stores tasks as const functors; unique_function needs a mutable call.
+struct Task {
+  mutable llvm::unique_function<void()> fn;
+  HostExecutor *ex;
+  std::atomic<int64_t> *pending;
+  void operator()() const {
+    {
+      WorkerScope scope(ex);
+      fn();
+    }
+    pending->fetch_sub(1, std::memory_order_release);
+  }
+};
+}  // namespace
+
+HostExecutor::HostExecutor(int threads, int blockingThreads)
+    : threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))) {
+  impl_ = std::make_unique<Impl>(threads_);
+  impl_->arena.initialize();
+  for (int i = 0; i < std::max(1, blockingThreads); ++i)
+    impl_->blockingThreads.emplace_back([this] {
+      Impl &I = *impl_;
+      std::unique_lock<std::mutex> lock(I.mu);
+      while (true) {
+        I.cv.wait(lock, [&] { return I.stopping || !I.blockingQueue.empty(); });
+        if (I.blockingQueue.empty()) return;  // stopping and drained
+        auto task = std::move(I.blockingQueue.front());
+        I.blockingQueue.pop_front();
+        ++I.blockingActive;
+        lock.unlock();
+        task();
+        task = nullptr;
+        lock.lock();
+        --I.blockingActive;
+        I.idle.notify_all();
+      }
+    });
+}
+
+HostExecutor::~HostExecutor() {
+  waitIdle();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  for (auto &t : impl_->blockingThreads) t.join();
+  impl_->arena.execute([&] { impl_->group.wait(); });
+}
+
+bool HostExecutor::onWorker() const { return tlsCurrent == this; }
+HostExecutor *HostExecutor::current() { return tlsCurrent; }
+
+HostExecutor &HostExecutor::processDefault() {
+  static HostExecutor *ex = new HostExecutor(0, 1);  // never destroyed: may be used at exit
+  return *ex;
+}
+
+void HostExecutor::spawn(llvm::unique_function<void()> task) {
+  impl_->pending.fetch_add(1, std::memory_order_relaxed);
+  Task t{std::move(task), this, &impl_->pending};
+  if (onWorker())
+    impl_->group.run(std::move(t));  // this worker's local deque
+  else
+    impl_->arena.enqueue(std::move(t));
+}
+
+void HostExecutor::spawnBlocking(llvm::unique_function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->blockingQueue.push_back(std::move(task));
+  }
+  impl_->cv.notify_one();
+}
+
+void HostExecutor::parallelFor(int64_t n, int64_t grain,
+                               llvm::function_ref<void(int64_t, int64_t)> body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  if (n <= grain || threads_ == 1) {
+    body(0, n);
+    return;
+  }
+  auto run = [&] {
+    WorkerScope scope(this);
+    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain),
+                              [&](const oneapi::tbb::blocked_range<int64_t> &r) {
+                                WorkerScope inner(this);
+                                body(r.begin(), r.end());
+                              });
+  };
+  impl_->arena.execute(run);
+}
+
+void HostExecutor::waitIdle() {
+  while (true) {
+    impl_->arena.execute([&] { impl_->group.wait(); });
+    bool blockingIdle;
+    {
+      std::unique_lock<std::mutex> lock(impl_->mu);
+      impl_->idle.wait_for(lock, std::chrono::milliseconds(1), [&] {
+        return impl_->blockingQueue.empty() && impl_->blockingActive == 0;
+      });
+      blockingIdle = impl_->blockingQueue.empty() && impl_->blockingActive == 0;
+    }
+    if (blockingIdle && impl_->pending.load(std::memory_order_acquire) == 0) return;
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace kiln
+
+extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
+                                  void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
+  kiln::HostExecutor *ex = kiln::HostExecutor::current();
+  if (!ex) ex = &kiln::HostExecutor::processDefault();
+  ex->parallelFor(n, grain, [&](int64_t b, int64_t e) { fn(ctx, b, e); });
+}

@@ -1,0 +1,67 @@
+// HostExecutor: kiln's host thread pools.
+//
+//  - compute work runs on a oneTBB task_arena with `threads` workers
+//    (graph steps, generated kernels' parallel loops via parallelFor);
+//  - blocking work (file I/O, compiling, waiting on a device) runs on a
+//    small separate pool and never occupies a compute worker.
+//
+// spawn() from a worker of this arena pushes onto that worker's local deque
+// (LIFO, stolen by idle workers); from any other thread it enqueues into the
+// arena. Thread-safety: every method is thread-safe. The destructor waits
+// for all spawned work.
+#pragma once
+
+#include "llvm/ADT/FunctionExtras.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln {
+
+class HostExecutor {
+public:
+  /// `threads` compute workers (0 = the machine's cores).
+  explicit HostExecutor(int threads = 0, int blockingThreads = 2);
+  ~HostExecutor();
+  HostExecutor(const HostExecutor &) = delete;
+  HostExecutor &operator=(const HostExecutor &) = delete;
+
+  int numThreads() const { return threads_; }
+
+  /// Runs `task` on a compute worker.
+  void spawn(llvm::unique_function<void()> task);
+  /// Runs `task` on the blocking pool.
+  void spawnBlocking(llvm::unique_function<void()> task);
+  /// Calls body(begin, end) over [0, n) in chunks of at least `grain`, on
+  /// this arena's workers (the caller helps); returns when all are done.
+  void parallelFor(int64_t n, int64_t grain, llvm::function_ref<void(int64_t, int64_t)> body);
+  /// Waits until every task spawned so far (compute and blocking) has finished.
+  void waitIdle();
+
+  /// True on a compute worker of this executor.
+  bool onWorker() const;
+  /// The executor whose worker this thread is (nullptr elsewhere).
+  static HostExecutor *current();
+  /// A process-wide executor with the machine's cores, for code running
+  /// outside any runtime (e.g. generated code called directly).
+  static HostExecutor &processDefault();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int threads_;
+};
+
+}  // namespace kiln
+
+/// Exported to JIT-compiled code: calls fn(ctx, begin, end) over [0, n) in
+/// chunks of at least `grain`, on the current executor's arena (or the
+/// process default), and returns when all chunks are done.
+extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
+                                  void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);

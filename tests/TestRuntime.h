@@ -1,0 +1,22 @@
+// A Runtime shared by the tests of one binary (creating the JIT is not free).
+#pragma once
+
+#include "runtime/Kiln.h"
+#include "tests/TestUtil.h"
+
+namespace kiln::test {
+
+/// One Runtime per test binary (creating the JIT is not free).
+inline Runtime &sharedRuntime() {
+  static std::unique_ptr<Runtime> rt = [] {
+    auto r = Runtime::create({});
+    if (!r) {
+      ADD_FAILURE() << llvm::toString(r.takeError());
+      std::abort();
+    }
+    return std::move(*r);
+  }();
+  return *rt;
+}
+
+}  // namespace kiln::test

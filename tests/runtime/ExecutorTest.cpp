@@ -1,0 +1,421 @@
+// AsyncValue, HostExecutor and Executable: semantics, buffer planning,
+// errors, cancellation, and stress tests of random DAGs from many threads
+// (run under ThreadSanitizer and AddressSanitizer in CI).
+#include "runtime/AsyncValue.h"
+#include "runtime/Executable.h"
+#include "runtime/Executor.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <thread>
+
+using namespace kiln;
+
+namespace {
+TensorType i64(std::vector<int64_t> s) { return TensorType{DType::i64, Shape(s.begin(), s.end())}; }
+Tensor scalar(int64_t v) { return Tensor::fromVector<int64_t>(DType::i64, {1}, std::vector<int64_t>{v}); }
+int64_t valueOf(const Tensor &t) { return t.data<int64_t>()[0]; }
+
+/// out(0)[0] = sum of in(i)[0] + add.
+StepFn sumStep(int64_t add) {
+  return [add](const StepContext &ctx) {
+    int64_t s = add;
+    for (unsigned i = 0; i < ctx.numInputs(); ++i) s += *static_cast<int64_t *>(ctx.in(i));
+    *static_cast<int64_t *>(ctx.out(0)) = s;
+    return llvm::Error::success();
+  };
+}
+}  // namespace
+
+// --- AsyncValue ---------------------------------------------------------------
+
+TEST(AsyncValue, ConcreteErrorAndContinuationsInOrder) {
+  auto v = makeUnavailable<int>();
+  EXPECT_FALSE(v->isAvailable());
+  std::vector<int> order;
+  v->andThen([&] { order.push_back(1); });
+  v->andThen([&] { order.push_back(2); });
+  v->emplace(42);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  v->andThen([&] { order.push_back(3); });  // already available: runs inline
+  EXPECT_EQ(order.back(), 3);
+  EXPECT_EQ(v->get(), 42);
+
+  auto e = makeError<int>("boom at step 'x'");
+  EXPECT_TRUE(e->isError());
+  auto r = e.awaitValue();
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()), "boom at step 'x'");
+}
+
+TEST(AsyncValue, RefCountingFreesPayloadAndPendingWaiters) {
+  auto payload = std::make_shared<int>(7);
+  std::weak_ptr<int> weak = payload;
+  {
+    auto v = makeAvailable<std::shared_ptr<int>>(std::move(payload));
+    AsyncValueRef<std::shared_ptr<int>> copy = v;
+    EXPECT_EQ(v->refCount(), 2u);
+  }
+  EXPECT_TRUE(weak.expired());
+  auto never = makeUnavailable<int>();
+  never->andThen([] { FAIL() << "must not run"; });  // freed unrun with the value
+}
+
+TEST(AsyncValue, ReadyChainIsSharedAndAvailable) {
+  auto a = readyChain(), b = readyChain();
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_TRUE(a->isConcrete());
+}
+
+TEST(AsyncValue, ConcurrentAndThenAndPublish) {
+  for (int round = 0; round < 50; ++round) {
+    auto v = makeUnavailable<int>();
+    std::atomic<int> ran{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 100; ++i) v->andThen([&] { ran.fetch_add(1); });
+      });
+    std::thread setter([&] { v->emplace(round); });
+    for (auto &t : threads) t.join();
+    setter.join();
+    EXPECT_EQ(ran.load(), 400);
+  }
+}
+
+TEST(AsyncValue, AwaitFromAnotherThread) {
+  auto v = makeUnavailable<std::string>();
+  std::thread t([v] { v->emplace("done"); });
+  auto r = v.awaitValue();
+  t.join();
+  ASSERT_TRUE(bool(r));
+  EXPECT_EQ(*r, "done");
+}
+
+// --- HostExecutor -------------------------------------------------------------
+
+TEST(HostExecutor, SpawnRunsOnWorkersBlockingDoesNot) {
+  HostExecutor ex(2);
+  EXPECT_EQ(ex.numThreads(), 2);
+  std::atomic<int> onWorker{0}, blockingOnWorker{0}, count{0};
+  for (int i = 0; i < 100; ++i)
+    ex.spawn([&] {
+      onWorker += ex.onWorker();
+      ++count;
+    });
+  ex.spawnBlocking([&] { blockingOnWorker += ex.onWorker(); });
+  ex.waitIdle();
+  EXPECT_EQ(count.load(), 100);
+  EXPECT_EQ(onWorker.load(), 100);
+  EXPECT_EQ(blockingOnWorker.load(), 0);
+  EXPECT_FALSE(ex.onWorker());
+}
+
+TEST(HostExecutor, ParallelForCoversTheRangeOnce) {
+  HostExecutor ex(2);
+  std::vector<std::atomic<int>> hits(10007);
+  ex.parallelFor(10007, 64, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto &h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(HostExecutor, ExportedParallelForUsesTheCurrentExecutor) {
+  HostExecutor ex(2);
+  struct Ctx {
+    std::atomic<int64_t> sum{0};
+    std::atomic<int> onWorker{0};
+    HostExecutor *ex;
+  } ctx;
+  ctx.ex = &ex;
+  auto body = [](void *p, int64_t b, int64_t e) {
+    auto *c = static_cast<Ctx *>(p);
+    for (int64_t i = b; i < e; ++i) c->sum += i;
+    c->onWorker += c->ex->onWorker();
+  };
+  std::atomic<bool> done{false};
+  ex.spawn([&] {
+    kiln_parallel_for(1000, 10, body, &ctx);
+    done = true;
+  });
+  ex.waitIdle();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(ctx.sum.load(), 999 * 1000 / 2);
+  EXPECT_GT(ctx.onWorker.load(), 0);
+  ctx.sum = 0;
+  kiln_parallel_for(100, 1, body, &ctx);  // outside any executor: process default
+  EXPECT_EQ(ctx.sum.load(), 99 * 100 / 2);
+}
+
+// --- Executable ---------------------------------------------------------------
+
+TEST(Executable, ChainDiamondAndFanOut) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int x = b.addInput(i64({1}));
+  int prev = x;
+  for (int i = 0; i < 100; ++i) {  // chain: x + 100
+    int t = b.addIntermediate(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("inc" + std::to_string(i), StepKind::kOther, sumStep(1), {prev}, {t})));
+    prev = t;
+  }
+  int l = b.addIntermediate(i64({1})), r = b.addIntermediate(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("left", StepKind::kOther, sumStep(10), {prev}, {l})));
+  ASSERT_TRUE(bool(b.addStep("right", StepKind::kOther, sumStep(20), {prev}, {r})));
+  int o0 = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("join", StepKind::kOther, sumStep(0), {l, r}, {o0})));
+  int o1 = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("copy-x", StepKind::kCopy, copyStep(8), {x}, {o1})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+  for (int64_t v : {0, 5, -7}) {
+    auto out = (*exe)->run({scalar(v)}, ex);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    EXPECT_EQ(valueOf((*out)[0]), 2 * (v + 100) + 30);
+    EXPECT_EQ(valueOf((*out)[1]), v);
+  }
+  // Sequential runs reuse one pooled execution.
+  EXPECT_EQ((*exe)->pooledExecutions(), 1u);
+}
+
+TEST(Executable, BufferPlanReusesDeadBuffersOnly) {
+  // A chain of 50 steps over 1 KiB buffers needs two buffers at a time.
+  ExecutableBuilder chain;
+  TensorType kb{DType::f32, {256}};
+  int prev = chain.addInput(kb);
+  for (int i = 0; i < 50; ++i) {
+    int t = i == 49 ? chain.addOutput(kb) : chain.addIntermediate(kb);
+    ASSERT_TRUE(bool(chain.addStep("s" + std::to_string(i), StepKind::kCopy, copyStep(1024), {prev}, {t})));
+    prev = t;
+  }
+  auto c = chain.build();
+  ASSERT_TRUE(bool(c));
+  EXPECT_EQ((*c)->planStats().intermediateBytes, 49u * 1024);
+  EXPECT_EQ((*c)->planStats().arenaBytes, 2u * 1024);
+  EXPECT_EQ((*c)->planStats().largestLiveBytes, 2u * 1024);
+
+  // Independent branches may run at once: their buffers must not alias.
+  ExecutableBuilder fan;
+  int in = fan.addInput(kb);
+  std::vector<int> mids;
+  for (int i = 0; i < 8; ++i) {
+    int t = fan.addIntermediate(kb);
+    ASSERT_TRUE(bool(fan.addStep("b" + std::to_string(i), StepKind::kCopy, copyStep(1024), {in}, {t})));
+    mids.push_back(t);
+  }
+  int out = fan.addOutput(kb);
+  ASSERT_TRUE(bool(fan.addStep("join", StepKind::kCopy, copyStep(1024), mids, {out})));
+  auto f = fan.build();
+  ASSERT_TRUE(bool(f));
+  std::set<int64_t> offsets;
+  for (int m : mids) offsets.insert((*f)->buffers()[m].offset);
+  EXPECT_EQ(offsets.size(), 8u);
+  EXPECT_EQ((*f)->planStats().arenaBytes, 8u * 1024);
+}
+
+TEST(Executable, BuilderRejectsBadGraphs) {
+  ExecutableBuilder b;
+  int in = b.addInput(i64({1}));
+  int t = b.addIntermediate(i64({1}));
+  int o = b.addOutput(i64({1}));
+  auto e1 = b.addStep("reads-unwritten", StepKind::kOther, sumStep(0), {t}, {o});
+  ASSERT_FALSE(bool(e1));
+  EXPECT_NE(llvm::toString(e1.takeError()).find("before any step writes it"), std::string::npos);
+  auto e2 = b.addStep("writes-input", StepKind::kOther, sumStep(0), {}, {in});
+  ASSERT_FALSE(bool(e2));
+  EXPECT_NE(llvm::toString(e2.takeError()).find("an input or constant"), std::string::npos);
+  auto e3 = b.build();
+  ASSERT_FALSE(bool(e3));
+  EXPECT_NE(llvm::toString(e3.takeError()).find("output 0"), std::string::npos);
+}
+
+TEST(Executable, FailedStepPoisonsOnlyItsDependents) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int x = b.addInput(i64({1}));
+  int t = b.addIntermediate(i64({1}));
+  std::atomic<int> dependentRan{0};
+  ASSERT_TRUE(bool(b.addStep("bad", StepKind::kKernel,
+                             [](const StepContext &) {
+                               return llvm::createStringError("division by zero in tile 3");
+                             },
+                             {x}, {t})));
+  int o0 = b.addOutput(i64({1})), o1 = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("after-bad", StepKind::kOther,
+                             [&](const StepContext &ctx) {
+                               ++dependentRan;
+                               return sumStep(0)(ctx);
+                             },
+                             {t}, {o0})));
+  ASSERT_TRUE(bool(b.addStep("independent", StepKind::kOther, sumStep(1), {x}, {o1})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  auto outs = (*exe)->execute({scalar(3)}, ex);
+  auto r0 = outs[0].awaitValue();
+  ASSERT_FALSE(bool(r0));
+  std::string msg = llvm::toString(r0.takeError());
+  EXPECT_NE(msg.find("step 'bad' failed: division by zero in tile 3"), std::string::npos) << msg;
+  auto r1 = outs[1].awaitValue();
+  ASSERT_TRUE(bool(r1));
+  EXPECT_EQ(valueOf(*r1), 4);
+  ex.waitIdle();
+  EXPECT_EQ(dependentRan.load(), 0);
+  // Wrong inputs are errors too, not crashes.
+  auto wrong = (*exe)->execute({Tensor::empty(DType::f32, {1})}, ex);
+  ASSERT_TRUE(wrong[0]->isError());
+  EXPECT_NE(wrong[0]->error().find("expected tensor<1xi64>"), std::string::npos);
+}
+
+TEST(Executable, CancellationStopsLaunchingSteps) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int prev = b.addInput(i64({1}));
+  auto token = std::make_shared<CancellationToken>();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 20; ++i) {
+    int t = i == 19 ? b.addOutput(i64({1})) : b.addIntermediate(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("s" + std::to_string(i), StepKind::kOther,
+                               [&, i](const StepContext &ctx) {
+                                 if (++ran == 5) token->cancel();
+                                 return sumStep(1)(ctx);
+                               },
+                               {prev}, {t})));
+    prev = t;
+  }
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  ExecuteOptions opts;
+  opts.cancel = token;
+  auto outs = (*exe)->execute({scalar(0)}, ex, opts);
+  auto r = outs[0].awaitValue();
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("cancelled before step 's5'"), std::string::npos);
+  ex.waitIdle();
+  EXPECT_EQ(ran.load(), 5);
+  EXPECT_EQ((*exe)->pooledExecutions(), 1u);  // buffers went back to the pool
+}
+
+TEST(Executable, ConcurrentExecutionsHaveTheirOwnBuffers) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int prev = b.addInput(i64({1}));
+  for (int i = 0; i < 30; ++i) {
+    int t = i == 29 ? b.addOutput(i64({1})) : b.addIntermediate(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("s" + std::to_string(i), StepKind::kOther, sumStep(i), {prev}, {t})));
+    prev = t;
+  }
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        int64_t v = t * 1000 + i;
+        auto out = (*exe)->run({scalar(v)}, ex);
+        if (!out || valueOf((*out)[0]) != v + 29 * 30 / 2) ++wrong;
+        if (!out) llvm::consumeError(out.takeError());
+      }
+    });
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  ex.waitIdle();
+  EXPECT_LE((*exe)->pooledExecutions(), 4u + 1u);
+}
+
+// Random DAGs: each step sums its inputs plus its id; some steps fail. The
+// expected value (or error) of every output is computed sequentially and
+// must match whatever the schedule, from many threads at once.
+TEST(Executable, RandomDagStressWithFailuresAndCancellation) {
+  HostExecutor ex(2);
+  std::mt19937 rng(2024);
+  for (int graph = 0; graph < 20; ++graph) {
+    ExecutableBuilder b;
+    const int numInputs = 3, numSteps = 60;
+    std::vector<int> bufs;
+    for (int i = 0; i < numInputs; ++i) bufs.push_back(b.addInput(i64({1})));
+    std::vector<std::vector<int>> stepInputs(numSteps);
+    std::vector<bool> fails(numSteps), isSink(numSteps, true);
+    std::vector<int> stepOut(numSteps);
+    for (int s = 0; s < numSteps; ++s) {
+      int k = 1 + int(rng() % 3);
+      for (int j = 0; j < k; ++j) {
+        int pick = int(rng() % bufs.size());
+        if (!llvm::is_contained(stepInputs[s], pick)) stepInputs[s].push_back(pick);
+      }
+      fails[s] = rng() % 25 == 0;
+      bufs.push_back(-1);  // placeholder, filled below
+    }
+    // Sinks (read by nobody) become outputs.
+    for (int s = 0; s < numSteps; ++s)
+      for (int in : stepInputs[s])
+        if (in >= numInputs) isSink[in - numInputs] = false;
+    for (int s = 0; s < numSteps; ++s) {
+      int id = isSink[s] ? b.addOutput(i64({1})) : b.addIntermediate(i64({1}));
+      bufs[numInputs + s] = id;
+      std::vector<int> ins;
+      for (int in : stepInputs[s]) ins.push_back(bufs[in]);
+      bool fail = fails[s];
+      StepFn fn = [s, fail](const StepContext &ctx) -> llvm::Error {
+        if (fail) return llvm::createStringError("injected failure %d", s);
+        int64_t v = s;
+        for (unsigned i = 0; i < ctx.numInputs(); ++i) v += *static_cast<int64_t *>(ctx.in(i));
+        *static_cast<int64_t *>(ctx.out(0)) = v;
+        return llvm::Error::success();
+      };
+      ASSERT_TRUE(bool(b.addStep("step" + std::to_string(s), StepKind::kOther, fn, ins, {id})));
+    }
+    auto exe = b.build();
+    ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+
+    // Sequential reference: value or "failed" per step.
+    auto reference = [&](const std::vector<int64_t> &in) {
+      std::vector<std::optional<int64_t>> val(numInputs + numSteps);
+      for (int i = 0; i < numInputs; ++i) val[i] = in[i];
+      for (int s = 0; s < numSteps; ++s) {
+        bool ok = !fails[s];
+        int64_t v = s;
+        for (int x : stepInputs[s]) {
+          if (!val[x]) ok = false;
+          else v += *val[x];
+        }
+        if (ok) val[numInputs + s] = v;
+      }
+      std::vector<std::optional<int64_t>> outs;
+      for (int s = 0; s < numSteps; ++s)
+        if (isSink[s]) outs.push_back(val[numInputs + s]);
+      return outs;
+    };
+
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+      threads.emplace_back([&, t] {
+        for (int call = 0; call < 30; ++call) {
+          std::vector<int64_t> in = {t, call, graph};
+          auto want = reference(in);
+          ExecuteOptions opts;
+          bool cancel = call % 7 == 3;
+          if (cancel) {
+            opts.cancel = std::make_shared<CancellationToken>();
+            opts.cancel->cancel();
+          }
+          auto outs = (*exe)->execute({scalar(in[0]), scalar(in[1]), scalar(in[2])}, ex, opts);
+          for (size_t o = 0; o < outs.size(); ++o) {
+            outs[o]->await();
+            if (cancel) {
+              if (!outs[o]->isError()) ++mismatches;
+            } else if (bool(want[o]) != outs[o]->isConcrete() ||
+                       (want[o] && valueOf(outs[o]->get()) != *want[o])) {
+              ++mismatches;
+            }
+          }
+        }
+      });
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0) << "graph " << graph;
+  }
+  ex.waitIdle();
+}
