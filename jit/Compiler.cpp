@@ -62,33 +62,31 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function,
   out->code_ = std::move(*code);
   out->entry_ = reinterpret_cast<CompiledFunction::EntryFn>(*entry);
   out->stats.stages.push_back({"jit-load", msSince(loadStart)});
+
+  // The executable: one JIT step reading inputs and weights, writing outputs.
+  ExecutableBuilder builder;
+  llvm::SmallVector<int, 8> stepInputs, stepOutputs;
+  for (const TensorType &t : out->inputTypes) stepInputs.push_back(builder.addInput(t));
+  for (const Tensor &w : out->weights) stepInputs.push_back(builder.addConstant(w));
+  for (const TensorType &t : out->resultTypes) stepOutputs.push_back(builder.addOutput(t));
+  CompiledFunction::EntryFn entryFn = out->entry_;
+  auto step = builder.addStep(
+      "jit:@" + function.str(), StepKind::kJit,
+      // The step keeps the code loaded while any execution may still run it.
+      [entryFn, code = out->code_](const StepContext &ctx) {
+        llvm::SmallVector<void *, 16> buffers;
+        for (unsigned i = 0; i < ctx.numInputs(); ++i) buffers.push_back(ctx.in(i));
+        for (unsigned i = 0; i < ctx.numOutputs(); ++i) buffers.push_back(ctx.out(i));
+        entryFn(buffers.data());
+        return llvm::Error::success();
+      },
+      stepInputs, stepOutputs);
+  if (!step) return step.takeError();
+  auto exe = builder.build();
+  if (!exe) return exe.takeError();
+  out->executable = std::move(*exe);
   out->stats.totalMs = msSince(t0);
   return out;
-}
-
-void CompiledFunction::run(llvm::ArrayRef<Tensor> inputs, llvm::ArrayRef<Tensor> outputs) const {
-  llvm::SmallVector<void *, 16> buffers;
-  buffers.reserve(inputs.size() + weights.size() + outputs.size());
-  for (const Tensor &t : inputs) buffers.push_back(t.rawData());
-  for (const Tensor &t : weights) buffers.push_back(t.rawData());
-  for (const Tensor &t : outputs) buffers.push_back(t.rawData());
-  entry_(buffers.data());
-}
-
-llvm::Expected<std::vector<Tensor>> CompiledFunction::call(llvm::ArrayRef<Tensor> inputs) const {
-  if (inputs.size() != inputTypes.size())
-    return llvm::createStringError("@%s takes %zu inputs, got %zu", function.c_str(),
-                                   inputTypes.size(), inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].type() != inputTypes[i])
-      return llvm::createStringError("@%s argument %zu: compiled for tensor<%s>, got tensor<%s>",
-                                     function.c_str(), i, inputTypes[i].str().c_str(),
-                                     inputs[i].type().str().c_str());
-  std::vector<Tensor> outputs;
-  outputs.reserve(resultTypes.size());
-  for (const TensorType &t : resultTypes) outputs.push_back(Tensor::empty(t.dtype, t.shape));
-  run(inputs, outputs);
-  return outputs;
 }
 
 }  // namespace kiln::jit

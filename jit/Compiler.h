@@ -3,13 +3,14 @@
 // tensors. Op semantics live in lowering/; this file only sequences stages.
 //
 // Thread-safety: Compiler::compile may run concurrently (MLIR work is
-// serialized per Program). CompiledFunction::run is thread-safe: it only
-// reads the function and writes the caller's output tensors.
+// serialized per Program). A CompiledFunction is immutable once compiled;
+// its Executable may run any number of times at once.
 #pragma once
 
 #include "codegen/HostCodegen.h"
 #include "jit/JitEngine.h"
 #include "lowering/Program.h"
+#include "runtime/Executable.h"
 #include "runtime/Tensor.h"
 
 #include <memory>
@@ -33,15 +34,14 @@ public:
   std::vector<Tensor> weights;          // passed after the inputs
   CompileStats stats;
   llvm::SmallVector<char, 0> object;    // the ELF object, for caches
+  /// One step calling the code: inputs, then weights (constants) -> outputs.
+  std::shared_ptr<Executable> executable;
 
-  /// Calls the code: `outputs` must be allocated with resultTypes.
-  void run(llvm::ArrayRef<Tensor> inputs, llvm::ArrayRef<Tensor> outputs) const;
-  /// Allocates outputs, checks inputs' types, calls, returns the outputs.
-  llvm::Expected<std::vector<Tensor>> call(llvm::ArrayRef<Tensor> inputs) const;
+  EntryFn entry() const { return entry_; }
 
 private:
   friend class Compiler;
-  std::unique_ptr<LoadedObject> code_;
+  std::shared_ptr<LoadedObject> code_;  // shared with the executable's step
   EntryFn entry_ = nullptr;
 };
 
@@ -57,7 +57,7 @@ public:
 private:
   Compiler() = default;
   std::unique_ptr<codegen::HostCodegen> codegen_;
-  std::unique_ptr<JitEngine> engine_;
+  std::shared_ptr<JitEngine> engine_;
 };
 
 }  // namespace kiln::jit

@@ -11,13 +11,13 @@
 
 namespace kiln::jit {
 
-llvm::Expected<std::unique_ptr<JitEngine>> JitEngine::create() {
+llvm::Expected<std::shared_ptr<JitEngine>> JitEngine::create() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  std::unique_ptr<JitEngine> engine(new JitEngine());
+  std::shared_ptr<JitEngine> engine(new JitEngine());
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) return jit.takeError();
   engine->jit_ = std::move(*jit);
@@ -51,17 +51,17 @@ llvm::Expected<std::unique_ptr<LoadedObject>> JitEngine::load(llvm::ArrayRef<cha
     (void)jit_->getExecutionSession().removeJITDylib(*jd);
     return std::move(err);
   }
-  return std::unique_ptr<LoadedObject>(new LoadedObject(*this, *jd));
+  return std::unique_ptr<LoadedObject>(new LoadedObject(shared_from_this(), *jd));
 }
 
 llvm::Expected<void *> LoadedObject::lookup(llvm::StringRef symbol) const {
-  auto addr = engine_.jit_->lookup(jd_, symbol);
+  auto addr = engine_->jit_->lookup(jd_, symbol);
   if (!addr) return addr.takeError();
   return addr->toPtr<void *>();
 }
 
 LoadedObject::~LoadedObject() {
-  if (auto err = engine_.jit_->getExecutionSession().removeJITDylib(jd_))
+  if (auto err = engine_->jit_->getExecutionSession().removeJITDylib(jd_))
     llvm::consumeError(std::move(err));
 }
 

@@ -6,8 +6,7 @@
 // to the process's symbols (libc, libm).
 //
 // Thread-safety: JitEngine is thread-safe (ORC's ExecutionSession locks).
-// A LoadedObject must be destroyed before its engine; destroying it unloads
-// the code.
+// A LoadedObject keeps its engine alive; destroying it unloads the code.
 #pragma once
 
 #include "llvm/ADT/SmallVector.h"
@@ -34,14 +33,15 @@ public:
 
 private:
   friend class JitEngine;
-  LoadedObject(JitEngine &engine, llvm::orc::JITDylib &jd) : engine_(engine), jd_(jd) {}
-  JitEngine &engine_;
+  LoadedObject(std::shared_ptr<JitEngine> engine, llvm::orc::JITDylib &jd)
+      : engine_(std::move(engine)), jd_(jd) {}
+  std::shared_ptr<JitEngine> engine_;
   llvm::orc::JITDylib &jd_;
 };
 
-class JitEngine {
+class JitEngine : public std::enable_shared_from_this<JitEngine> {
 public:
-  static llvm::Expected<std::unique_ptr<JitEngine>> create();
+  static llvm::Expected<std::shared_ptr<JitEngine>> create();
   ~JitEngine();
   /// Links an ELF object (copied) into a fresh JITDylib named after `name`.
   llvm::Expected<std::unique_ptr<LoadedObject>> load(llvm::ArrayRef<char> object,

@@ -1,5 +1,7 @@
 #include "jit/RuntimeSymbols.h"
 
+#include "runtime/Executor.h"
+
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cstdlib>
@@ -9,6 +11,8 @@ namespace kiln::jit {
 
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
   static const std::vector<std::pair<const char *, void *>> symbols = {
+      // Parallel loops of generated code run on the executor's TBB arena.
+      {"kiln_parallel_for", reinterpret_cast<void *>(&kiln_parallel_for)},
       // Strided memref copies that lowering leaves as calls (MLIR's C runner utils).
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {"malloc", reinterpret_cast<void *>(&std::malloc)},

@@ -1,5 +1,5 @@
 // Symbols kiln exports to JIT-compiled code, by name. Generated code calls
-// them like C functions; the executor issue adds parallel_for here.
+// them like C functions (kiln_parallel_for, memrefCopy, malloc/free).
 #pragma once
 
 #include <utility>

@@ -3,6 +3,7 @@
 //   auto rt = kiln::Runtime::create({});                 // Expected<unique_ptr<Runtime>>
 //   auto m  = (*rt)->loadModuleFromFile("model.mlir");   // TOSA / linalg on tensors
 //   auto y  = (*m)->call("main", {x});                   // JIT-compiles on the first call
+//   auto fs = (*m)->callAsync("main", {x});              // futures; returns at once
 //
 // Thread-safety: Runtime and Module are thread-safe; several threads may call
 // the same Module at once. The first call for a shape signature compiles
@@ -11,6 +12,8 @@
 #pragma once
 
 #include "lowering/Program.h"
+#include "runtime/AsyncValue.h"
+#include "runtime/Executor.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -37,6 +40,8 @@ struct RuntimeOptions {
   std::string cacheDir;
   /// LLVM optimization level for generated code (0..3).
   int optLevel = 3;
+  /// Threads for blocking work (compiles, file I/O), off the compute workers.
+  int blockingThreads = 2;
 };
 
 class Module;
@@ -48,6 +53,8 @@ public:
   const RuntimeOptions &options() const { return options_; }
   /// "x86_64-pc-linux-gnu znver5" — what generated code targets.
   std::string targetDescription() const;
+  /// The host executor every module of this runtime runs on.
+  HostExecutor &executor() const { return *executor_; }
 
   /// Loads MLIR (text or bytecode) from a file or from memory.
   llvm::Expected<std::unique_ptr<Module>> loadModuleFromFile(llvm::StringRef path);
@@ -57,6 +64,7 @@ public:
 private:
   Runtime() = default;
   RuntimeOptions options_;
+  std::shared_ptr<HostExecutor> executor_;
   std::shared_ptr<jit::Compiler> compiler_;
 };
 
@@ -66,10 +74,18 @@ public:
   const std::vector<FunctionSignature> &functions() const;
   const FunctionSignature *signature(llvm::StringRef function) const;
 
-  /// Runs `function`; compiles it first if this shape signature is new.
+  /// Runs `function` and waits for its results; compiles it first if this
+  /// shape signature is new.
   llvm::Expected<std::vector<Tensor>> call(llvm::StringRef function,
                                            llvm::ArrayRef<Tensor> inputs);
-  /// Compiles (or finds) `function` for these input types without running it.
+  /// Starts `function` and returns one future per result at once (a first
+  /// call compiles on the blocking pool). Errors, including bad inputs and
+  /// compile failures, arrive as error values; for an unknown function the
+  /// vector holds a single error value.
+  std::vector<AsyncValueRef<Tensor>> callAsync(llvm::StringRef function,
+                                               llvm::ArrayRef<Tensor> inputs);
+  /// Compiles (or finds) `function` for these input types without running it
+  /// (blocks; call it from a thread that may block, not an executor worker).
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
   compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes);
 
@@ -78,7 +94,10 @@ public:
 
 private:
   friend class Runtime;
-  Module(std::shared_ptr<jit::Compiler> compiler, std::unique_ptr<lowering::Program> program);
+  Module(std::shared_ptr<jit::Compiler> compiler, std::shared_ptr<HostExecutor> executor,
+         std::unique_ptr<lowering::Program> program);
+  std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                           bool inlineFirstStep);
 
   struct Entry {
     std::shared_ptr<const jit::CompiledFunction> fn;
@@ -86,9 +105,11 @@ private:
     bool done = false;
   };
   std::shared_ptr<jit::Compiler> compiler_;
+  std::shared_ptr<HostExecutor> executor_;
   std::unique_ptr<lowering::Program> program_;
   mutable std::mutex mu_;
   std::condition_variable compiled_;
+  int firstCallsInFlight_ = 0;  // callAsync compiles that still use `this`
   llvm::StringMap<std::shared_ptr<Entry>> entries_;
 };
 

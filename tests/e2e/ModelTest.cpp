@@ -182,3 +182,56 @@ TEST(Models, ConcurrentFirstCallsCompileOnce) {
   EXPECT_EQ(ok.load(), 4);
   EXPECT_EQ(m->numCompiled(), 1u);
 }
+
+TEST(Models, AsyncCallsReturnFuturesThatMatchSyncResults) {
+  auto m = loadBuiltin("mlp");
+  ASSERT_TRUE(m);
+  Tensor x = randomInput({4, 64}, 3);
+  auto sync = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(sync.size(), 1u);
+  std::vector<std::vector<AsyncValueRef<Tensor>>> pending;
+  for (int i = 0; i < 16; ++i) pending.push_back(m->callAsync("main", {x}));
+  for (auto &futures : pending) {
+    ASSERT_EQ(futures.size(), 1u);
+    auto v = futures[0].awaitValue();
+    ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError());
+    EXPECT_EQ(0, std::memcmp(v->rawData(), sync[0].rawData(), sync[0].byteSize()));
+  }
+  // A first call for a new signature compiles off the caller's thread.
+  auto first = m->callAsync("main", {randomInput({9, 64}, 4)});
+  auto v = first[0].awaitValue();
+  ASSERT_TRUE(bool(v));
+  EXPECT_EQ(v->type().str(), "9x10xf32");
+}
+
+TEST(Models, AsyncErrorsArriveAsValues) {
+  auto m = loadBuiltin("mlp");
+  ASSERT_TRUE(m);
+  auto bad = m->callAsync("main", {randomInput({2, 63}, 1)});
+  ASSERT_EQ(bad.size(), 1u);
+  ASSERT_TRUE(bad[0]->isError());
+  EXPECT_NE(bad[0]->error().find("expected tensor<?x64xf32>, got tensor<2x63xf32>"),
+            std::string::npos);
+  auto missing = m->callAsync("nope", {});
+  ASSERT_EQ(missing.size(), 1u);
+  missing[0]->await();
+  ASSERT_TRUE(missing[0]->isError());
+  EXPECT_NE(missing[0]->error().find("no public function @nope"), std::string::npos);
+}
+
+TEST(Models, ModuleMayDieWhileAsyncCallsAreInFlight) {
+  std::vector<AsyncValueRef<Tensor>> futures;
+  {
+    auto m = loadBuiltin("cnn");
+    ASSERT_TRUE(m);
+    for (int i = 0; i < 4; ++i) {
+      auto f = m->callAsync("main", {randomInput({1, 16, 16, 3}, unsigned(i))});
+      futures.push_back(f[0]);
+    }
+  }  // the module is destroyed here; executions keep their code and weights
+  for (auto &f : futures) {
+    auto v = f.awaitValue();
+    ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError());
+    EXPECT_EQ(v->type().str(), "1x10xf32");
+  }
+}
