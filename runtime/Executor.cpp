@@ -1,6 +1,7 @@
 #include "runtime/Executor.h"
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
@@ -36,7 +37,8 @@ struct HostExecutor::Impl {
   int64_t blockingActive = 0;
   bool stopping = false;
 
-  explicit Impl(int threads) : arena(threads) {}
+  // No slot reserved for external threads: all `threads` are TBB workers.
+  explicit Impl(int threads) : arena(threads, /*reserved_for_masters=*/0) {}
 };
 
 namespace {
@@ -94,8 +96,26 @@ struct Task {
 };
 }  // namespace
 
+namespace {
+/// TBB caps its worker pool at the machine's cores minus one (a slot is kept
+/// for the main thread). kiln's arenas reserve no slot for external threads,
+/// so raise the cap to cover the largest executor created so far.
+void allowWorkers(int threads) {
+  static std::mutex mu;
+  static std::unique_ptr<oneapi::tbb::global_control> control;
+  static size_t allowed = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t want = std::max<size_t>(size_t(threads) + 1, std::thread::hardware_concurrency());
+  if (want <= allowed) return;
+  control = std::make_unique<oneapi::tbb::global_control>(
+      oneapi::tbb::global_control::max_allowed_parallelism, want);
+  allowed = want;
+}
+}  // namespace
+
 HostExecutor::HostExecutor(int threads, int blockingThreads)
     : threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))) {
+  allowWorkers(threads_);
   impl_ = std::make_unique<Impl>(threads_);
   impl_->arena.initialize();
   for (int i = 0; i < std::max(1, blockingThreads); ++i)
