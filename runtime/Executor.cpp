@@ -111,6 +111,22 @@ void allowWorkers(int threads) {
       oneapi::tbb::global_control::max_allowed_parallelism, want);
   allowed = want;
 }
+/// arena.execute() may hand `fn` to a worker (no slot is reserved for
+/// outside threads) and wait for it inside libtbb; state both edges.
+/// The annotations use one global address: the worker must not read the
+/// closure to find the address it acquires on.
+char gArenaHandoff;
+template <typename F> void executeInArena(oneapi::tbb::task_arena &arena, F &&fn) {
+  auto body = [&] {
+    tsanAcquire(&gArenaHandoff);
+    fn();
+    tsanRelease(&gArenaHandoff);
+  };
+  tsanRelease(&gArenaHandoff);  // after `body` is built: the worker reads it
+  arena.execute(body);
+  tsanAcquire(&gArenaHandoff);
+}
+
 }  // namespace
 
 HostExecutor::HostExecutor(int threads, int blockingThreads)
@@ -146,7 +162,7 @@ HostExecutor::~HostExecutor() {
   }
   impl_->cv.notify_all();
   for (auto &t : impl_->blockingThreads) t.join();
-  impl_->arena.execute([&] { impl_->group.wait(); });
+  executeInArena(impl_->arena, [&] { impl_->group.wait(); });
 }
 
 bool HostExecutor::onWorker() const { return tlsCurrent == this; }
@@ -184,25 +200,22 @@ void HostExecutor::parallelFor(int64_t n, int64_t grain,
   }
   // The caller's writes happen before every chunk, every chunk before the
   // return (TBB guarantees it; the tsan* calls state it for ThreadSanitizer).
-  int start = 0, done = 0;
-  tsanRelease(&start);
   auto run = [&] {
     WorkerScope scope(this);
     oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain),
                               [&](const oneapi::tbb::blocked_range<int64_t> &r) {
-                                tsanAcquire(&start);
+                                tsanAcquire(&gArenaHandoff);
                                 WorkerScope inner(this);
                                 body(r.begin(), r.end());
-                                tsanRelease(&done);
+                                tsanRelease(&gArenaHandoff);
                               });
   };
-  impl_->arena.execute(run);
-  tsanAcquire(&done);
+  executeInArena(impl_->arena, run);
 }
 
 void HostExecutor::waitIdle() {
   while (true) {
-    impl_->arena.execute([&] { impl_->group.wait(); });
+    executeInArena(impl_->arena, [&] { impl_->group.wait(); });
     bool blockingIdle;
     {
       std::unique_lock<std::mutex> lock(impl_->mu);

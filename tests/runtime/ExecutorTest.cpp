@@ -176,8 +176,11 @@ TEST(Executable, ChainDiamondAndFanOut) {
     EXPECT_EQ(valueOf((*out)[0]), 2 * (v + 100) + 30);
     EXPECT_EQ(valueOf((*out)[1]), v);
   }
-  // Sequential runs reuse one pooled execution.
-  EXPECT_EQ((*exe)->pooledExecutions(), 1u);
+  // Sequential runs reuse pooled executions (the last step's thread returns
+  // its execution just after the outputs are set, so a second may exist).
+  ex.waitIdle();
+  EXPECT_GE((*exe)->pooledExecutions(), 1u);
+  EXPECT_LE((*exe)->pooledExecutions(), 2u);
 }
 
 TEST(Executable, BufferPlanReusesDeadBuffersOnly) {

@@ -1,0 +1,71 @@
+// End-to-end model latency and compile latency for the built-in models.
+//
+//   BM_ModelCall/<model>       steady-state latency of Module::call (sync)
+//   BM_ModelCallAsync/<model>  throughput with 8 calls in flight
+//   BM_FirstCall/<model>       load + JIT-compile + first run, fresh Module each time
+#include "runtime/Kiln.h"
+#include "tools/models/BuiltinModels.h"
+
+#include <benchmark/benchmark.h>
+
+using namespace kiln;
+
+namespace {
+Runtime &runtime() {
+  static std::unique_ptr<Runtime> rt = llvm::cantFail(Runtime::create({}));
+  return *rt;
+}
+Tensor inputFor(const FunctionSignature &sig) {
+  TensorType t = sig.args[0].type;
+  for (int64_t &d : t.shape)
+    if (d < 0) d = 1;
+  Tensor x = Tensor::empty(t.dtype, t.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 7) * 0.1f;
+  return x;
+}
+const char *modelName(int64_t i) { return i == 0 ? "mlp" : "cnn"; }
+}  // namespace
+
+static void BM_ModelCall(benchmark::State &state) {
+  const auto *model = models::findBuiltinModel(modelName(state.range(0)));
+  auto m = llvm::cantFail(runtime().loadModule(model->mlir, model->name));
+  Tensor x = inputFor(m->functions()[0]);
+  llvm::cantFail(m->call("main", {x}).takeError());
+  for (auto _ : state) {
+    auto out = m->call("main", {x});
+    if (!out) state.SkipWithError(llvm::toString(out.takeError()).c_str());
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetLabel(model->name);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ModelCall)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+static void BM_ModelCallAsync(benchmark::State &state) {
+  const auto *model = models::findBuiltinModel(modelName(state.range(0)));
+  auto m = llvm::cantFail(runtime().loadModule(model->mlir, model->name));
+  Tensor x = inputFor(m->functions()[0]);
+  llvm::cantFail(m->call("main", {x}).takeError());
+  for (auto _ : state) {
+    std::vector<AsyncValueRef<Tensor>> inflight;
+    for (int i = 0; i < 8; ++i) inflight.push_back(m->callAsync("main", {x})[0]);
+    for (auto &f : inflight) f->await();
+  }
+  state.SetLabel(model->name);
+  state.SetItemsProcessed(state.iterations() * 8);
+}
+BENCHMARK(BM_ModelCallAsync)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+static void BM_FirstCall(benchmark::State &state) {
+  const auto *model = models::findBuiltinModel(modelName(state.range(0)));
+  for (auto _ : state) {
+    auto m = llvm::cantFail(runtime().loadModule(model->mlir, model->name));
+    Tensor x = inputFor(m->functions()[0]);
+    auto out = m->call("main", {x});
+    if (!out) state.SkipWithError(llvm::toString(out.takeError()).c_str());
+  }
+  state.SetLabel(model->name);
+}
+BENCHMARK(BM_FirstCall)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+BENCHMARK_MAIN();
