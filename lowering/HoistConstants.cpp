@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNHOISTCONSTANTS
@@ -31,6 +32,9 @@ ElementsAttr hoistableValue(Operation *op, int64_t minElements) {
   if (auto c = dyn_cast<tosa::ConstOp>(op)) value = c.getValues();
   else if (auto c = dyn_cast<arith::ConstantOp>(op)) value = dyn_cast<ElementsAttr>(c.getValue());
   if (!value) return {};
+  // tosa.rescale needs its multiplier and shift at compile time.
+  for (Operation *user : op->getResult(0).getUsers())
+    if (isa<tosa::RescaleOp>(user)) return {};
   if (isa<DenseResourceElementsAttr>(value)) return value;
   auto dense = dyn_cast<DenseElementsAttr>(value);
   if (dense && !dense.isSplat() && dense.getNumElements() >= minElements) return value;
@@ -39,32 +43,35 @@ ElementsAttr hoistableValue(Operation *op, int64_t minElements) {
 
 }  // namespace
 
+HoistPlan planHoisting(func::FuncOp fn, int64_t minElements) {
+  HoistPlan plan;
+  llvm::DenseMap<std::pair<Attribute, Type>, unsigned> index;
+  fn.walk([&](Operation *op) {
+    ElementsAttr value = hoistableValue(op, minElements);
+    if (!value) return;
+    Type type = op->getResult(0).getType();
+    auto [it, inserted] = index.try_emplace({value, type}, unsigned(plan.weights.size()));
+    if (inserted) plan.weights.push_back({value, type, op->getLoc()});
+    plan.uses.push_back({op, it->second});
+  });
+  return plan;
+}
+
 LogicalResult hoistConstants(ModuleOp module, int64_t minElements) {
   MLIRContext *ctx = module.getContext();
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (!fn.isPublic() || fn.isExternal()) continue;
-    llvm::DenseMap<std::pair<Attribute, Type>, BlockArgument> hoisted;
-    SmallVector<Operation *> dead;
-    WalkResult walk = fn.walk([&](Operation *op) {
-      ElementsAttr value = hoistableValue(op, minElements);
-      if (!value) return WalkResult::advance();
-      Type type = op->getResult(0).getType();
-      BlockArgument &arg = hoisted[{value, type}];
-      if (!arg) {
-        unsigned index = fn.getNumArguments();
-        auto attrs = DictionaryAttr::get(ctx, {NamedAttribute(kWeightAttrName, value)});
-        if (failed(fn.insertArgument(index, type, attrs, op->getLoc()))) {
-          op->emitError("cannot add a weight argument to @") << fn.getSymName();
-          return WalkResult::interrupt();
-        }
-        arg = fn.getArgument(index);
-      }
-      op->getResult(0).replaceAllUsesWith(arg);
-      dead.push_back(op);
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted()) return failure();
-    for (Operation *op : dead) op->erase();
+    HoistPlan plan = planHoisting(fn, minElements);
+    unsigned first = fn.getNumArguments();
+    for (const HoistedWeight &w : plan.weights) {
+      auto attrs = DictionaryAttr::get(ctx, {NamedAttribute(kWeightAttrName, w.value)});
+      if (failed(fn.insertArgument(fn.getNumArguments(), w.type, attrs, w.loc)))
+        return fn.emitError("cannot add a weight argument to @") << fn.getSymName();
+    }
+    for (auto [op, weight] : plan.uses) {
+      op->getResult(0).replaceAllUsesWith(fn.getArgument(first + weight));
+      op->erase();
+    }
   }
   return success();
 }

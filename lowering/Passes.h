@@ -3,6 +3,7 @@
 
 #include "lowering/Program.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -20,6 +21,21 @@ inline constexpr llvm::StringLiteral kWeightAttrName = "kiln.weight";
 /// Specializes `function` in `module` to `argTypes` (see kiln-specialize-shapes).
 mlir::LogicalResult specializeShapes(mlir::ModuleOp module, llvm::StringRef function,
                                      llvm::ArrayRef<mlir::Type> argTypes);
+/// The constants kiln-hoist-constants turns into weights, in argument
+/// order (walk order, identical (value, type) pairs once), and every op it
+/// replaces. The runtime uses the same plan to find a function's weights
+/// without compiling (warm cache starts).
+struct HoistedWeight {
+  mlir::ElementsAttr value;
+  mlir::Type type;
+  mlir::Location loc;
+};
+struct HoistPlan {
+  std::vector<HoistedWeight> weights;
+  std::vector<std::pair<mlir::Operation *, unsigned>> uses;  // op -> weight index
+};
+inline constexpr int64_t kDefaultHoistMinElements = 16;
+HoistPlan planHoisting(mlir::func::FuncOp fn, int64_t minElements);
 /// Hoists large constants of every public function (see kiln-hoist-constants).
 mlir::LogicalResult hoistConstants(mlir::ModuleOp module, int64_t minElements);
 

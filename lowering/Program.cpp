@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -138,6 +140,7 @@ struct Program::Impl {
   std::vector<FunctionSignature> functions;
   std::mutex mu;
   llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
+  uint64_t pipelineRuns = 0;                      // specializations + lowerings
 
   /// Runs `body` with MLIR diagnostics captured; on failure the error says
   /// `what` failed and lists the diagnostics with their source locations.
@@ -322,11 +325,19 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   out->impl->module = impl->module->clone();
   ModuleOp module = *out->impl->module;
 
-  auto original = impl->module->lookupSymbol<func::FuncOp>(function);
+  ++impl->pipelineRuns;
+  // Weights first, on the original graph: the same plan finds them again
+  // without compiling (Program::weights), so cached code can be reused.
+  if (auto err = impl->diagnose("cannot hoist the weights of @" + function.str(), [&] {
+        return hoistConstants(module, kDefaultHoistMinElements);
+      }))
+    return std::move(err);
+  auto hoisted = module.lookupSymbol<func::FuncOp>(function);
   std::string shapes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto argType = cast<RankedTensorType>(original.getArgumentTypes()[i]);
-    std::string dims = shapeToString(inputs[i].shape);
+  for (unsigned i = 0; i < hoisted.getNumArguments(); ++i) {
+    auto argType = cast<RankedTensorType>(hoisted.getArgumentTypes()[i]);
+    std::string dims = i < inputs.size() ? shapeToString(inputs[i].shape)
+                                         : shapeToString(argType.getShape());
     shapes += (i ? "," : "") + dims + (dims.empty() ? "" : "x") + typeString(argType.getElementType());
   }
   KilnSpecializeShapesOptions opts;
@@ -336,7 +347,6 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
           "cannot specialize @" + function.str() + " to (" + shapes + ")", [&] {
             PassManager pm(impl->ctx.get());
             pm.addPass(createKilnSpecializeShapes(opts));
-            pm.addPass(createKilnHoistConstants());
             return pm.run(module);
           }))
     return std::move(err);
@@ -368,10 +378,64 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   return std::move(out);
 }
 
+uint64_t Program::pipelineRuns() const {
+  std::lock_guard<std::mutex> lock(impl->mu);
+  return impl->pipelineRuns;
+}
+
+llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function) {
+  std::lock_guard<std::mutex> lock(impl->mu);
+  auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
+  if (!fn || !fn.isPublic() || fn.isExternal())
+    return llvm::createStringError("no public function @%s in the module", function.str().c_str());
+  std::vector<Tensor> out;
+  for (const HoistedWeight &w : planHoisting(fn, kDefaultHoistMinElements).weights) {
+    std::string why;
+    auto type = toTensorType(w.type, why);
+    if (!type) return llvm::createStringError("@%s: weight: %s", function.str().c_str(), why.c_str());
+    auto t = impl->weightTensor(w.value, *type);
+    if (!t)
+      return llvm::createStringError("@%s: weight at %s: %s", function.str().c_str(),
+                                     locationString(w.loc).c_str(),
+                                     llvm::toString(t.takeError()).c_str());
+    out.push_back(*t);
+  }
+  return out;
+}
+
+llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
+  std::lock_guard<std::mutex> lock(impl->mu);
+  if (!impl->module->lookupSymbol<func::FuncOp>(function))
+    return llvm::createStringError("no public function @%s in the module", function.str().c_str());
+  // The graph as kiln compiles it: weights hoisted to (attribute-free)
+  // arguments, so their values are not part of it; everything compiled into
+  // code (small constants, attributes, callees) is.
+  OwningOpRef<ModuleOp> clone = impl->module->clone();
+  if (failed(hoistConstants(*clone, kDefaultHoistMinElements)))
+    return llvm::createStringError("@%s: cannot hoist weights", function.str().c_str());
+  llvm::SetVector<func::FuncOp> funcs;
+  funcs.insert(clone->lookupSymbol<func::FuncOp>(function));
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    func::FuncOp f = funcs[i];
+    f.walk([&](func::CallOp call) {
+      if (auto callee = clone->lookupSymbol<func::FuncOp>(call.getCallee())) funcs.insert(callee);
+    });
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (func::FuncOp f : funcs) {
+    for (unsigned a = 0; a < f.getNumArguments(); ++a) f.removeArgAttr(a, kWeightAttrName);
+    f->print(os, OpPrintingFlags().printGenericOpForm());
+    os << "\n";
+  }
+  return text;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
                        StageTimes &times) {
   std::lock_guard<std::mutex> lock(impl->mu);
+  ++impl->pipelineRuns;
   if (!fn.impl || !fn.impl->module)
     return llvm::createStringError("@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;

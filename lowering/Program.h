@@ -91,6 +91,16 @@ public:
   llvm::Expected<std::unique_ptr<SpecializedFunction>>
   specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs, StageTimes &times);
 
+  /// The hoisted weights of `function`, in the order compiled code takes
+  /// them, found without running any pass (for code from a cache).
+  llvm::Expected<std::vector<Tensor>> weights(llvm::StringRef function);
+  /// `function` and its callees as kiln compiles them, in MLIR's generic
+  /// form without locations, with weight values left out: two modules with
+  /// the same text here get the same code (the cache key's graph part).
+  llvm::Expected<std::string> canonicalGraph(llvm::StringRef function);
+  /// How many times MLIR pipelines ran (specializations + lowerings).
+  uint64_t pipelineRuns() const;
+
   /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to LLVM IR.
   llvm::Expected<std::unique_ptr<llvm::Module>>
   lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times);
