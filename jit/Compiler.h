@@ -23,6 +23,7 @@ struct CompileStats {
   lowering::StageTimes stages;  // specialize, each lowering stage, translate, llvm-opt, ...
   double totalMs = 0;
   size_t objectBytes = 0;
+  bool fromObject = false;  // linked from an existing object (cache), not compiled
 };
 
 class CompiledFunction {
@@ -54,8 +55,24 @@ public:
   compile(lowering::Program &program, llvm::StringRef function,
           llvm::ArrayRef<TensorType> inputTypes);
 
+  /// The same code bound to other weights (a module with the same graph and
+  /// other weight values): shares the loaded code, gets its own executable.
+  llvm::Expected<std::shared_ptr<CompiledFunction>> bind(const CompiledFunction &code,
+                                                         std::vector<Tensor> weights);
+
+  /// A CompiledFunction from an object compiled earlier (a cache entry): no
+  /// MLIR and no LLVM code generation, only linking.
+  llvm::Expected<std::shared_ptr<CompiledFunction>>
+  load(llvm::StringRef function, std::vector<TensorType> inputTypes,
+       std::vector<TensorType> resultTypes, std::vector<Tensor> weights,
+       llvm::ArrayRef<char> object, llvm::StringRef entrySymbol);
+
 private:
   Compiler() = default;
+  /// Links `out->object` and builds the executable.
+  llvm::Error link(CompiledFunction &out, llvm::StringRef entrySymbol);
+  /// One JIT step over inputs, weights (constants) and outputs.
+  static llvm::Error buildExecutable(CompiledFunction &out);
   std::unique_ptr<codegen::HostCodegen> codegen_;
   std::shared_ptr<JitEngine> engine_;
 };

@@ -11,14 +11,19 @@
 // the compiled code. A Module keeps what it needs of its Runtime alive.
 #pragma once
 
+#include "cache/CacheKey.h"
+#include "cache/DiskCache.h"
 #include "lowering/Program.h"
 #include "runtime/AsyncValue.h"
 #include "runtime/Executor.h"
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <condition_variable>
+#include <optional>
+#include <shared_mutex>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +34,9 @@ namespace jit {
 class Compiler;
 class CompiledFunction;
 }  // namespace jit
+namespace cache {
+class CompileCache;
+}  // namespace cache
 
 using lowering::ArgumentInfo;
 using lowering::FunctionSignature;
@@ -36,8 +44,15 @@ using lowering::FunctionSignature;
 struct RuntimeOptions {
   /// Worker threads for the executor (0 = the machine's cores).
   int threads = 0;
-  /// Persistent compile cache directory ("" = default; used by the cache issue).
+  /// Persistent compile cache directory ("" = $KILN_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).
   std::string cacheDir;
+  /// off | read-only | read-write; unset = $KILN_CACHE, else read-write.
+  std::optional<cache::CacheMode> cacheMode;
+  /// Size cap of the disk cache (least recently used entries go first).
+  uint64_t cacheMaxBytes = 2ull << 30;
+  /// Compiled functions kept in memory (least recently used go first).
+  size_t memoryCacheEntries = 512;
   /// LLVM optimization level for generated code (0..3).
   int optLevel = 3;
   /// Threads for blocking work (compiles, file I/O), off the compute workers.
@@ -55,6 +70,14 @@ public:
   std::string targetDescription() const;
   /// The host executor every module of this runtime runs on.
   HostExecutor &executor() const { return *executor_; }
+  /// The compile cache (memory + disk) shared by this runtime's modules.
+  cache::CompileCache &compileCache() const { return *cache_; }
+
+  /// Compiles `function` of `module` for each signature (input types), so
+  /// that later calls, here or in another process sharing the disk cache,
+  /// start warm.
+  llvm::Error prewarm(Module &module, llvm::StringRef function,
+                      llvm::ArrayRef<std::vector<TensorType>> signatures);
 
   /// Loads MLIR (text or bytecode) from a file or from memory.
   llvm::Expected<std::unique_ptr<Module>> loadModuleFromFile(llvm::StringRef path);
@@ -63,9 +86,12 @@ public:
 
 private:
   Runtime() = default;
+  std::unique_ptr<Module> makeModule(std::unique_ptr<lowering::Program> program);
   RuntimeOptions options_;
   std::shared_ptr<HostExecutor> executor_;
   std::shared_ptr<jit::Compiler> compiler_;
+  std::shared_ptr<cache::CompileCache> cache_;
+  std::string target_, pipelineId_;
 };
 
 class Module {
@@ -92,28 +118,42 @@ public:
   /// Number of distinct (function, signature) compilations so far.
   size_t numCompiled() const;
 
+  /// The persistent-cache key of `function` at these input types.
+  llvm::Expected<cache::CacheKeyParts> cacheKey(llvm::StringRef function,
+                                               llvm::ArrayRef<TensorType> inputTypes);
+  /// How many times MLIR pipelines ran for this module (0 on a warm start).
+  uint64_t pipelineRuns() const { return program_->pipelineRuns(); }
+
 private:
   friend class Runtime;
-  Module(std::shared_ptr<jit::Compiler> compiler, std::shared_ptr<HostExecutor> executor,
-         std::unique_ptr<lowering::Program> program);
+  using Compiled = std::shared_ptr<const jit::CompiledFunction>;
+  struct Shared {  // what a Module needs of its Runtime
+    std::shared_ptr<jit::Compiler> compiler;
+    std::shared_ptr<HostExecutor> executor;
+    std::shared_ptr<cache::CompileCache> cache;
+    std::string target, pipelineId;
+  };
+  Module(Shared shared, std::unique_ptr<lowering::Program> program);
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                            bool inlineFirstStep);
+  /// Fast path: compiled code for (function, signature), or null.
+  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const;
+  llvm::Expected<Compiled> produce(llvm::StringRef function, llvm::ArrayRef<TensorType> types,
+                                   const cache::CacheKeyParts &key);
 
-  struct Entry {
-    std::shared_ptr<const jit::CompiledFunction> fn;
-    std::string error;  // set when the compile failed
-    bool done = false;
-  };
-  std::shared_ptr<jit::Compiler> compiler_;
-  std::shared_ptr<HostExecutor> executor_;
+  Shared shared_;
   std::unique_ptr<lowering::Program> program_;
-  mutable std::mutex mu_;
-  std::condition_variable compiled_;
+  // (function, signature) -> code; read-mostly.
+  struct FunctionTable {
+    llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>> bySig;
+    std::string graphHash;  // computed on first miss
+  };
+  mutable std::shared_mutex tableMu_;
+  llvm::StringMap<FunctionTable> tables_;
+  std::mutex mu_;
+  std::condition_variable idle_;
   int firstCallsInFlight_ = 0;  // callAsync compiles that still use `this`
-  llvm::StringMap<std::shared_ptr<Entry>> entries_;
 };
 
-/// "name:1x8x8x3xf32,4xi32" — the in-memory key of one specialization.
-std::string signatureKey(llvm::StringRef function, llvm::ArrayRef<TensorType> types);
 
 }  // namespace kiln

@@ -9,7 +9,9 @@ namespace kiln::test {
 /// One Runtime per test binary (creating the JIT is not free).
 inline Runtime &sharedRuntime() {
   static std::unique_ptr<Runtime> rt = [] {
-    auto r = Runtime::create({});
+    RuntimeOptions options;
+    options.cacheMode = cache::CacheMode::kOff;  // hermetic: no disk cache
+    auto r = Runtime::create(options);
     if (!r) {
       ADD_FAILURE() << llvm::toString(r.takeError());
       std::abort();

@@ -1,7 +1,10 @@
 // kiln: the command-line driver.
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
 //            [--output DIR] [--iterations N]
+//   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
+//   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
 //   kiln models            list the built-in models
+#include "cache/CompileCache.h"
 #include "jit/Compiler.h"
 #include "runtime/Kiln.h"
 #include "runtime/Npy.h"
@@ -54,27 +57,86 @@ kiln::Tensor randomTensor(const kiln::TensorType &type, unsigned seed) {
   return t;
 }
 
+struct CommonOptions {
+  int optLevel = 3;
+  std::string cacheDir;   // --cache-dir
+  std::string cacheMode;  // --cache off|ro|rw
+};
+
+llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
+  kiln::RuntimeOptions options;
+  options.optLevel = o.optLevel;
+  options.cacheDir = o.cacheDir;
+  if (!o.cacheMode.empty()) {
+    auto mode = kiln::cache::parseCacheMode(o.cacheMode);
+    if (!mode)
+      return llvm::createStringError("--cache %s: expected off, ro or rw", o.cacheMode.c_str());
+    options.cacheMode = *mode;
+  }
+  return kiln::Runtime::create(options);
+}
+
+llvm::Expected<std::unique_ptr<kiln::Module>> loadModel(kiln::Runtime &rt, const std::string &model) {
+  if (const auto *m = kiln::models::findBuiltinModel(model))
+    return rt.loadModule(m->mlir, "builtin:" + m->name);
+  if (!llvm::sys::fs::exists(model))
+    return llvm::createStringError("'%s' is neither a file nor a built-in model (built-in: mlp, cnn)",
+                                   model.c_str());
+  return rt.loadModuleFromFile(model);
+}
+
+/// Input types of `function` from --shape ARG=1x224x224x3 flags (ARG: name or
+/// position); arguments without a flag must have static shapes.
+llvm::Expected<std::vector<kiln::TensorType>> typesFromShapes(const kiln::FunctionSignature &sig,
+                                                              const std::vector<std::string> &specs) {
+  std::vector<kiln::TensorType> types;
+  for (const auto &a : sig.args) types.push_back(a.type);
+  for (const std::string &spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      return llvm::createStringError("--shape '%s' is not ARG=DIMS (e.g. x=1x224x224x3)", spec.c_str());
+    std::string arg = spec.substr(0, eq);
+    int index = -1;
+    for (size_t i = 0; i < sig.args.size(); ++i)
+      if (sig.args[i].name == arg || std::to_string(i) == arg) index = int(i);
+    if (index < 0)
+      return llvm::createStringError("--shape %s: @%s has no argument '%s'", arg.c_str(),
+                                     sig.name.c_str(), arg.c_str());
+    auto shape = kiln::parseShape(spec.substr(eq + 1));
+    if (!shape) return llvm::createStringError("--shape %s: %s", arg.c_str(),
+                                               llvm::toString(shape.takeError()).c_str());
+    types[index].shape = *shape;
+  }
+  for (size_t i = 0; i < types.size(); ++i)
+    if (!types[i].isStatic())
+      return llvm::createStringError("argument %zu%s of @%s is tensor<%s>: give its shape with --shape %s=...",
+                                     i, sig.args[i].name.empty() ? "" : (" ('" + sig.args[i].name + "')").c_str(),
+                                     sig.name.c_str(), types[i].str().c_str(),
+                                     sig.args[i].name.empty() ? std::to_string(i).c_str() : sig.args[i].name.c_str());
+  if (auto err = kiln::lowering::checkInputs(sig, types)) return std::move(err);
+  return types;
+}
+
+const kiln::FunctionSignature *findFunction(kiln::Module &m, const std::string &function,
+                                            const std::string &model, std::string &error) {
+  if (const kiln::FunctionSignature *sig = m.signature(function)) return sig;
+  std::string names;
+  for (auto &f : m.functions()) names += (names.empty() ? "@" : ", @") + f.name;
+  error = "no public function @" + function + " in '" + model + "' (it has: " +
+          (names.empty() ? "none" : names) + ")";
+  return nullptr;
+}
+
 int runCommand(const std::string &model, const std::string &function,
                const std::vector<std::string> &inputSpecs, const std::string &outputDir,
-               int iterations, int optLevel) {
-  auto rt = kiln::Runtime::create({.threads = 0, .cacheDir = "", .optLevel = optLevel});
+               int iterations, const CommonOptions &common) {
+  auto rt = makeRuntime(common);
   if (!rt) return fail(llvm::toString(rt.takeError()));
-  llvm::Expected<std::unique_ptr<kiln::Module>> module = [&] {
-    if (const auto *m = kiln::models::findBuiltinModel(model))
-      return (*rt)->loadModule(m->mlir, "builtin:" + m->name);
-    if (!llvm::sys::fs::exists(model))
-      return llvm::Expected<std::unique_ptr<kiln::Module>>(llvm::createStringError(
-          "'%s' is neither a file nor a built-in model (built-in: mlp, cnn)", model.c_str()));
-    return (*rt)->loadModuleFromFile(model);
-  }();
+  auto module = loadModel(**rt, model);
   if (!module) return fail(llvm::toString(module.takeError()));
-  const kiln::FunctionSignature *sig = (*module)->signature(function);
-  if (!sig) {
-    std::string names;
-    for (auto &f : (*module)->functions()) names += (names.empty() ? "@" : ", @") + f.name;
-    return fail("no public function @" + function + " in '" + model + "' (it has: " +
-                (names.empty() ? "none" : names) + ")");
-  }
+  std::string error;
+  const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
+  if (!sig) return fail(error);
 
   // Inputs: ARG=FILE.npy where ARG is a position or an argument name.
   std::vector<kiln::Tensor> inputs(sig->args.size());
@@ -138,7 +200,8 @@ int runCommand(const std::string &model, const std::string &function,
       std::printf("%s%.6g", j ? ", " : "", out.elementAsDouble(j));
     std::printf("%s]\n", out.numElements() > 8 ? ", ..." : "");
   }
-  std::printf("first call (compile + run): %.2f ms  [", firstMs);
+  std::printf("first call (%s + run): %.2f ms  [",
+              (*compiled)->stats.fromObject ? "load from disk cache" : "compile", firstMs);
   const auto &stages = (*compiled)->stats.stages;
   for (size_t i = 0; i < stages.size(); ++i)
     std::printf("%s%s %.1f", i ? ", " : "", stages[i].stage.c_str(), stages[i].ms);
@@ -157,6 +220,85 @@ int runCommand(const std::string &model, const std::string &function,
       std::printf("wrote %s\n", path.c_str());
     }
   }
+  return 0;
+}
+
+int prewarmCommand(const std::string &model, const std::string &function,
+                   const std::vector<std::string> &shapes, const CommonOptions &common) {
+  auto rt = makeRuntime(common);
+  if (!rt) return fail(llvm::toString(rt.takeError()));
+  auto module = loadModel(**rt, model);
+  if (!module) return fail(llvm::toString(module.takeError()));
+  std::string error;
+  const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
+  if (!sig) return fail(error);
+  auto types = typesFromShapes(*sig, shapes);
+  if (!types) return fail(llvm::toString(types.takeError()));
+  auto t0 = Clock::now();
+  if (auto err = (*rt)->prewarm(**module, function, {*types})) return fail(llvm::toString(std::move(err)));
+  auto &cc = (*rt)->compileCache();
+  auto st = cc.stats();
+  std::string sigText;
+  for (auto &t : *types) sigText += (sigText.empty() ? "" : ",") + t.str();
+  std::printf("prewarmed @%s (%s) in %.1f ms: %s; cache %s (%s)\n", function.c_str(), sigText.c_str(),
+              msSince(t0), st.diskHits ? "already on disk" : "compiled and stored",
+              cc.disk().dir().c_str(), kiln::cache::cacheModeName(cc.disk().mode()).str().c_str());
+  if (cc.disk().mode() != kiln::cache::CacheMode::kReadWrite)
+    return fail("the compile cache is not writable; nothing was stored");
+  return 0;
+}
+
+int cacheCommand(const std::string &what, const CommonOptions &common) {
+  auto rt = makeRuntime(common);
+  if (!rt) return fail(llvm::toString(rt.takeError()));
+  auto &disk = (*rt)->compileCache().disk();
+  if (what == "clear") {
+    auto n = disk.clear();
+    if (!n) return fail(llvm::toString(n.takeError()));
+    std::printf("removed %zu entries from %s\n", *n, disk.dir().c_str());
+    return 0;
+  }
+  auto entries = disk.list();
+  if (what == "stats") {
+    uint64_t bytes = 0;
+    size_t bad = 0;
+    for (auto &e : entries) {
+      bytes += e.bytes;
+      bad += !e.valid;
+    }
+    std::printf("directory: %s\nmode: %s\nentries: %zu (%zu unreadable or corrupt)\nbytes: %llu\nsize cap: %llu\n",
+                disk.dir().c_str(), kiln::cache::cacheModeName(disk.mode()).str().c_str(), entries.size(),
+                bad, (unsigned long long)bytes, (unsigned long long)(*rt)->options().cacheMaxBytes);
+    return 0;
+  }
+  for (auto &e : entries)
+    std::printf("%s  %8llu B  %6llds  %s\n", e.digest.c_str(), (unsigned long long)e.bytes,
+                (long long)e.ageSeconds,
+                e.valid ? ("@" + e.function + "(" + e.signature + ")").c_str()
+                        : ("INVALID: " + e.problem).c_str());
+  return 0;
+}
+
+int cacheExplainCommand(const std::string &model, const std::string &function,
+                        const std::vector<std::string> &shapes, const CommonOptions &common) {
+  auto rt = makeRuntime(common);
+  if (!rt) return fail(llvm::toString(rt.takeError()));
+  auto module = loadModel(**rt, model);
+  if (!module) return fail(llvm::toString(module.takeError()));
+  std::string error;
+  const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
+  if (!sig) return fail(error);
+  auto types = typesFromShapes(*sig, shapes);
+  if (!types) return fail(llvm::toString(types.takeError()));
+  auto key = (*module)->cacheKey(function, *types);
+  if (!key) return fail(llvm::toString(key.takeError()));
+  std::printf("key %s\n", key->digest().c_str());
+  for (auto [name, value] : key->fields()) {
+    std::string v = *value;
+    if (v.size() > 100) v = v.substr(0, 97) + "...";
+    std::printf("  %-13s %s\n", name, v.c_str());
+  }
+  std::printf("%s\n", (*rt)->compileCache().disk().explain(*key).c_str());
   return 0;
 }
 
@@ -182,10 +324,44 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
 
+  CommonOptions common;
+  auto addCommon = [&](CLI::App *cmd) {
+    cmd->add_option("--cache-dir", common.cacheDir,
+                    "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
+    cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");
+  };
+  addCommon(run);
+
+  std::vector<std::string> shapes;
+  CLI::App *prewarm = app.add_subcommand("prewarm", "compile a model into the persistent cache");
+  prewarm->add_option("model", model, "MLIR file or built-in model")->required();
+  prewarm->add_option("--function,-f", function, "function to compile")->capture_default_str();
+  prewarm->add_option("--shape,-s", shapes, "ARG=DIMS for each argument with dynamic dims (e.g. x=1x64)");
+  prewarm->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
+  addCommon(prewarm);
+
+  CLI::App *cacheCmd = app.add_subcommand("cache", "inspect the persistent compile cache");
+  cacheCmd->require_subcommand(1);
+  addCommon(cacheCmd);
+  CLI::App *cacheStats = cacheCmd->add_subcommand("stats", "entries, bytes, size cap");
+  CLI::App *cacheLs = cacheCmd->add_subcommand("ls", "list entries");
+  CLI::App *cacheClear = cacheCmd->add_subcommand("clear", "remove every entry");
+  CLI::App *cacheExplain = cacheCmd->add_subcommand("explain", "why a model's call would hit or miss");
+  cacheExplain->add_option("model", model, "MLIR file or built-in model")->required();
+  cacheExplain->add_option("--function,-f", function, "function")->capture_default_str();
+  cacheExplain->add_option("--shape,-s", shapes, "ARG=DIMS for each argument with dynamic dims");
+  cacheExplain->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
+
   CLI::App *list = app.add_subcommand("models", "list the built-in models");
 
   CLI11_PARSE(app, argc, argv);
-  if (*run) return runCommand(model, function, inputs, outputDir, iterations, optLevel);
+  common.optLevel = optLevel;
+  if (*run) return runCommand(model, function, inputs, outputDir, iterations, common);
+  if (*prewarm) return prewarmCommand(model, function, shapes, common);
+  if (*cacheCmd) {
+    if (*cacheExplain) return cacheExplainCommand(model, function, shapes, common);
+    return cacheCommand(*cacheStats ? "stats" : *cacheLs ? "ls" : *cacheClear ? "clear" : "", common);
+  }
   if (*list) {
     for (const std::string &name : kiln::models::builtinModelNames())
       std::printf("%-6s %s\n", name.c_str(),

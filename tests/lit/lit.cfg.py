@@ -15,3 +15,6 @@ config.substitutions.append(("%inputs", os.path.join(config.kiln_src_dir, "tests
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("not ", "not "))
 config.environment["PATH"] = os.pathsep.join(["/usr/lib/llvm-22/bin", config.environment.get("PATH", os.environ.get("PATH", ""))])
+
+# The CLI's persistent compile cache goes to the build tree, never $HOME.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")

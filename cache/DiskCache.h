@@ -1,0 +1,113 @@
+// DiskCache: the persistent compile cache, shared by processes.
+//
+// Layout: <dir>/v1/<2 hex>/<digest>.kiln — one file per compiled function:
+//   "KILNCAC1" | u32 metadata bytes | u64 object bytes | u64 XXH3-64 of both
+//   | metadata (JSON: every key part, entry symbol, calling convention,
+//     buffer plan) | object code (ELF)
+//
+// Writes go to a unique temporary file, are fsync'ed and renamed into place
+// (atomic: readers see a whole entry or none; concurrent writers of one key
+// both succeed). A truncated, corrupted, foreign-version or foreign-key
+// entry is never run: it is reported once, removed, and the caller
+// recompiles. Hits refresh the file's mtime; when the directory grows past
+// its size cap, the least recently used entries are evicted under an
+// exclusive flock on <dir>/lock. A directory that cannot be written (read-only,
+// full disk) degrades to lookups only, with one warning; no call fails.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include "cache/CacheKey.h"
+
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::cache {
+
+enum class CacheMode { kOff, kReadOnly, kReadWrite };
+/// "off" | "ro"/"read-only" | "rw"/"read-write"
+std::optional<CacheMode> parseCacheMode(llvm::StringRef text);
+llvm::StringRef cacheModeName(CacheMode mode);
+
+/// $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
+std::string defaultCacheDir();
+
+struct DiskCacheOptions {
+  std::string dir;                           // "" = defaultCacheDir()
+  CacheMode mode = CacheMode::kReadWrite;
+  uint64_t maxBytes = 2ull << 30;            // size cap (LRU eviction above it)
+  /// Receives warnings (bad entries, unwritable directory); default: stderr.
+  std::function<void(const std::string &)> warn;
+};
+
+/// What a cache entry holds besides its key.
+struct CachedFunction {
+  CacheKeyParts key;
+  std::string entrySymbol;
+  std::vector<TensorType> inputs, weights, results;
+  std::string object;  // ELF bytes
+};
+
+struct DiskCacheStats {
+  uint64_t hits = 0, misses = 0, rejected = 0, writes = 0, writeErrors = 0, evictions = 0;
+};
+
+struct DiskEntryInfo {
+  std::string path, digest, function, signature, target;
+  uint64_t bytes = 0;
+  int64_t ageSeconds = 0;
+  bool valid = false;
+  std::string problem;  // why it is not valid
+};
+
+class DiskCache {
+public:
+  /// Never fails: an unusable directory gives a cache in a degraded mode.
+  static std::unique_ptr<DiskCache> open(DiskCacheOptions options);
+
+  CacheMode mode() const { return mode_.load(); }
+  const std::string &dir() const { return dir_; }
+
+  /// The entry for `key`, or nullopt (miss, or a bad entry that was removed).
+  std::optional<CachedFunction> load(const CacheKeyParts &key);
+  /// Stores atomically; failures degrade the cache to read-only with a warning.
+  void store(const CachedFunction &entry);
+
+  DiskCacheStats stats() const;
+  std::vector<DiskEntryInfo> list() const;
+  uint64_t totalBytes() const;
+  /// Removes every entry; returns how many.
+  llvm::Expected<size_t> clear();
+  /// For a key: "hit <path>" or why it misses, naming the key part that
+  /// differs from the nearest entry.
+  std::string explain(const CacheKeyParts &key) const;
+
+  /// Serialization, exposed for tests (fuzzing).
+  static std::string encode(const CachedFunction &entry);
+  static llvm::Expected<CachedFunction> decode(llvm::StringRef bytes);
+
+private:
+  DiskCache() = default;
+  std::string pathFor(const std::string &digest) const;
+  void warnOnce(const std::string &key, const std::string &message);
+  void reject(const std::string &path, const std::string &why);
+  void evictIfNeeded();
+
+  std::string dir_;
+  std::atomic<CacheMode> mode_{CacheMode::kOff};
+  uint64_t maxBytes_ = 0;
+  std::function<void(const std::string &)> warn_;
+  mutable std::mutex mu_;
+  std::set<std::string> warned_;
+  DiskCacheStats stats_;
+};
+
+}  // namespace kiln::cache

@@ -1,0 +1,17 @@
+# Writes OUT: #define KILN_SOURCE_ID "<sha256 prefix of the contents of the
+# files listed, one per line, in LIST>".
+file(STRINGS "${LIST}" files)
+set(all "")
+foreach(f IN LISTS files)
+  file(SHA256 "${f}" h)
+  string(APPEND all "${h}")
+endforeach()
+string(SHA256 id "${all}")
+string(SUBSTRING "${id}" 0 16 id)
+set(content "#define KILN_SOURCE_ID \"${id}\"\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+endif()
+if(NOT old STREQUAL content)
+  file(WRITE "${OUT}" "${content}")
+endif()

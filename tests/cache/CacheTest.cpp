@@ -1,0 +1,386 @@
+// The compile cache: signature keys, disk entries (atomic, checksummed,
+// fuzzed), warm starts without MLIR, weight-independent keys, single flight,
+// LRU bounds, degraded directories, and two processes sharing a directory.
+#include "cache/CompileCache.h"
+#include "cache/DiskCache.h"
+#include "jit/Compiler.h"
+#include "tests/TestRuntime.h"
+#include "tools/models/BuiltinModels.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace kiln;
+using namespace kiln::cache;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    llvm::SmallString<128> p;
+    llvm::sys::fs::createUniqueDirectory("kiln-cache-test", p);
+    path = p.str().str();
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+};
+
+std::unique_ptr<Runtime> runtimeAt(const std::string &dir, std::vector<std::string> *warnings = nullptr,
+                                   uint64_t maxBytes = 1ull << 30, size_t memoryEntries = 512) {
+  RuntimeOptions o;
+  o.cacheDir = dir;
+  o.cacheMode = CacheMode::kReadWrite;
+  o.cacheMaxBytes = maxBytes;
+  o.memoryCacheEntries = memoryEntries;
+  auto rt = Runtime::create(o);
+  EXPECT_TRUE(bool(rt));
+  return std::move(*rt);
+}
+
+Tensor input(std::vector<int64_t> shape, unsigned seed) {
+  Tensor t = Tensor::empty(DType::f32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+std::vector<std::string> entryFiles(const std::string &dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).ends_with(".kiln")) out.push_back(it->path());
+  return out;
+}
+
+CachedFunction sampleEntry() {
+  CachedFunction e;
+  e.key.graph = "g";
+  e.key.function = "main";
+  e.key.signature = "1x4xf32";
+  e.key.target = "t";
+  e.key.pipeline = "p";
+  e.key.kilnVersion = "v";
+  e.key.llvmVersion = "22";
+  e.entrySymbol = "kiln_entry";
+  e.inputs = {TensorType{DType::f32, {1, 4}}};
+  e.weights = {TensorType{DType::f32, {4, 4}}};
+  e.results = {TensorType{DType::i32, {1}}};
+  e.object = std::string(300, '\x42');
+  return e;
+}
+
+}  // namespace
+
+TEST(ShapeSignature, HashAndEquality) {
+  auto a = ShapeSignature::of({TensorType{DType::f32, {1, 224, 224, 3}}, TensorType{DType::i64, {7}}});
+  auto b = ShapeSignature::of({Tensor::empty(DType::f32, {1, 224, 224, 3}), Tensor::empty(DType::i64, {7})});
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.hash(), b.hash());
+  EXPECT_EQ(a.str(), "1x224x224x3xf32,7xi64");
+  auto c = ShapeSignature::of({TensorType{DType::f32, {1, 224, 224, 3}}, TensorType{DType::i32, {7}}});
+  auto d = ShapeSignature::of({TensorType{DType::f32, {1, 224, 224}}, TensorType{DType::i64, {3, 7}}});
+  EXPECT_FALSE(a == c);
+  EXPECT_FALSE(a == d);  // same dims in sequence, different ranks
+  EXPECT_NE(a.hash(), d.hash());
+}
+
+TEST(DiskCache, EncodeDecodeRoundTrip) {
+  CachedFunction e = sampleEntry();
+  auto d = DiskCache::decode(DiskCache::encode(e));
+  ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
+  EXPECT_TRUE(d->key.firstDifference(e.key).empty());
+  EXPECT_EQ(d->inputs, e.inputs);
+  EXPECT_EQ(d->weights, e.weights);
+  EXPECT_EQ(d->results, e.results);
+  EXPECT_EQ(d->object, e.object);
+}
+
+TEST(DiskCache, FuzzedEntriesAreRejected) {
+  std::string good = DiskCache::encode(sampleEntry());
+  // Every truncation.
+  for (size_t n = 0; n < good.size(); n += 7)
+    EXPECT_FALSE(bool(DiskCache::decode(good.substr(0, n)))) << "truncated to " << n;
+  // Bit flips anywhere.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 500; ++i) {
+    std::string bad = good;
+    size_t pos = rng() % bad.size();
+    bad[pos] ^= char(1u << (rng() % 8));
+    auto d = DiskCache::decode(bad);
+    EXPECT_FALSE(bool(d)) << "bit flip at " << pos;
+    if (!d) llvm::consumeError(d.takeError());
+  }
+  // Another format version.
+  std::string v2 = good;
+  v2[7] = '2';
+  auto d = DiskCache::decode(v2);
+  ASSERT_FALSE(bool(d));
+  EXPECT_NE(llvm::toString(d.takeError()).find("format version"), std::string::npos);
+}
+
+TEST(DiskCache, BadFilesOnDiskAreReportedOnceRemovedAndMissed) {
+  TempDir tmp;
+  std::vector<std::string> warnings;
+  DiskCacheOptions o;
+  o.dir = tmp.path;
+  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  auto cache = DiskCache::open(o);
+  CachedFunction e = sampleEntry();
+  cache->store(e);
+  ASSERT_TRUE(cache->load(e.key).has_value());
+  auto files = entryFiles(tmp.path);
+  ASSERT_EQ(files.size(), 1u);
+
+  // Wrong key: the same file name holding another key (e.g. a foreign kiln version).
+  CachedFunction foreign = e;
+  foreign.key.kilnVersion = "other";
+  {
+    std::ofstream f(files[0], std::ios::binary | std::ios::trunc);
+    f << DiskCache::encode(foreign);
+  }
+  EXPECT_FALSE(cache->load(e.key).has_value());
+  EXPECT_FALSE(llvm::sys::fs::exists(files[0]));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("key part 'kiln_version' differs"), std::string::npos) << warnings[0];
+
+  // Truncated file.
+  cache->store(e);
+  {
+    std::string bytes = DiskCache::encode(e);
+    std::ofstream f(files[0], std::ios::binary | std::ios::trunc);
+    f << bytes.substr(0, bytes.size() / 2);
+  }
+  EXPECT_FALSE(cache->load(e.key).has_value());
+  EXPECT_EQ(cache->stats().rejected, 2u);
+  EXPECT_EQ(warnings.size(), 1u);  // the same path is reported once per process
+  EXPECT_EQ(cache->stats().hits, 1u);
+}
+
+TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
+  TempDir tmp;
+  std::string file = tmp.path + "/not-a-dir";
+  std::ofstream(file) << "x";
+  std::vector<std::string> warnings;
+  DiskCacheOptions o;
+  o.dir = file + "/cache";  // its parent is a file: cannot be created
+  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  auto cache = DiskCache::open(o);
+  EXPECT_EQ(cache->mode(), CacheMode::kOff);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cannot be created"), std::string::npos);
+
+  // Writes that fail later (here: every shard directory is a file) degrade too.
+  TempDir tmp2;
+  llvm::sys::fs::create_directories(tmp2.path + "/v1");
+  for (int i = 0; i < 256; ++i) {
+    char name[3];
+    std::snprintf(name, sizeof(name), "%02x", i);
+    std::ofstream(tmp2.path + "/v1/" + name) << "x";
+  }
+  warnings.clear();
+  o.dir = tmp2.path;
+  auto c2 = DiskCache::open(o);
+  EXPECT_EQ(c2->mode(), CacheMode::kReadWrite);
+  c2->store(sampleEntry());
+  EXPECT_EQ(c2->mode(), CacheMode::kReadOnly);
+  EXPECT_EQ(c2->stats().writeErrors, 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("memory only"), std::string::npos);
+
+  // A runtime on such a directory still runs models.
+  RuntimeOptions ro;
+  ro.cacheDir = tmp2.path;
+  ro.cacheMode = CacheMode::kReadWrite;
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(bool(rt));
+  auto m = KILN_TAKE((*rt)->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
+  ASSERT_TRUE(m);
+  auto out = m->call("main", {input({2, 64}, 1)});
+  EXPECT_TRUE(bool(out));
+  if (!out) llvm::consumeError(out.takeError());
+}
+
+TEST(CompileCache, WarmStartRunsNoMlirAndGivesIdenticalResults) {
+  TempDir tmp;
+  const std::string cnn = models::findBuiltinModel("cnn")->mlir;
+  Tensor x = input({1, 16, 16, 3}, 3);
+  std::vector<Tensor> cold;
+  {
+    auto rt = runtimeAt(tmp.path);
+    auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+    ASSERT_TRUE(m);
+    cold = KILN_TAKE(m->call("main", {x}));
+    EXPECT_GT(m->pipelineRuns(), 0u);
+    EXPECT_EQ(rt->compileCache().stats().compiles, 1u);
+    EXPECT_EQ(rt->compileCache().stats().disk.writes, 1u);
+  }
+  // A new runtime (as in a new process) over the same directory.
+  auto rt = runtimeAt(tmp.path);
+  auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+  ASSERT_TRUE(m);
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_TRUE(fn);
+  EXPECT_TRUE(fn->stats.fromObject);
+  auto warm = KILN_TAKE(m->call("main", {x}));
+  EXPECT_EQ(m->pipelineRuns(), 0u);  // no specialization, no lowering, no LLVM codegen
+  auto stats = rt->compileCache().stats();
+  EXPECT_EQ(stats.compiles, 0u);
+  EXPECT_EQ(stats.diskHits, 1u);
+  ASSERT_EQ(warm.size(), cold.size());
+  EXPECT_EQ(0, std::memcmp(warm[0].rawData(), cold[0].rawData(), cold[0].byteSize()));
+}
+
+TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
+  TempDir tmp;
+  const std::string mlp = models::findBuiltinModel("mlp")->mlir;
+  // Same graph, other weights: change bytes inside w1's hex blob.
+  std::string retrained = mlp;
+  size_t w1 = retrained.find("%w1 = ");
+  size_t hex = retrained.find("0x", w1) + 10;
+  for (size_t i = 0; i < 64; ++i) retrained[hex + i] = retrained[hex + i] == '0' ? '1' : '0';
+  // Another graph: a different clamp bound (compiled into the code).
+  std::string other = mlp;
+  size_t clamp = other.find("max_val = 3.40282347e+38");
+  other.replace(clamp, strlen("max_val = 3.40282347e+38"), "max_val = 1.0");
+  Tensor x = input({2, 64}, 9);
+
+  auto rt = runtimeAt(tmp.path);
+  auto base = KILN_TAKE(rt->loadModule(mlp, "mlp"));
+  auto y0 = KILN_TAKE(base->call("main", {x}));
+  auto rm = KILN_TAKE(rt->loadModule(retrained, "retrained"));
+  auto y1 = KILN_TAKE(rm->call("main", {x}));
+  EXPECT_EQ(rm->pipelineRuns(), 0u);  // reused base's code
+  EXPECT_EQ(rt->compileCache().stats().compiles, 1u);
+  ASSERT_EQ(y1.size(), 1u);
+  EXPECT_NE(0, std::memcmp(y0[0].rawData(), y1[0].rawData(), y0[0].byteSize()));
+  // ...and it computes with its own weights: same answer as a cache-less runtime.
+  auto fresh = KILN_TAKE(test::sharedRuntime().loadModule(retrained, "retrained"));
+  auto y1ref = KILN_TAKE(fresh->call("main", {x}));
+  EXPECT_EQ(0, std::memcmp(y1[0].rawData(), y1ref[0].rawData(), y1ref[0].byteSize()));
+
+  auto om = KILN_TAKE(rt->loadModule(other, "other"));
+  auto y2 = KILN_TAKE(om->call("main", {x}));
+  EXPECT_GT(om->pipelineRuns(), 0u);
+  EXPECT_EQ(rt->compileCache().stats().compiles, 2u);
+  auto k0 = KILN_TAKE(base->cacheKey("main", {x.type()}));
+  auto k2 = KILN_TAKE(om->cacheKey("main", {x.type()}));
+  EXPECT_EQ(k0.firstDifference(k2), "graph");
+}
+
+TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
+  TempDir tmp;
+  const std::string mlp = models::findBuiltinModel("mlp")->mlir;
+  Tensor x = input({3, 64}, 4);
+  std::vector<Tensor> want;
+  {
+    auto rt = runtimeAt(tmp.path);
+    auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
+    want = KILN_TAKE(m->call("main", {x}));
+  }
+  auto files = entryFiles(tmp.path);
+  ASSERT_EQ(files.size(), 1u);
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\xff');
+  }
+  auto rt = runtimeAt(tmp.path);
+  auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
+  auto got = KILN_TAKE(m->call("main", {x}));
+  auto st = rt->compileCache().stats();
+  EXPECT_EQ(st.disk.rejected, 1u);
+  EXPECT_EQ(st.compiles, 1u);
+  EXPECT_EQ(st.disk.writes, 1u);
+  EXPECT_EQ(0, std::memcmp(got[0].rawData(), want[0].rawData(), want[0].byteSize()));
+  auto rt2 = runtimeAt(tmp.path);  // the rewritten entry is good
+  auto m2 = KILN_TAKE(rt2->loadModule(mlp, "mlp"));
+  ASSERT_TRUE(bool(m2->call("main", {x})));
+  EXPECT_EQ(rt2->compileCache().stats().diskHits, 1u);
+}
+
+TEST(CompileCache, RacingThreadsCompileOnce) {
+  TempDir tmp;
+  auto rt = runtimeAt(tmp.path);
+  auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("cnn")->mlir, "cnn"));
+  ASSERT_TRUE(m);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      auto r = m->call("main", {input({1, 16, 16, 3}, unsigned(i))});
+      if (r) ++ok;
+      else llvm::consumeError(r.takeError());
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  auto st = rt->compileCache().stats();
+  EXPECT_EQ(st.compiles, 1u);
+  EXPECT_EQ(st.disk.writes, 1u);
+}
+
+TEST(CompileCache, BoundedInMemoryAndOnDisk) {
+  TempDir tmp;
+  // Each mlp entry is 13-17 KB: a 30 KB cap cannot hold three.
+  auto rt = runtimeAt(tmp.path, nullptr, /*maxBytes=*/30 * 1024, /*memoryEntries=*/2);
+  auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
+  for (int64_t b : {1, 2, 3}) {
+    ASSERT_TRUE(bool(m->compile("main", {TensorType{DType::f32, {b, 64}}})));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct mtimes
+  }
+  auto st = rt->compileCache().stats();
+  EXPECT_EQ(rt->compileCache().size(), 2u);
+  EXPECT_EQ(st.evictions, 1u);
+  EXPECT_GE(st.disk.evictions, 1u);
+  EXPECT_LE(rt->compileCache().disk().totalBytes(), 30u * 1024);
+  // The newest entry survived.
+  auto key = KILN_TAKE(m->cacheKey("main", {TensorType{DType::f32, {3, 64}}}));
+  EXPECT_EQ(rt->compileCache().disk().explain(key).rfind("hit", 0), 0u);
+}
+
+TEST(CompileCache, ExplainNamesTheDifferingPart) {
+  TempDir tmp;
+  auto rt = runtimeAt(tmp.path);
+  auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
+  ASSERT_TRUE(bool(m->compile("main", {TensorType{DType::f32, {4, 64}}})));
+  auto key = KILN_TAKE(m->cacheKey("main", {TensorType{DType::f32, {8, 64}}}));
+  std::string why = rt->compileCache().disk().explain(key);
+  EXPECT_NE(why.find("miss"), std::string::npos) << why;
+  EXPECT_NE(why.find("signature: entry has '4x64xf32', request has '8x64xf32'"), std::string::npos) << why;
+  EXPECT_EQ(why.find("graph:"), std::string::npos) << why;
+}
+
+TEST(CompileCache, TwoProcessesPopulateOneDirectory) {
+  TempDir tmp;
+  std::string kiln = std::string(KILN_BIN_DIR) + "/kiln";
+  std::string cmd = "(" + kiln + " prewarm cnn --cache-dir " + tmp.path + " > " + tmp.path +
+                    "/a.log 2>&1; echo $? > " + tmp.path + "/a.rc) & (" + kiln +
+                    " prewarm cnn --cache-dir " + tmp.path + " > " + tmp.path + "/b.log 2>&1; echo $? > " +
+                    tmp.path + "/b.rc) & (" + kiln + " prewarm mlp --shape x=5x64 --cache-dir " + tmp.path +
+                    " > " + tmp.path + "/c.log 2>&1; echo $? > " + tmp.path + "/c.rc) & wait";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (const char *p : {"a", "b", "c"}) {
+    std::ifstream rc(tmp.path + "/" + p + ".rc");
+    int code = -1;
+    rc >> code;
+    EXPECT_EQ(code, 0) << p;
+  }
+  auto files = entryFiles(tmp.path);
+  EXPECT_EQ(files.size(), 2u);
+  for (const auto &f : files) {
+    auto buf = llvm::MemoryBuffer::getFile(f);
+    ASSERT_TRUE(bool(buf));
+    auto d = DiskCache::decode((*buf)->getBuffer());
+    EXPECT_TRUE(bool(d)) << f;
+    if (!d) llvm::consumeError(d.takeError());
+  }
+  // No temporary files are left behind.
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec))
+    EXPECT_EQ(llvm::StringRef(it->path()).find("/.tmp."), llvm::StringRef::npos) << it->path();
+}
