@@ -180,7 +180,6 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   DialectRegistry registry;
   registerKilnDialects(registry);
   I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  I.ctx->loadAllAvailableDialects();
   I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
                                  llvm::SMLoc());
   if (auto err = I.diagnose("cannot load MLIR from '" + bufferName.str() + "'", [&] {
