@@ -351,6 +351,8 @@ int main(int argc, char **argv) {
   cacheExplain->add_option("--function,-f", function, "function")->capture_default_str();
   cacheExplain->add_option("--shape,-s", shapes, "ARG=DIMS for each argument with dynamic dims");
   cacheExplain->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
+  for (CLI::App *sub : {cacheStats, cacheLs, cacheClear, cacheExplain})
+    sub->fallthrough();  // --cache-dir / --cache may follow the subcommand
 
   CLI::App *list = app.add_subcommand("models", "list the built-in models");
 

@@ -6,6 +6,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22, lit, FileCheck
   libtbb-dev libeigen3-dev                                  # executor, CPU kernels
   libgtest-dev libbenchmark-dev libcli11-dev                # tests, benchmarks, CLI
+  libxxhash-dev nlohmann-json3-dev                          # cache keys/checksums, cache metadata
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
