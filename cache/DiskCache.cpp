@@ -22,7 +22,7 @@
 namespace kiln::cache {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', '1'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', '2'};
 constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8;
 constexpr const char *kLayout = "v1";
 constexpr const char *kSuffix = ".kiln";
@@ -107,20 +107,25 @@ std::string DiskCache::encode(const CachedFunction &e) {
   nlohmann::json key;
   for (auto [name, value] : e.key.fields()) key[name] = *value;
   meta["key"] = key;
-  meta["entry_symbol"] = e.entrySymbol;
-  meta["calling_convention"] = "kiln_entry(void **buffers): inputs, weights, outputs";
+  meta["calling_convention"] = "each JIT step: entry(void **buffers) over its inputs, then outputs";
   meta["inputs"] = typesToJson(e.inputs);
   meta["weights"] = typesToJson(e.weights);
   meta["results"] = typesToJson(e.results);
-  // The buffer plan of the executable: one JIT step over all buffers.
-  meta["plan"] = {{"steps", nlohmann::json::array({{{"kind", "jit"}, {"symbol", e.entrySymbol}}})}};
+  meta["plan"] = e.plan;
+  std::string objects;
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const std::string &o : e.objects) {
+    sizes.push_back(o.size());
+    objects += o;
+  }
+  meta["object_sizes"] = sizes;
   std::string m = meta.dump();
   std::string out(kMagic, 8);
   put<uint32_t>(out, uint32_t(m.size()));
-  put<uint64_t>(out, uint64_t(e.object.size()));
-  put<uint64_t>(out, hash64(m + e.object));
+  put<uint64_t>(out, uint64_t(objects.size()));
+  put<uint64_t>(out, hash64(m + objects));
   out += m;
-  out += e.object;
+  out += objects;
   return out;
 }
 
@@ -144,7 +149,14 @@ llvm::Expected<CachedFunction> DiskCache::decode(llvm::StringRef bytes) {
     CacheKeyParts parts;
     for (auto [name, value] : parts.fields()) *const_cast<std::string *>(value) = key.at(name).get<std::string>();
     e.key = parts;
-    e.entrySymbol = meta.at("entry_symbol").get<std::string>();
+    e.plan = meta.at("plan").get<std::string>();
+    uint64_t at = 0;
+    for (uint64_t size : meta.at("object_sizes").get<std::vector<uint64_t>>()) {
+      if (at + size > objLen) return llvm::createStringError("object sizes exceed the payload");
+      e.objects.push_back(body.substr(metaLen + at, size).str());
+      at += size;
+    }
+    if (at != objLen) return llvm::createStringError("object sizes do not add up to the payload");
     auto in = typesFromJson(meta.at("inputs"));
     auto w = typesFromJson(meta.at("weights"));
     auto r = typesFromJson(meta.at("results"));
@@ -157,7 +169,6 @@ llvm::Expected<CachedFunction> DiskCache::decode(llvm::StringRef bytes) {
   } catch (const std::exception &ex) {
     return llvm::createStringError("bad metadata: %s", ex.what());
   }
-  e.object = body.substr(metaLen).str();
   return e;
 }
 

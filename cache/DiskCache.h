@@ -1,9 +1,10 @@
 // DiskCache: the persistent compile cache, shared by processes.
 //
 // Layout: <dir>/v1/<2 hex>/<digest>.kiln — one file per compiled function:
-//   "KILNCAC1" | u32 metadata bytes | u64 object bytes | u64 XXH3-64 of both
-//   | metadata (JSON: every key part, entry symbol, calling convention,
-//     buffer plan) | object code (ELF)
+//   "KILNCAC2" | u32 metadata bytes | u64 object bytes | u64 XXH3-64 of both
+//   | metadata (JSON: every key part, calling convention, types, the
+//     execution plan: steps, buffers, kernel attributes, object sizes)
+//   | object code (the ELF objects, back to back)
 //
 // Writes go to a unique temporary file, are fsync'ed and renamed into place
 // (atomic: readers see a whole entry or none; concurrent writers of one key
@@ -51,9 +52,9 @@ struct DiskCacheOptions {
 /// What a cache entry holds besides its key.
 struct CachedFunction {
   CacheKeyParts key;
-  std::string entrySymbol;
   std::vector<TensorType> inputs, weights, results;
-  std::string object;  // ELF bytes
+  std::string plan;                  // jit::ExecPlan as JSON: steps, buffers, kernels
+  std::vector<std::string> objects;  // ELF bytes of the JIT steps
 };
 
 struct DiskCacheStats {

@@ -1,4 +1,5 @@
 #include "lowering/Program.h"
+#include "lowering/ProgramImpl.h"
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
 
@@ -29,90 +30,6 @@
 using namespace mlir;
 
 namespace kiln::lowering {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::string locationString(Location loc) {
-  if (auto f = dyn_cast<FileLineColLoc>(loc))
-    return (f.getFilename().strref() + ":" + llvm::Twine(f.getLine()) + ":" +
-            llvm::Twine(f.getColumn()))
-        .str();
-  if (auto n = dyn_cast<NameLoc>(loc)) return locationString(n.getChildLoc());
-  if (auto c = dyn_cast<CallSiteLoc>(loc)) return locationString(c.getCallee());
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    if (!f.getLocations().empty()) return locationString(f.getLocations().front());
-  return "<unknown location>";
-}
-
-std::string typeString(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
-
-std::optional<DType> toDType(Type t) {
-  if (t.isF32()) return DType::f32;
-  if (t.isF16()) return DType::f16;
-  if (t.isBF16()) return DType::bf16;
-  if (t.isF64()) return DType::f64;
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    if (i.isUnsigned()) return i.getWidth() == 8 ? std::optional(DType::u8) : std::nullopt;
-    switch (i.getWidth()) {
-    case 64: return DType::i64;
-    case 32: return DType::i32;
-    case 16: return DType::i16;
-    case 8: return DType::i8;
-    case 1: return DType::i1;
-    default: return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
-/// Converts a tensor type; returns an explanation on failure.
-std::optional<TensorType> toTensorType(Type t, std::string &why) {
-  auto rt = dyn_cast<RankedTensorType>(t);
-  if (!rt) {
-    why = "type " + typeString(t) + " is not a ranked tensor";
-    return std::nullopt;
-  }
-  auto dt = toDType(rt.getElementType());
-  if (!dt) {
-    why = "element type " + typeString(rt.getElementType()) + " is not supported";
-    return std::nullopt;
-  }
-  TensorType out;
-  out.dtype = *dt;
-  for (int64_t d : rt.getShape()) out.shape.push_back(ShapedType::isDynamic(d) ? kDynamic : d);
-  return out;
-}
-
-std::string argumentName(func::FuncOp fn, unsigned i) {
-  if (auto s = fn.getArgAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
-  if (auto path = fn.getArgAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
-    if (!path.empty())
-      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
-  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
-    if (auto inputs = entry.getAs<StringAttr>("inputs")) {
-      SmallVector<StringRef> names;
-      inputs.getValue().split(names, ',');
-      if (i < names.size()) return names[i].trim().str();
-    }
-  return "";
-}
-
-std::string stripAnchor(StringRef pipeline) {
-  StringRef body = pipeline;
-  if (body.consume_front("builtin.module(")) body = body.drop_back();
-  return body.str();
-}
-
-}  // namespace
 
 const std::vector<std::string> &Program::supportedDialects() {
   static const std::vector<std::string> d = {"builtin", "func",   "tosa", "linalg",
@@ -120,9 +37,6 @@ const std::vector<std::string> &Program::supportedDialects() {
   return d;
 }
 
-struct SpecializedFunction::Impl {
-  OwningOpRef<ModuleOp> module;
-};
 SpecializedFunction::~SpecializedFunction() = default;
 
 std::string SpecializedFunction::printGraph() const {
@@ -132,31 +46,6 @@ std::string SpecializedFunction::printGraph() const {
     impl->module->print(os, OpPrintingFlags().elideLargeElementsAttrs(16));
   return s;
 }
-
-struct Program::Impl {
-  std::shared_ptr<MLIRContext> ctx;
-  llvm::SourceMgr sourceMgr;
-  OwningOpRef<ModuleOp> module;
-  std::vector<FunctionSignature> functions;
-  std::mutex mu;
-  llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
-  uint64_t pipelineRuns = 0;                      // specializations + lowerings
-
-  /// Runs `body` with MLIR diagnostics captured; on failure the error says
-  /// `what` failed and lists the diagnostics with their source locations.
-  template <typename F> llvm::Error diagnose(llvm::StringRef what, F &&body) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
-    if (succeeded(body())) return llvm::Error::success();
-    std::string msg = text;
-    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    if (msg.empty()) msg = "(no diagnostic was emitted)";
-    return llvm::createStringError("%s:\n%s", what.str().c_str(), msg.c_str());
-  }
-
-  llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
-};
 
 Program::Program() : impl(std::make_unique<Impl>()) {}
 Program::~Program() {

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ class ModuleOp;
 }  // namespace mlir
 
 namespace kiln::lowering {
+
+struct PlacementOptions;
+struct PartitionedFunction;
 
 /// Name of the specialized function and of the packed entry point
 /// (`void kiln_entry(void **buffers)`: inputs, then weights, then outputs).
@@ -69,9 +73,9 @@ public:
   /// The specialized graph as MLIR text (weights elided), e.g. for cache keys.
   std::string printGraph() const;
 
+  struct Impl;  // defined in ProgramImpl.h
 private:
   friend class Program;
-  struct Impl;
   std::unique_ptr<Impl> impl;
 };
 
@@ -98,6 +102,12 @@ public:
   /// form without locations, with weight values left out: two modules with
   /// the same text here get the same code (the cache key's graph part).
   llvm::Expected<std::string> canonicalGraph(llvm::StringRef function);
+  /// Places every op of `fn` on JIT or a kernel and outlines JIT clusters
+  /// (see Partition.h); consumes `fn`'s MLIR.
+  llvm::Expected<std::unique_ptr<PartitionedFunction>>
+  partition(SpecializedFunction &fn, const PlacementOptions &options,
+            const std::set<std::string> &forceKernel);
+
   /// How many times MLIR pipelines ran (specializations + lowerings).
   uint64_t pipelineRuns() const;
 

@@ -53,6 +53,16 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options)
   }
   rt->cache_ = std::make_shared<cache::CompileCache>(options.memoryCacheEntries, std::move(disk));
 
+  if (const char *env = std::getenv("KILN_OP_MODE"); env && *env) {
+    auto parsed = lowering::parseOpModes(env);
+    if (!parsed)
+      return llvm::createStringError("KILN_OP_MODE: %s", llvm::toString(parsed.takeError()).c_str());
+    rt->placement_ = *parsed;
+  }
+  for (const auto &[op, mode] : options.placement.modes) rt->placement_.modes[op] = mode;
+  rt->placement_.failClustersWith.insert(options.placement.failClustersWith.begin(),
+                                         options.placement.failClustersWith.end());
+
   const auto &t = rt->compiler_->target();
   rt->target_ = t.triple + " " + t.cpu + " " + t.features;
   std::string pipeline = "opt-level=" + std::to_string(options.optLevel) +
@@ -70,7 +80,7 @@ std::string Runtime::targetDescription() const {
 }
 
 std::unique_ptr<Module> Runtime::makeModule(std::unique_ptr<lowering::Program> program) {
-  Module::Shared shared{compiler_, executor_, cache_, target_, pipelineId_};
+  Module::Shared shared{compiler_, executor_, cache_, target_, pipelineId_, placement_};
   return std::unique_ptr<Module>(new Module(std::move(shared), std::move(program)));
 }
 
@@ -153,7 +163,7 @@ llvm::Expected<cache::CacheKeyParts> Module::cacheKey(llvm::StringRef function,
   key.signature = cache::ShapeSignature::of(inputTypes).str();
   key.target = shared_.target;
   key.pipeline = shared_.pipelineId;
-  key.opModes = "";
+  key.opModes = shared_.placement.canonical();
   key.kilnVersion = cache::kilnVersion();
   key.llvmVersion = LLVM_VERSION_STRING;
   return key;
@@ -172,28 +182,32 @@ llvm::Expected<Module::Compiled> Module::produce(llvm::StringRef function,
     for (size_t i = 0; typesMatch && i < weights->size(); ++i)
       typesMatch = (*weights)[i].type() == entry->weights[i];
     if (!weights) llvm::consumeError(weights.takeError());
-    if (typesMatch) {
+    auto plan = jit::ExecPlan::fromJson(entry->plan);
+    if (typesMatch && plan) {
+      std::vector<llvm::SmallVector<char, 0>> objects;
+      for (const std::string &o : entry->objects) objects.emplace_back(o.begin(), o.end());
       auto loaded = shared_.compiler->load(function, entry->inputs, entry->results, *weights,
-                                           llvm::ArrayRef<char>(entry->object.data(), entry->object.size()),
-                                           entry->entrySymbol);
+                                           std::move(*plan), std::move(objects));
       if (loaded) {
         cc.recordDiskHit(msSince(t0));
         return Compiled(std::move(*loaded));
       }
-      llvm::consumeError(loaded.takeError());  // unusable object: compile instead
+      llvm::consumeError(loaded.takeError());  // unusable entry: compile instead
+    } else if (!plan) {
+      llvm::consumeError(plan.takeError());
     }
   }
   t0 = Clock::now();
-  auto compiled = shared_.compiler->compile(*program_, function, types);
+  auto compiled = shared_.compiler->compile(*program_, function, types, shared_.placement);
   cc.recordCompile(msSince(t0), bool(compiled));
   if (!compiled) return compiled.takeError();
   cache::CachedFunction entry;
   entry.key = key;
-  entry.entrySymbol = lowering::kEntryName.str();
   entry.inputs = (*compiled)->inputTypes;
   for (const Tensor &w : (*compiled)->weights) entry.weights.push_back(w.type());
   entry.results = (*compiled)->resultTypes;
-  entry.object.assign((*compiled)->object.begin(), (*compiled)->object.end());
+  entry.plan = (*compiled)->plan.toJson();
+  for (const auto &o : (*compiled)->objects) entry.objects.emplace_back(o.begin(), o.end());
   cc.disk().store(entry);
   return Compiled(std::move(*compiled));
 }

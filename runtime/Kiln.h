@@ -13,6 +13,7 @@
 
 #include "cache/CacheKey.h"
 #include "cache/DiskCache.h"
+#include "lowering/Partition.h"
 #include "lowering/Program.h"
 #include "runtime/AsyncValue.h"
 #include "runtime/Executor.h"
@@ -53,6 +54,10 @@ struct RuntimeOptions {
   uint64_t cacheMaxBytes = 2ull << 30;
   /// Compiled functions kept in memory (least recently used go first).
   size_t memoryCacheEntries = 512;
+  /// Per-op placement: JIT, handwritten kernel or auto, by op name ("*" =
+  /// default). Combined with $KILN_OP_MODE ("tosa.conv2d=kernel,..."), which
+  /// is read first; entries here win.
+  lowering::PlacementOptions placement;
   /// LLVM optimization level for generated code (0..3).
   int optLevel = 3;
   /// Threads for blocking work (compiles, file I/O), off the compute workers.
@@ -92,6 +97,7 @@ private:
   std::shared_ptr<jit::Compiler> compiler_;
   std::shared_ptr<cache::CompileCache> cache_;
   std::string target_, pipelineId_;
+  lowering::PlacementOptions placement_;
 };
 
 class Module {
@@ -132,6 +138,7 @@ private:
     std::shared_ptr<HostExecutor> executor;
     std::shared_ptr<cache::CompileCache> cache;
     std::string target, pipelineId;
+    lowering::PlacementOptions placement;
   };
   Module(Shared shared, std::unique_ptr<lowering::Program> program);
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,

@@ -1,6 +1,6 @@
 // kiln: the command-line driver.
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
-//            [--output DIR] [--iterations N]
+//            [--output DIR] [--iterations N] [--explain] [--op-mode OP=MODE,...]
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
 //   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
 //   kiln models            list the built-in models
@@ -10,6 +10,7 @@
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -61,6 +62,7 @@ struct CommonOptions {
   int optLevel = 3;
   std::string cacheDir;   // --cache-dir
   std::string cacheMode;  // --cache off|ro|rw
+  std::string opModes;    // --op-mode tosa.conv2d=kernel,...
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
@@ -72,6 +74,11 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
     if (!mode)
       return llvm::createStringError("--cache %s: expected off, ro or rw", o.cacheMode.c_str());
     options.cacheMode = *mode;
+  }
+  if (!o.opModes.empty()) {
+    auto modes = kiln::lowering::parseOpModes(o.opModes);
+    if (!modes) return llvm::createStringError("--op-mode: %s", llvm::toString(modes.takeError()).c_str());
+    options.placement = *modes;
   }
   return kiln::Runtime::create(options);
 }
@@ -129,7 +136,7 @@ const kiln::FunctionSignature *findFunction(kiln::Module &m, const std::string &
 
 int runCommand(const std::string &model, const std::string &function,
                const std::vector<std::string> &inputSpecs, const std::string &outputDir,
-               int iterations, const CommonOptions &common) {
+               int iterations, bool explain, const CommonOptions &common) {
   auto rt = makeRuntime(common);
   if (!rt) return fail(llvm::toString(rt.takeError()));
   auto module = loadModel(**rt, model);
@@ -200,6 +207,13 @@ int runCommand(const std::string &model, const std::string &function,
       std::printf("%s%.6g", j ? ", " : "", out.elementAsDouble(j));
     std::printf("%s]\n", out.numElements() > 8 ? ", ..." : "");
   }
+  if (explain) {
+    std::printf("placement: %s\n", (*compiled)->placementSummary().c_str());
+    for (const auto &step : (*compiled)->plan.steps)
+      std::printf("  step %-12s %s\n", step.jit ? step.name.c_str() : "kernel",
+                  step.jit ? ("JIT: " + llvm::join(step.ops, ", ")).c_str() : step.op.c_str());
+  }
+  for (const std::string &w : (*compiled)->stats.warnings) std::fprintf(stderr, "kiln: warning: %s\n", w.c_str());
   std::printf("first call (%s + run): %.2f ms  [",
               (*compiled)->stats.fromObject ? "load from disk cache" : "compile", firstMs);
   const auto &stages = (*compiled)->stats.stages;
@@ -325,7 +339,11 @@ int main(int argc, char **argv) {
       ->capture_default_str();
 
   CommonOptions common;
+  bool explain = false;
+  run->add_flag("--explain", explain, "print where each op runs (JIT cluster or handwritten kernel)");
   auto addCommon = [&](CLI::App *cmd) {
+    cmd->add_option("--op-mode", common.opModes,
+                    "per-op placement, e.g. tosa.conv2d=kernel,tosa.gather=jit,*=auto (also $KILN_OP_MODE)");
     cmd->add_option("--cache-dir", common.cacheDir,
                     "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
     cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");
@@ -358,7 +376,7 @@ int main(int argc, char **argv) {
 
   CLI11_PARSE(app, argc, argv);
   common.optLevel = optLevel;
-  if (*run) return runCommand(model, function, inputs, outputDir, iterations, common);
+  if (*run) return runCommand(model, function, inputs, outputDir, iterations, explain, common);
   if (*prewarm) return prewarmCommand(model, function, shapes, common);
   if (*cacheCmd) {
     if (*cacheExplain) return cacheExplainCommand(model, function, shapes, common);

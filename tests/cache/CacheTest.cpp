@@ -67,11 +67,11 @@ CachedFunction sampleEntry() {
   e.key.pipeline = "p";
   e.key.kilnVersion = "v";
   e.key.llvmVersion = "22";
-  e.entrySymbol = "kiln_entry";
+  e.plan = "{\"steps\": []}";
   e.inputs = {TensorType{DType::f32, {1, 4}}};
   e.weights = {TensorType{DType::f32, {4, 4}}};
   e.results = {TensorType{DType::i32, {1}}};
-  e.object = std::string(300, '\x42');
+  e.objects = {std::string(300, '\x42'), std::string(17, '\x01')};
   return e;
 }
 
@@ -98,7 +98,8 @@ TEST(DiskCache, EncodeDecodeRoundTrip) {
   EXPECT_EQ(d->inputs, e.inputs);
   EXPECT_EQ(d->weights, e.weights);
   EXPECT_EQ(d->results, e.results);
-  EXPECT_EQ(d->object, e.object);
+  EXPECT_EQ(d->objects, e.objects);
+  EXPECT_EQ(d->plan, e.plan);
 }
 
 TEST(DiskCache, FuzzedEntriesAreRejected) {
@@ -118,7 +119,7 @@ TEST(DiskCache, FuzzedEntriesAreRejected) {
   }
   // Another format version.
   std::string v2 = good;
-  v2[7] = '2';
+  v2[7] = '9';
   auto d = DiskCache::decode(v2);
   ASSERT_FALSE(bool(d));
   EXPECT_NE(llvm::toString(d.takeError()).find("format version"), std::string::npos);

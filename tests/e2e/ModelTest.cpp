@@ -128,7 +128,7 @@ TEST(Models, WeightsAreHoistedNotCompiledIn) {
   ASSERT_TRUE(bigFn);
   ASSERT_EQ(bigFn->weights.size(), 1u);
   EXPECT_EQ(bigFn->weights[0].byteSize(), 4u * 1024 * 1024);
-  EXPECT_LT(bigFn->object.size(), 64u * 1024);
+  EXPECT_LT(bigFn->stats.objectBytes, 64u * 1024);
   // Column j of w is all 1.0 (j even) or all 0.5 (j odd); x = ones.
   std::vector<float> ones(1024, 1.0f);
   auto y = KILN_TAKE(bigModule->call("main", {Tensor::fromVector<float>(DType::f32, {1024}, ones)}));

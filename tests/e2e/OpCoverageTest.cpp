@@ -5,6 +5,8 @@
 //
 // Each case is a one-op (or few-op) function written in MLIR's generic form;
 // inputs are deterministic; the reference works on doubles.
+#include "jit/Compiler.h"
+#include "kernels/KernelRegistry.h"
 #include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
 
@@ -877,7 +879,58 @@ void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
 class TosaOp : public ::testing::TestWithParam<Case> {};
 
+/// A runtime placing every op that has a kernel on it (no disk cache).
+Runtime &kernelRuntime() {
+  static std::unique_ptr<Runtime> rt = [] {
+    RuntimeOptions o;
+    o.cacheMode = cache::CacheMode::kOff;
+    o.placement.modes["*"] = lowering::OpMode::kKernel;
+    return llvm::cantFail(Runtime::create(o));
+  }();
+  return *rt;
+}
+
+/// Runs `c` on `rt`; checks results against the reference; returns the placement.
+std::string runCase(Runtime &rt, const Case &c) {
+  std::string text = buildFunction(c);
+  auto module = KILN_TAKE(rt.loadModule(text, c.name + ".mlir"));
+  if (!module) return "";
+  std::vector<Tensor> inputs;
+  std::vector<Values> refInputs;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    auto range = i < c.ranges.size() ? c.ranges[i] : std::pair<double, double>{-2, 2};
+    inputs.push_back(makeInput(c.args[i], range, unsigned(1000 + i), c.positiveOnly));
+    refInputs.push_back(test::asDoubles(inputs.back()));
+  }
+  auto outputs = KILN_TAKE(module->call("main", inputs));
+  EXPECT_EQ(outputs.size(), c.results.size()) << text;
+  if (outputs.size() != c.results.size()) return "";
+  std::vector<Values> want = c.ref(refInputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    EXPECT_EQ(outputs[i].type(), c.results[i]) << text;
+    EXPECT_TRUE(test::allClose(test::asDoubles(outputs[i]), want[i], c.rtol, c.atol))
+        << "result " << i << " of\n" << text;
+  }
+  std::vector<TensorType> types;
+  for (const Tensor &t : inputs) types.push_back(t.type());
+  auto fn = KILN_TAKE(module->compile("main", types));
+  return fn ? fn->placementSummary() : "";
+}
+
 }  // namespace
+
+// Differential: the same case through the handwritten kernels (every op that
+// has one) must also match the reference, hence the JIT result.
+TEST_P(TosaOp, KernelMatchesReference) {
+  const Case &c = GetParam();
+  std::string placement = runCase(kernelRuntime(), c);
+  std::string op = c.name.substr(0, c.name.find('_'));
+  RecordProperty("placement", placement);
+  if (std::getenv("KILN_TEST_PRINT_PLACEMENT")) std::printf("%-40s %s\n", c.name.c_str(), placement.c_str());
+  if (kernels::registry().lookup("tosa." + c.name.substr(0, c.name.rfind('_'))) ||
+      kernels::registry().lookup("tosa." + op))
+    SUCCEED() << placement;
+}
 
 TEST_P(TosaOp, JitMatchesReference) {
   const Case &c = GetParam();

@@ -1,0 +1,283 @@
+// Data movement: transpose, reshape, slice, pad, concat, reverse, tile, gather.
+// Element-size generic (bytes are moved, any dtype); innermost contiguous
+// runs are copied with memcpy.
+#include "kernels/KernelUtil.h"
+
+namespace kiln::kernels {
+namespace {
+using namespace util;
+
+/// Calls f(outIndex, multiIndex) for every element of `shape` in [b, e).
+template <typename F> void forEachIndex(llvm::ArrayRef<int64_t> shape, int64_t b, int64_t e, F &&f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t rem = b;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+  }
+  for (int64_t i = b; i < e; ++i) {
+    f(i, idx);
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// --- transpose ----------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> transposeShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.transpose", in, 1)) return std::move(e);
+  auto perms = attrs.getInts("perms");
+  if (!perms) return perms.takeError();
+  if (perms->size() != in[0].shape.size()) return fail("tosa.transpose: perms has the wrong rank");
+  TensorType out = in[0];
+  std::vector<bool> seen(perms->size());
+  for (size_t d = 0; d < perms->size(); ++d) {
+    int64_t p = (*perms)[d];
+    if (p < 0 || p >= int64_t(perms->size()) || seen[p]) return fail("tosa.transpose: perms is not a permutation");
+    seen[p] = true;
+    out.shape[d] = in[0].shape[p];
+  }
+  return std::vector<TensorType>{out};
+}
+llvm::Error transposeCompute(const KernelArgs &a) {
+  auto perms = *a.attrs.getInts("perms");
+  const TensorType &o = a.outputTypes[0];
+  auto is = rowMajorStrides(a.inputTypes[0].shape);
+  size_t es = dtypeSize(o.dtype);
+  const char *x = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  parallel(a.executor, o.numElements(), 8192, [&](int64_t b, int64_t e) {
+    forEachIndex(o.shape, b, e, [&](int64_t i, const std::vector<int64_t> &idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * is[perms[d]];
+      std::memcpy(y + i * es, x + off * es, es);
+    });
+  });
+  return llvm::Error::success();
+}
+
+// --- reshape / identity copy ----------------------------------------------------
+llvm::Expected<std::vector<TensorType>> reshapeShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.reshape", in, 1)) return std::move(e);
+  auto shape = attrs.getInts("shape");
+  if (!shape) return shape.takeError();
+  Shape s(shape->begin(), shape->end());
+  int64_t known = 1, inferred = -1;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == -1) {
+      if (inferred >= 0) return fail("tosa.reshape: more than one -1 in the new shape");
+      inferred = int64_t(d);
+    } else {
+      known *= s[d];
+    }
+  }
+  if (inferred >= 0) s[inferred] = known ? in[0].numElements() / known : 0;
+  if (numElements(s) != in[0].numElements())
+    return fail("tosa.reshape: " + shapeToString(in[0].shape) + " has " + llvm::Twine(in[0].numElements()) +
+                " elements, " + shapeToString(s) + " has " + llvm::Twine(numElements(s)));
+  return std::vector<TensorType>{TensorType{in[0].dtype, s}};
+}
+llvm::Error copyCompute(const KernelArgs &a) {
+  std::memcpy(a.outputs[0], a.inputs[0], a.outputTypes[0].byteSize());
+  return llvm::Error::success();
+}
+
+// --- slice ---------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> sliceShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.slice", in, 1)) return std::move(e);
+  auto start = attrs.getInts("start");
+  auto size = attrs.getInts("size");
+  if (!start) return start.takeError();
+  if (!size) return size.takeError();
+  if (start->size() != in[0].shape.size() || size->size() != in[0].shape.size())
+    return fail("tosa.slice: start/size rank differs from the input's");
+  TensorType out = in[0];
+  for (size_t d = 0; d < size->size(); ++d) {
+    int64_t sz = (*size)[d] == -1 ? in[0].shape[d] - (*start)[d] : (*size)[d];
+    if ((*start)[d] < 0 || sz < 0 || (*start)[d] + sz > in[0].shape[d])
+      return fail("tosa.slice: [" + llvm::Twine((*start)[d]) + ", +" + llvm::Twine(sz) + ") is outside dim " +
+                  llvm::Twine(d) + " of size " + llvm::Twine(in[0].shape[d]));
+    out.shape[d] = sz;
+  }
+  return std::vector<TensorType>{out};
+}
+llvm::Error sliceCompute(const KernelArgs &a) {
+  auto start = *a.attrs.getInts("start");
+  const TensorType &o = a.outputTypes[0];
+  auto is = rowMajorStrides(a.inputTypes[0].shape);
+  size_t es = dtypeSize(o.dtype);
+  const char *x = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] + start[d]) * is[d];
+    std::memcpy(y + i * es, x + off * es, es);
+  });
+  return llvm::Error::success();
+}
+
+// --- pad -----------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> padShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.pad", in, 1)) return std::move(e);
+  auto pad = attrs.getInts("padding");
+  if (!pad) return pad.takeError();
+  if (pad->size() != 2 * in[0].shape.size()) return fail("tosa.pad: padding needs 2 values per dim");
+  if (!isFloat(in[0].dtype) && in[0].dtype != DType::i32 && in[0].dtype != DType::i8 && in[0].dtype != DType::i64)
+    return fail("no tosa.pad kernel for " + std::string(dtypeName(in[0].dtype)));
+  TensorType out = in[0];
+  for (size_t d = 0; d < out.shape.size(); ++d) out.shape[d] += (*pad)[2 * d] + (*pad)[2 * d + 1];
+  return std::vector<TensorType>{out};
+}
+llvm::Error padCompute(const KernelArgs &a) {
+  auto pad = *a.attrs.getInts("padding");
+  double value = a.attrs.getFloatOr("pad_const", 0);
+  const TensorType &o = a.outputTypes[0], &t = a.inputTypes[0];
+  auto is = rowMajorStrides(t.shape);
+  dispatch(o.dtype, [&](auto tag) {
+    using S = Store<decltype(tag)>;
+    const S *x = static_cast<const S *>(a.inputs[0]);
+    S *y = static_cast<S *>(a.outputs[0]);
+    S fill = S(value);
+    forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        int64_t src = idx[d] - pad[2 * d];
+        if (src < 0 || src >= t.shape[d]) {
+          y[i] = fill;
+          return;
+        }
+        off += src * is[d];
+      }
+      y[i] = x[off];
+    });
+  });
+  return llvm::Error::success();
+}
+
+// --- concat ----------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> concatShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (in.empty()) return fail("tosa.concat needs operands");
+  auto axis = attrs.getInt("axis");
+  if (!axis) return axis.takeError();
+  if (*axis < 0 || *axis >= int64_t(in[0].shape.size())) return fail("tosa.concat: axis out of range");
+  TensorType out = in[0];
+  out.shape[*axis] = 0;
+  for (const TensorType &t : in) {
+    if (t.dtype != in[0].dtype || t.shape.size() != in[0].shape.size())
+      return fail("tosa.concat: operands differ in dtype or rank");
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      if (int64_t(d) != *axis && t.shape[d] != in[0].shape[d])
+        return fail("tosa.concat: operands differ in dim " + llvm::Twine(d));
+    out.shape[*axis] += t.shape[*axis];
+  }
+  return std::vector<TensorType>{out};
+}
+llvm::Error concatCompute(const KernelArgs &a) {
+  int64_t axis = *a.attrs.getInt("axis");
+  const TensorType &o = a.outputTypes[0];
+  size_t es = dtypeSize(o.dtype);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(o.shape.size()); ++d) {
+    if (d < axis) outer *= o.shape[d];
+    if (d > axis) inner *= o.shape[d];
+  }
+  char *y = static_cast<char *>(a.outputs[0]);
+  int64_t rowBytes = o.shape[axis] * inner * int64_t(es);
+  int64_t at = 0;
+  for (size_t k = 0; k < a.inputs.size(); ++k) {
+    int64_t chunk = a.inputTypes[k].shape[axis] * inner * int64_t(es);
+    const char *x = static_cast<const char *>(a.inputs[k]);
+    for (int64_t r = 0; r < outer; ++r) std::memcpy(y + r * rowBytes + at, x + r * chunk, size_t(chunk));
+    at += chunk;
+  }
+  return llvm::Error::success();
+}
+
+// --- reverse ---------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> reverseShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.reverse", in, 1)) return std::move(e);
+  auto axis = attrs.getInt("axis");
+  if (!axis) return axis.takeError();
+  if (*axis < 0 || *axis >= int64_t(in[0].shape.size())) return fail("tosa.reverse: axis out of range");
+  return std::vector<TensorType>{in[0]};
+}
+llvm::Error reverseCompute(const KernelArgs &a) {
+  int64_t axis = *a.attrs.getInt("axis");
+  const TensorType &o = a.outputTypes[0];
+  auto s = rowMajorStrides(o.shape);
+  size_t es = dtypeSize(o.dtype);
+  const char *x = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+    int64_t off = i + (o.shape[axis] - 1 - 2 * idx[axis]) * s[axis];
+    std::memcpy(y + i * es, x + off * es, es);
+  });
+  return llvm::Error::success();
+}
+
+// --- tile ------------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> tileShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.tile", in, 1)) return std::move(e);
+  auto m = attrs.getInts("multiples");
+  if (!m) return m.takeError();
+  if (m->size() != in[0].shape.size()) return fail("tosa.tile: multiples has the wrong rank");
+  TensorType out = in[0];
+  for (size_t d = 0; d < m->size(); ++d) out.shape[d] *= (*m)[d];
+  return std::vector<TensorType>{out};
+}
+llvm::Error tileCompute(const KernelArgs &a) {
+  const TensorType &o = a.outputTypes[0], &t = a.inputTypes[0];
+  auto is = rowMajorStrides(t.shape);
+  size_t es = dtypeSize(o.dtype);
+  const char *x = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % t.shape[d]) * is[d];
+    std::memcpy(y + i * es, x + off * es, es);
+  });
+  return llvm::Error::success();
+}
+
+// --- gather ------------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> gatherShape(llvm::ArrayRef<TensorType> in, const AttrMap &) {
+  if (auto e = expectArity("tosa.gather", in, 2)) return std::move(e);
+  if (in[0].shape.size() != 3 || in[1].shape.size() != 2 || in[1].shape[0] != in[0].shape[0])
+    return fail("tosa.gather: values must be [N,K,C] and indices [N,W]");
+  if (in[1].dtype != DType::i32 && in[1].dtype != DType::i64) return fail("tosa.gather: indices must be i32/i64");
+  return std::vector<TensorType>{TensorType{in[0].dtype, {in[0].shape[0], in[1].shape[1], in[0].shape[2]}}};
+}
+llvm::Error gatherCompute(const KernelArgs &a) {
+  int64_t N = a.inputTypes[0].shape[0], K = a.inputTypes[0].shape[1], C = a.inputTypes[0].shape[2];
+  int64_t W = a.inputTypes[1].shape[1];
+  size_t row = size_t(C) * dtypeSize(a.inputTypes[0].dtype);
+  const char *v = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  bool i64 = a.inputTypes[1].dtype == DType::i64;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t w = 0; w < W; ++w) {
+      int64_t k = i64 ? static_cast<const int64_t *>(a.inputs[1])[n * W + w]
+                      : static_cast<const int32_t *>(a.inputs[1])[n * W + w];
+      if (k < 0 || k >= K)
+        return fail("tosa.gather: index " + llvm::Twine(k) + " at [" + llvm::Twine(n) + ", " + llvm::Twine(w) +
+                    "] is outside [0, " + llvm::Twine(K) + ")");
+      std::memcpy(y + (n * W + w) * row, v + (n * K + k) * row, row);
+    }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+void registerDataMovementKernels(KernelRegistry &r) {
+  r.add({"tosa.transpose", "transpose_cpu", &transposeShape, &transposeCompute});
+  r.add({"tosa.reshape", "reshape_cpu", &reshapeShape, &copyCompute});
+  r.add({"tosa.slice", "slice_cpu", &sliceShape, &sliceCompute});
+  r.add({"tosa.pad", "pad_cpu", &padShape, &padCompute});
+  r.add({"tosa.concat", "concat_cpu", &concatShape, &concatCompute});
+  r.add({"tosa.reverse", "reverse_cpu", &reverseShape, &reverseCompute});
+  r.add({"tosa.tile", "tile_cpu", &tileShape, &tileCompute});
+  r.add({"tosa.gather", "gather_cpu", &gatherShape, &gatherCompute});
+}
+
+}  // namespace kiln::kernels

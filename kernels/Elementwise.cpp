@@ -1,0 +1,360 @@
+// Elementwise kernels: unary, binary (TOSA broadcasting), select, clamp, cast.
+// Same-shape operands run as flat Eigen array expressions (vectorized);
+// broadcast operands index through strides. Large tensors are split over the
+// executor's workers.
+#include "kernels/KernelUtil.h"
+
+#include <Eigen/Core>
+
+#include <limits>
+
+namespace kiln::kernels {
+namespace {
+using namespace util;
+
+constexpr int64_t kGrain = 16384;
+
+bool isInt(DType t) {
+  return t == DType::i64 || t == DType::i32 || t == DType::i16 || t == DType::i8 || t == DType::u8;
+}
+bool isFloatType(DType t) { return t == DType::f32 || t == DType::f64; }
+
+// --- unary ------------------------------------------------------------------
+
+enum class Dom { Float, Int, IntOrFloat, Bool };
+bool inDomain(Dom d, DType t) {
+  switch (d) {
+  case Dom::Float: return isFloatType(t);
+  case Dom::Int: return isInt(t);
+  case Dom::IntOrFloat: return isFloatType(t) || isInt(t);
+  case Dom::Bool: return t == DType::i1;
+  }
+  return false;
+}
+
+/// Whether C++ type T is in the domain (compile-time twin of inDomain).
+template <Dom D, typename T> constexpr bool typeInDomain() {
+  constexpr bool isBool = std::is_same_v<T, bool>;
+  if constexpr (D == Dom::Float) return std::is_floating_point_v<T>;
+  else if constexpr (D == Dom::Int) return std::is_integral_v<T> && !isBool;
+  else if constexpr (D == Dom::IntOrFloat) return !isBool;
+  else return isBool;
+}
+
+#define UNARY(NAME, OPNAME, DOM, EXPR)                                                        \
+  struct NAME {                                                                               \
+    static constexpr const char *op = OPNAME;                                                 \
+    static constexpr Dom dom = DOM;                                                           \
+    template <typename T> static T apply(T x) { return EXPR; }                               \
+  };
+UNARY(Abs, "tosa.abs", Dom::IntOrFloat, x < T(0) ? T(-x) : x)
+UNARY(Ceil, "tosa.ceil", Dom::Float, T(std::ceil(x)))
+UNARY(Floor, "tosa.floor", Dom::Float, T(std::floor(x)))
+UNARY(Exp, "tosa.exp", Dom::Float, T(std::exp(x)))
+UNARY(Log, "tosa.log", Dom::Float, T(std::log(x)))
+UNARY(Sin, "tosa.sin", Dom::Float, T(std::sin(x)))
+UNARY(Cos, "tosa.cos", Dom::Float, T(std::cos(x)))
+UNARY(Tanh, "tosa.tanh", Dom::Float, T(std::tanh(x)))
+UNARY(Erf, "tosa.erf", Dom::Float, T(std::erf(x)))
+UNARY(Sigmoid, "tosa.sigmoid", Dom::Float, T(T(1) / (T(1) + std::exp(-x))))
+UNARY(Rsqrt, "tosa.rsqrt", Dom::Float, T(T(1) / std::sqrt(x)))
+UNARY(Reciprocal, "tosa.reciprocal", Dom::Float, T(T(1) / x))
+UNARY(Identity, "tosa.identity", Dom::IntOrFloat, x)
+UNARY(BitwiseNot, "tosa.bitwise_not", Dom::Int, T(~x))
+UNARY(Clz, "tosa.clz", Dom::Int,
+      T(x == 0 ? int(sizeof(T) * 8)
+               : __builtin_clzll(uint64_t(std::make_unsigned_t<T>(x))) - int(64 - sizeof(T) * 8)))
+UNARY(LogicalNot, "tosa.logical_not", Dom::Bool, T(!x))
+UNARY(Negate, "tosa.negate", Dom::IntOrFloat, T(-x))
+#undef UNARY
+
+template <typename Op>
+llvm::Expected<std::vector<TensorType>> unaryShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity(Op::op, in, 1)) return std::move(e);
+  if (!inDomain(Op::dom, in[0].dtype))
+    return fail(llvm::Twine("no ") + Op::op + " kernel for " + std::string(dtypeName(in[0].dtype)));
+  if (llvm::StringRef(Op::op) == "tosa.negate" &&
+      (attrs.getIntOr("input1_zp", 0) != 0 || attrs.getIntOr("output_zp", 0) != 0))
+    return fail("tosa.negate kernel: only zero points of 0");
+  return std::vector<TensorType>{in[0]};
+}
+
+template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
+  int64_t n = a.outputTypes[0].numElements();
+  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using S = Store<T>;
+    const S *x = static_cast<const S *>(a.inputs[0]);
+    S *y = static_cast<S *>(a.outputs[0]);
+    if constexpr (typeInDomain<Op::dom, T>())
+      parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = S(Op::template apply<T>(T(x[i])));
+      });
+  });
+  return llvm::Error::success();
+}
+
+// --- clamp --------------------------------------------------------------------
+
+llvm::Expected<std::vector<TensorType>> clampShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.clamp", in, 1)) return std::move(e);
+  if (!inDomain(Dom::IntOrFloat, in[0].dtype))
+    return fail("no tosa.clamp kernel for " + std::string(dtypeName(in[0].dtype)));
+  if (!attrs.has("min_val") || !attrs.has("max_val")) return fail("tosa.clamp needs min_val and max_val");
+  return std::vector<TensorType>{in[0]};
+}
+
+llvm::Error clampCompute(const KernelArgs &a) {
+  double lo = a.attrs.getFloatOr("min_val", 0), hi = a.attrs.getFloatOr("max_val", 0);
+  int64_t n = a.outputTypes[0].numElements();
+  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using S = Store<T>;
+    const S *x = static_cast<const S *>(a.inputs[0]);
+    S *y = static_cast<S *>(a.outputs[0]);
+    S l = S(lo), h = S(hi);
+    parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = x[i] < l ? l : (x[i] > h ? h : x[i]);
+    });
+  });
+  return llvm::Error::success();
+}
+
+// --- binary -------------------------------------------------------------------
+
+enum class Res { Same, Bool };
+#define BINARY(NAME, OPNAME, DOM, RES, EXPR)                                                   \
+  struct NAME {                                                                                \
+    static constexpr const char *op = OPNAME;                                                  \
+    static constexpr Dom dom = DOM;                                                            \
+    static constexpr Res res = RES;                                                            \
+    template <typename T> static auto apply(T a, T b) { return EXPR; }                        \
+  };
+template <typename T> T wrapAdd(T a, T b) {
+  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
+  if constexpr (std::is_integral_v<T>) return T(U(a) + U(b));
+  else return a + b;
+}
+template <typename T> T wrapSub(T a, T b) {
+  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
+  if constexpr (std::is_integral_v<T>) return T(U(a) - U(b));
+  else return a - b;
+}
+template <typename T> T wrapMul(T a, T b) {
+  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
+  if constexpr (std::is_integral_v<T>) return T(U(a) * U(b));
+  else return a * b;
+}
+template <typename T> T shl(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) << b);
+  else return a;
+}
+template <typename T> T lshr(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) >> b);
+  else return a;
+}
+BINARY(Add, "tosa.add", Dom::IntOrFloat, Res::Same, wrapAdd(a, b))
+BINARY(Sub, "tosa.sub", Dom::IntOrFloat, Res::Same, wrapSub(a, b))
+BINARY(Mul, "tosa.mul", Dom::IntOrFloat, Res::Same, wrapMul(a, b))
+BINARY(Maximum, "tosa.maximum", Dom::IntOrFloat, Res::Same, a > b ? a : b)
+BINARY(Minimum, "tosa.minimum", Dom::IntOrFloat, Res::Same, a < b ? a : b)
+BINARY(Pow, "tosa.pow", Dom::Float, Res::Same, T(std::pow(a, b)))
+BINARY(IntDiv, "tosa.intdiv", Dom::Int, Res::Same, T(b == 0 ? 0 : a / b))
+BINARY(BitwiseAnd, "tosa.bitwise_and", Dom::Int, Res::Same, T(a & b))
+BINARY(BitwiseOr, "tosa.bitwise_or", Dom::Int, Res::Same, T(a | b))
+BINARY(BitwiseXor, "tosa.bitwise_xor", Dom::Int, Res::Same, T(a ^ b))
+BINARY(LogicalAnd, "tosa.logical_and", Dom::Bool, Res::Same, T(a && b))
+BINARY(LogicalOr, "tosa.logical_or", Dom::Bool, Res::Same, T(a || b))
+BINARY(LogicalXor, "tosa.logical_xor", Dom::Bool, Res::Same, T(a != b))
+BINARY(LogicalLeftShift, "tosa.logical_left_shift", Dom::Int, Res::Same, shl(a, b))
+BINARY(LogicalRightShift, "tosa.logical_right_shift", Dom::Int, Res::Same, lshr(a, b))
+BINARY(ArithmeticRightShift, "tosa.arithmetic_right_shift", Dom::Int, Res::Same, T(a >> b))
+BINARY(Equal, "tosa.equal", Dom::IntOrFloat, Res::Bool, bool(a == b))
+BINARY(Greater, "tosa.greater", Dom::IntOrFloat, Res::Bool, bool(a > b))
+BINARY(GreaterEqual, "tosa.greater_equal", Dom::IntOrFloat, Res::Bool, bool(a >= b))
+#undef BINARY
+
+template <typename Op>
+llvm::Expected<std::vector<TensorType>> binaryShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity(Op::op, in, 2)) return std::move(e);
+  if (in[0].dtype != in[1].dtype)
+    return fail(llvm::Twine(Op::op) + ": operand dtypes differ (" + std::string(dtypeName(in[0].dtype)) +
+                ", " + std::string(dtypeName(in[1].dtype)) + ")");
+  if (!inDomain(Op::dom, in[0].dtype))
+    return fail(llvm::Twine("no ") + Op::op + " kernel for " + std::string(dtypeName(in[0].dtype)));
+  if (llvm::StringRef(Op::op) == "tosa.mul" && attrs.getIntOr("shift", 0) != 0)
+    return fail("tosa.mul kernel: only shift 0");
+  if (llvm::StringRef(Op::op) == "tosa.arithmetic_right_shift" && attrs.getIntOr("round", 0) != 0)
+    return fail("tosa.arithmetic_right_shift kernel: only round = false");
+  auto shape = broadcast(in);
+  if (!shape) return llvm::createStringError(std::string(Op::op) + ": " + llvm::toString(shape.takeError()));
+  return std::vector<TensorType>{TensorType{Op::res == Res::Bool ? DType::i1 : in[0].dtype, *shape}};
+}
+
+template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
+  const TensorType &o = a.outputTypes[0];
+  int64_t n = o.numElements();
+  bool flat = a.inputTypes[0].shape == o.shape && a.inputTypes[1].shape == o.shape;
+  auto sa = broadcastStrides(a.inputTypes[0].shape, o.shape);
+  auto sb = broadcastStrides(a.inputTypes[1].shape, o.shape);
+  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (typeInDomain<Op::dom, T>()) {
+    using S = Store<T>;
+    using R = std::conditional_t<Op::res == Res::Bool, uint8_t, S>;
+    const S *x = static_cast<const S *>(a.inputs[0]);
+    const S *y = static_cast<const S *>(a.inputs[1]);
+    R *z = static_cast<R *>(a.outputs[0]);
+    if (flat) {
+      if constexpr (std::is_same_v<Op, Add> && std::is_floating_point_v<T>) {
+        parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
+          using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+          Eigen::Map<A>(z + b, e - b) = Eigen::Map<const A>(x + b, e - b) + Eigen::Map<const A>(y + b, e - b);
+        });
+        return;
+      }
+      parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) z[i] = R(Op::template apply<T>(T(x[i]), T(y[i])));
+      });
+      return;
+    }
+    parallel(a.executor, n, kGrain / 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        z[i] = R(Op::template apply<T>(T(x[offsetOf(i, o.shape, sa)]), T(y[offsetOf(i, o.shape, sb)])));
+    });
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- select -------------------------------------------------------------------
+
+llvm::Expected<std::vector<TensorType>> selectShape(llvm::ArrayRef<TensorType> in, const AttrMap &) {
+  if (auto e = expectArity("tosa.select", in, 3)) return std::move(e);
+  if (in[0].dtype != DType::i1) return fail("tosa.select: the condition must be i1");
+  if (in[1].dtype != in[2].dtype) return fail("tosa.select: value dtypes differ");
+  if (!inDomain(Dom::IntOrFloat, in[1].dtype) && in[1].dtype != DType::i1)
+    return fail("no tosa.select kernel for " + std::string(dtypeName(in[1].dtype)));
+  auto shape = broadcast(in);
+  if (!shape) return shape.takeError();
+  return std::vector<TensorType>{TensorType{in[1].dtype, *shape}};
+}
+
+llvm::Error selectCompute(const KernelArgs &a) {
+  const TensorType &o = a.outputTypes[0];
+  auto sp = broadcastStrides(a.inputTypes[0].shape, o.shape);
+  auto sx = broadcastStrides(a.inputTypes[1].shape, o.shape);
+  auto sy = broadcastStrides(a.inputTypes[2].shape, o.shape);
+  size_t es = dtypeSize(o.dtype);
+  const uint8_t *p = static_cast<const uint8_t *>(a.inputs[0]);
+  const char *x = static_cast<const char *>(a.inputs[1]), *y = static_cast<const char *>(a.inputs[2]);
+  char *z = static_cast<char *>(a.outputs[0]);
+  parallel(a.executor, o.numElements(), kGrain / 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const char *src = p[offsetOf(i, o.shape, sp)] ? x + offsetOf(i, o.shape, sx) * es
+                                                     : y + offsetOf(i, o.shape, sy) * es;
+      std::memcpy(z + i * es, src, es);
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- cast -------------------------------------------------------------------
+
+
+llvm::Expected<std::vector<TensorType>> castShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.cast", in, 1)) return std::move(e);
+  auto to = attrs.getString("to");
+  if (!to) return to.takeError();
+  auto dt = parseDType(*to);
+  if (!dt) return fail("tosa.cast kernel: no kernel for target type " + *to);
+  return std::vector<TensorType>{TensorType{*dt, in[0].shape}};
+}
+
+double loadAsDouble(DType t, const void *base, int64_t i) {
+  switch (t) {
+  case DType::f16: return halfToFloat(static_cast<const uint16_t *>(base)[i]);
+  case DType::bf16: return bf16ToFloat(static_cast<const uint16_t *>(base)[i]);
+  default: break;
+  }
+  double v = 0;
+  dispatch(t, [&](auto tag) {
+    using S = Store<decltype(tag)>;
+    v = double(static_cast<const S *>(base)[i]);
+  });
+  return v;
+}
+
+llvm::Error castCompute(const KernelArgs &a) {
+  DType from = a.inputTypes[0].dtype, to = a.outputTypes[0].dtype;
+  int64_t n = a.outputTypes[0].numElements();
+  bool fromInt = !isFloat(from);
+  parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      double v = loadAsDouble(from, a.inputs[0], i);
+      void *out = a.outputs[0];
+      switch (to) {
+      case DType::f32: static_cast<float *>(out)[i] = float(v); break;
+      case DType::f64: static_cast<double *>(out)[i] = v; break;
+      case DType::f16: static_cast<uint16_t *>(out)[i] = floatToHalf(float(v)); break;
+      case DType::bf16: static_cast<uint16_t *>(out)[i] = floatToBf16(float(v)); break;
+      case DType::i1: static_cast<uint8_t *>(out)[i] = v != 0; break;
+      default:
+        dispatch(to, [&](auto tag) {
+          using T = decltype(tag);
+          using S = Store<T>;
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            // int -> int wraps (truncates); float -> int rounds half to even and saturates.
+            static_cast<S *>(out)[i] = fromInt ? S(int64_t(v)) : saturatingRound<S>(v);
+          }
+        });
+      }
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- tosa.custom kiln.gelu: GELU activation, a custom op with no MLIR lowering ---
+llvm::Expected<std::vector<TensorType>> geluShape(llvm::ArrayRef<TensorType> in, const AttrMap &) {
+  if (auto e = expectArity("kiln.gelu", in, 1)) return std::move(e);
+  if (in[0].dtype != DType::f32) return fail("no kiln.gelu kernel for " + std::string(dtypeName(in[0].dtype)));
+  return std::vector<TensorType>{in[0]};
+}
+llvm::Error geluCompute(const KernelArgs &a) {
+  const float *x = static_cast<const float *>(a.inputs[0]);
+  float *y = static_cast<float *>(a.outputs[0]);
+  parallel(a.executor, a.outputTypes[0].numElements(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
+  });
+  return llvm::Error::success();
+}
+
+template <typename Op> KernelDef unary() {
+  return {Op::op, std::string(Op::op + 5) + "_cpu", &unaryShape<Op>, &unaryCompute<Op>};
+}
+template <typename Op> KernelDef binary() {
+  return {Op::op, std::string(Op::op + 5) + "_cpu", &binaryShape<Op>, &binaryCompute<Op>};
+}
+
+}  // namespace
+
+void registerElementwiseKernels(KernelRegistry &r) {
+  for (KernelDef d : {unary<Abs>(), unary<Ceil>(), unary<Floor>(), unary<Exp>(), unary<Log>(),
+                      unary<Sin>(), unary<Cos>(), unary<Tanh>(), unary<Erf>(), unary<Sigmoid>(),
+                      unary<Rsqrt>(), unary<Reciprocal>(), unary<Identity>(), unary<BitwiseNot>(),
+                      unary<Clz>(), unary<LogicalNot>(), unary<Negate>()})
+    r.add(d);
+  for (KernelDef d :
+       {binary<Add>(), binary<Sub>(), binary<Mul>(), binary<Maximum>(), binary<Minimum>(),
+        binary<Pow>(), binary<IntDiv>(), binary<BitwiseAnd>(), binary<BitwiseOr>(),
+        binary<BitwiseXor>(), binary<LogicalAnd>(), binary<LogicalOr>(), binary<LogicalXor>(),
+        binary<LogicalLeftShift>(), binary<LogicalRightShift>(), binary<ArithmeticRightShift>(),
+        binary<Equal>(), binary<Greater>(), binary<GreaterEqual>()})
+    r.add(d);
+  r.add({"tosa.clamp", "clamp_cpu", &clampShape, &clampCompute});
+  r.add({"tosa.select", "select_cpu", &selectShape, &selectCompute});
+  r.add({"tosa.cast", "cast_cpu", &castShape, &castCompute});
+  r.add({"tosa.custom:kiln.gelu", "gelu_cpu", &geluShape, &geluCompute});
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,119 @@
+// Helpers shared by the kernel families: dtype dispatch, broadcasting,
+// strides, and parallel loops over the runtime's executor.
+#pragma once
+
+#include "kernels/KernelRegistry.h"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace kiln::kernels::util {
+
+/// i1 is stored one byte per element.
+struct Bool1 {
+  uint8_t v;
+};
+
+template <typename T> struct TypeOf;
+#define KILN_TYPEOF(DT, T) template <> struct TypeOf<T> { static constexpr DType value = DT; };
+KILN_TYPEOF(DType::f32, float)
+KILN_TYPEOF(DType::f64, double)
+KILN_TYPEOF(DType::i64, int64_t)
+KILN_TYPEOF(DType::i32, int32_t)
+KILN_TYPEOF(DType::i16, int16_t)
+KILN_TYPEOF(DType::i8, int8_t)
+KILN_TYPEOF(DType::u8, uint8_t)
+#undef KILN_TYPEOF
+
+/// Calls f(T{}) for the C++ type of `t`; i1 maps to bool (stored as uint8_t).
+/// Returns false for dtypes without a plain C++ type (f16, bf16).
+template <typename F> bool dispatch(DType t, F &&f) {
+  switch (t) {
+  case DType::f32: f(float()); return true;
+  case DType::f64: f(double()); return true;
+  case DType::i64: f(int64_t()); return true;
+  case DType::i32: f(int32_t()); return true;
+  case DType::i16: f(int16_t()); return true;
+  case DType::i8: f(int8_t()); return true;
+  case DType::u8: f(uint8_t()); return true;
+  case DType::i1: f(bool()); return true;
+  default: return false;
+  }
+}
+
+/// Storage type: bool is stored as uint8_t.
+template <typename T> using Store = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+inline llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(msg.str()); }
+
+inline std::vector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// TOSA broadcasting: equal ranks, each dim equal or 1.
+inline llvm::Expected<Shape> broadcast(llvm::ArrayRef<TensorType> ts) {
+  Shape out = ts[0].shape;
+  for (const TensorType &t : ts) {
+    if (t.shape.size() != out.size())
+      return fail("operands have ranks " + llvm::Twine(out.size()) + " and " + llvm::Twine(t.shape.size()) +
+                  " (TOSA broadcasting needs equal ranks)");
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (t.shape[d] == out[d] || t.shape[d] == 1) continue;
+      if (out[d] == 1) {
+        out[d] = t.shape[d];
+        continue;
+      }
+      return fail("dimension " + llvm::Twine(d) + " is " + llvm::Twine(out[d]) + " in one operand and " +
+                  llvm::Twine(t.shape[d]) + " in another");
+    }
+  }
+  return out;
+}
+
+/// Strides of `in` read as `out`'s shape (0 on broadcast dims).
+inline std::vector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
+  auto s = rowMajorStrides(in);
+  for (size_t d = 0; d < out.size(); ++d)
+    if (in[d] == 1 && out[d] != 1) s[d] = 0;
+  return s;
+}
+
+/// Offset in an input for output element i (given broadcast strides).
+inline int64_t offsetOf(int64_t i, llvm::ArrayRef<int64_t> outShape, llvm::ArrayRef<int64_t> strides) {
+  int64_t off = 0;
+  for (int64_t d = int64_t(outShape.size()) - 1; d >= 0; --d) {
+    int64_t idx = i % outShape[d];
+    i /= outShape[d];
+    off += idx * strides[d];
+  }
+  return off;
+}
+
+/// Runs body(begin, end) over [0, n) on the executor for large n.
+template <typename F> void parallel(HostExecutor &ex, int64_t n, int64_t grain, F &&body) {
+  if (n <= grain) {
+    body(int64_t(0), n);
+    return;
+  }
+  ex.parallelFor(n, grain, [&](int64_t b, int64_t e) { body(b, e); });
+}
+
+/// TOSA float -> integer: round half to even, saturate.
+template <typename T> T saturatingRound(double v) {
+  if (std::isnan(v)) return T(0);
+  double r = std::nearbyint(v);
+  if (r <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (r >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(r);
+}
+
+inline llvm::Error expectArity(const char *op, llvm::ArrayRef<TensorType> in, size_t n) {
+  if (in.size() != n)
+    return fail(llvm::Twine(op) + " takes " + llvm::Twine(n) + " operands, got " + llvm::Twine(in.size()));
+  return llvm::Error::success();
+}
+
+}  // namespace kiln::kernels::util

@@ -1,0 +1,287 @@
+// Matmul, convolutions and pooling (NHWC activations, OHWI conv weights,
+// HWCM depthwise weights, as TOSA defines them).
+//  - f32 matmul and conv2d use Eigen's GEMM (conv2d through a per-row
+//    im2col patch matrix); rows are split over the executor's workers.
+//  - i8 matmul / conv2d accumulate in i32 (zero points 0).
+#include "kernels/KernelUtil.h"
+
+#include <Eigen/Core>
+
+#include <limits>
+
+namespace kiln::kernels {
+namespace {
+using namespace util;
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+llvm::Error zeroPoints(const AttrMap &attrs, std::initializer_list<const char *> names, const char *op) {
+  for (const char *n : names)
+    if (attrs.getFloatOr(n, 0) != 0)
+      return fail(llvm::Twine(op) + " kernel: only zero points of 0 (" + n + ")");
+  return llvm::Error::success();
+}
+
+// --- matmul ---------------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> matmulShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  if (auto e = expectArity("tosa.matmul", in, 2)) return std::move(e);
+  if (auto e = zeroPoints(attrs, {"a_zp", "b_zp"}, "tosa.matmul")) return std::move(e);
+  const TensorType &a = in[0], &b = in[1];
+  if (a.shape.size() != 3 || b.shape.size() != 3 || a.shape[0] != b.shape[0] || a.shape[2] != b.shape[1])
+    return fail("tosa.matmul: need [N,H,C] x [N,C,W], got " + a.str() + " x " + b.str());
+  if (a.dtype != b.dtype || (a.dtype != DType::f32 && a.dtype != DType::i8))
+    return fail("no tosa.matmul kernel for " + std::string(dtypeName(a.dtype)));
+  DType out = a.dtype == DType::f32 ? DType::f32 : DType::i32;
+  return std::vector<TensorType>{TensorType{out, {a.shape[0], a.shape[1], b.shape[2]}}};
+}
+
+llvm::Error matmulCompute(const KernelArgs &k) {
+  int64_t N = k.inputTypes[0].shape[0], H = k.inputTypes[0].shape[1], C = k.inputTypes[0].shape[2];
+  int64_t W = k.inputTypes[1].shape[2];
+  if (k.inputTypes[0].dtype == DType::f32) {
+    const float *a = static_cast<const float *>(k.inputs[0]), *b = static_cast<const float *>(k.inputs[1]);
+    float *y = static_cast<float *>(k.outputs[0]);
+    // Work items: (batch, block of 32 rows).
+    int64_t blocks = (H + 31) / 32;
+    parallel(k.executor, N * blocks, 1, [&](int64_t s, int64_t e) {
+      for (int64_t item = s; item < e; ++item) {
+        int64_t n = item / blocks, r0 = (item % blocks) * 32, rows = std::min<int64_t>(32, H - r0);
+        Eigen::Map<const RowMat> A(a + (n * H + r0) * C, rows, C);
+        Eigen::Map<const RowMat> B(b + n * C * W, C, W);
+        Eigen::Map<RowMat> Y(y + (n * H + r0) * W, rows, W);
+        Y.noalias() = A * B;
+      }
+    });
+    return llvm::Error::success();
+  }
+  const int8_t *a = static_cast<const int8_t *>(k.inputs[0]), *b = static_cast<const int8_t *>(k.inputs[1]);
+  int32_t *y = static_cast<int32_t *>(k.outputs[0]);
+  parallel(k.executor, N * H, 8, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      int64_t n = r / H;
+      for (int64_t j = 0; j < W; ++j) {
+        int32_t acc = 0;
+        for (int64_t c = 0; c < C; ++c) acc += int32_t(a[r * C + c]) * int32_t(b[(n * C + c) * W + j]);
+        y[r * W + j] = acc;
+      }
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- conv2d ---------------------------------------------------------------------
+struct ConvGeometry {
+  int64_t N, H, W, C, F, KH, KW, OH, OW;
+  int64_t pt, pb, pl, pr, sh, sw, dh, dw;
+};
+
+llvm::Expected<ConvGeometry> convGeometry(const char *op, llvm::ArrayRef<TensorType> in,
+                                          const AttrMap &attrs, bool depthwise) {
+  if (auto e = expectArity(op, in, 3)) return std::move(e);
+  auto pad = attrs.getInts("pad");
+  auto stride = attrs.getInts("stride");
+  auto dil = attrs.getInts("dilation");
+  if (!pad) return pad.takeError();
+  if (!stride) return stride.takeError();
+  if (!dil) return dil.takeError();
+  const TensorType &x = in[0], &w = in[1];
+  if (x.shape.size() != 4 || w.shape.size() != 4 || pad->size() != 4 || stride->size() != 2 || dil->size() != 2)
+    return fail(llvm::Twine(op) + ": need 4-D input and weights, pad[4], stride[2], dilation[2]");
+  ConvGeometry g;
+  g.N = x.shape[0], g.H = x.shape[1], g.W = x.shape[2], g.C = x.shape[3];
+  if (depthwise) {
+    g.KH = w.shape[0], g.KW = w.shape[1], g.F = w.shape[2] * w.shape[3];
+    if (w.shape[2] != g.C) return fail(llvm::Twine(op) + ": weight channels differ from input channels");
+  } else {
+    g.F = w.shape[0], g.KH = w.shape[1], g.KW = w.shape[2];
+    if (w.shape[3] != g.C) return fail(llvm::Twine(op) + ": weight channels differ from input channels");
+  }
+  g.pt = (*pad)[0], g.pb = (*pad)[1], g.pl = (*pad)[2], g.pr = (*pad)[3];
+  g.sh = (*stride)[0], g.sw = (*stride)[1], g.dh = (*dil)[0], g.dw = (*dil)[1];
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1) return fail(llvm::Twine(op) + ": stride and dilation must be >= 1");
+  g.OH = (g.H + g.pt + g.pb - (g.KH - 1) * g.dh - 1) / g.sh + 1;
+  g.OW = (g.W + g.pl + g.pr - (g.KW - 1) * g.dw - 1) / g.sw + 1;
+  if (g.OH <= 0 || g.OW <= 0) return fail(llvm::Twine(op) + ": the output would be empty");
+  if (in[2].numElements() != g.F && in[2].numElements() != 1)
+    return fail(llvm::Twine(op) + ": bias has " + llvm::Twine(in[2].numElements()) + " values for " +
+                llvm::Twine(g.F) + " output channels");
+  return g;
+}
+
+llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  auto g = convGeometry("tosa.conv2d", in, attrs, false);
+  if (!g) return g.takeError();
+  if (auto e = zeroPoints(attrs, {"input_zp", "weight_zp"}, "tosa.conv2d")) return std::move(e);
+  DType t = in[0].dtype;
+  if (t != in[1].dtype || (t != DType::f32 && t != DType::i8))
+    return fail("no tosa.conv2d kernel for " + std::string(dtypeName(t)));
+  DType out = t == DType::f32 ? DType::f32 : DType::i32;
+  if (in[2].dtype != out) return fail("tosa.conv2d: bias must be " + std::string(dtypeName(out)));
+  return std::vector<TensorType>{TensorType{out, {g->N, g->OH, g->OW, g->F}}};
+}
+
+llvm::Error conv2dCompute(const KernelArgs &k) {
+  ConvGeometry g = *convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
+  int64_t patch = g.KH * g.KW * g.C;
+  bool biasScalar = k.inputTypes[2].numElements() == 1;
+  if (k.inputTypes[0].dtype == DType::f32) {
+    const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
+    const float *bias = static_cast<const float *>(k.inputs[2]);
+    float *y = static_cast<float *>(k.outputs[0]);
+    Eigen::Map<const RowMat> Wm(w, g.F, patch);
+    parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
+      RowMat P(g.OW, patch);  // im2col of one output row
+      for (int64_t r = s; r < e; ++r) {
+        int64_t n = r / g.OH, oh = r % g.OH;
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          float *p = P.row(ow).data();
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+            for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
+              int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
+              else std::memcpy(p, x + ((n * g.H + ih) * g.W + iw) * g.C, size_t(g.C) * 4);
+            }
+          }
+        }
+        Eigen::Map<RowMat> Y(y + r * g.OW * g.F, g.OW, g.F);
+        Y.noalias() = P * Wm.transpose();
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          for (int64_t f = 0; f < g.F; ++f) Y(ow, f) += bias[biasScalar ? 0 : f];
+      }
+    });
+    return llvm::Error::success();
+  }
+  const int8_t *x = static_cast<const int8_t *>(k.inputs[0]), *w = static_cast<const int8_t *>(k.inputs[1]);
+  const int32_t *bias = static_cast<const int32_t *>(k.inputs[2]);
+  int32_t *y = static_cast<int32_t *>(k.outputs[0]);
+  parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      int64_t n = r / g.OH, oh = r % g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        for (int64_t f = 0; f < g.F; ++f) {
+          int32_t acc = bias[biasScalar ? 0 : f];
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+            if (ih < 0 || ih >= g.H) continue;
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+              if (iw < 0 || iw >= g.W) continue;
+              const int8_t *xp = x + ((n * g.H + ih) * g.W + iw) * g.C;
+              const int8_t *wp = w + ((f * g.KH + kh) * g.KW + kw) * g.C;
+              for (int64_t c = 0; c < g.C; ++c) acc += int32_t(xp[c]) * int32_t(wp[c]);
+            }
+          }
+          y[(r * g.OW + ow) * g.F + f] = acc;
+        }
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- depthwise conv2d ---------------------------------------------------------------
+llvm::Expected<std::vector<TensorType>> depthwiseShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  auto g = convGeometry("tosa.depthwise_conv2d", in, attrs, true);
+  if (!g) return g.takeError();
+  if (auto e = zeroPoints(attrs, {"input_zp", "weight_zp"}, "tosa.depthwise_conv2d")) return std::move(e);
+  if (in[0].dtype != DType::f32 || in[1].dtype != DType::f32 || in[2].dtype != DType::f32)
+    return fail("no tosa.depthwise_conv2d kernel for " + std::string(dtypeName(in[0].dtype)));
+  return std::vector<TensorType>{TensorType{DType::f32, {g->N, g->OH, g->OW, g->F}}};
+}
+
+llvm::Error depthwiseCompute(const KernelArgs &k) {
+  ConvGeometry g = *convGeometry("tosa.depthwise_conv2d", k.inputTypes, k.attrs, true);
+  int64_t M = k.inputTypes[1].shape[3];
+  const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
+  const float *bias = static_cast<const float *>(k.inputs[2]);
+  bool biasScalar = k.inputTypes[2].numElements() == 1;
+  float *y = static_cast<float *>(k.outputs[0]);
+  parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      int64_t n = r / g.OH, oh = r % g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        float *out = y + (r * g.OW + ow) * g.F;
+        for (int64_t f = 0; f < g.F; ++f) out[f] = bias[biasScalar ? 0 : f];
+        for (int64_t kh = 0; kh < g.KH; ++kh) {
+          int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+            if (iw < 0 || iw >= g.W) continue;
+            const float *xp = x + ((n * g.H + ih) * g.W + iw) * g.C;
+            const float *wp = w + (kh * g.KW + kw) * g.C * M;
+            for (int64_t c = 0; c < g.C; ++c)
+              for (int64_t m = 0; m < M; ++m) out[c * M + m] += xp[c] * wp[c * M + m];
+          }
+        }
+      }
+    }
+  });
+  return llvm::Error::success();
+}
+
+// --- pooling ----------------------------------------------------------------------
+template <bool IsMax>
+llvm::Expected<std::vector<TensorType>> poolShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
+  const char *op = IsMax ? "tosa.max_pool2d" : "tosa.avg_pool2d";
+  if (auto e = expectArity(op, in, 1)) return std::move(e);
+  if (!IsMax)
+    if (auto e = zeroPoints(attrs, {"input_zp", "output_zp"}, op)) return std::move(e);
+  auto kernel = attrs.getInts("kernel");
+  auto stride = attrs.getInts("stride");
+  auto pad = attrs.getInts("pad");
+  if (!kernel) return kernel.takeError();
+  if (!stride) return stride.takeError();
+  if (!pad) return pad.takeError();
+  if (in[0].shape.size() != 4 || in[0].dtype != DType::f32)
+    return fail(llvm::Twine("no ") + op + " kernel for tensor<" + in[0].str() + ">");
+  int64_t OH = (in[0].shape[1] + (*pad)[0] + (*pad)[1] - (*kernel)[0]) / (*stride)[0] + 1;
+  int64_t OW = (in[0].shape[2] + (*pad)[2] + (*pad)[3] - (*kernel)[1]) / (*stride)[1] + 1;
+  if (OH <= 0 || OW <= 0) return fail(llvm::Twine(op) + ": the output would be empty");
+  return std::vector<TensorType>{TensorType{DType::f32, {in[0].shape[0], OH, OW, in[0].shape[3]}}};
+}
+
+template <bool IsMax> llvm::Error poolCompute(const KernelArgs &a) {
+  auto kernel = *a.attrs.getInts("kernel");
+  auto stride = *a.attrs.getInts("stride");
+  auto pad = *a.attrs.getInts("pad");
+  const TensorType &t = a.inputTypes[0], &o = a.outputTypes[0];
+  int64_t H = t.shape[1], W = t.shape[2], C = t.shape[3], OH = o.shape[1], OW = o.shape[2];
+  const float *x = static_cast<const float *>(a.inputs[0]);
+  float *y = static_cast<float *>(a.outputs[0]);
+  parallel(a.executor, o.shape[0] * OH, 1, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      int64_t n = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float *out = y + (r * OW + ow) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = IsMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+        int64_t count = 0;
+        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
+          int64_t ih = oh * stride[0] - pad[0] + kh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+            int64_t iw = ow * stride[1] - pad[2] + kw;
+            if (iw < 0 || iw >= W) continue;
+            ++count;
+            const float *xp = x + ((n * H + ih) * W + iw) * C;
+            for (int64_t c = 0; c < C; ++c) out[c] = IsMax ? std::max(out[c], xp[c]) : out[c] + xp[c];
+          }
+        }
+        if (!IsMax)  // TOSA averages over the elements inside the input (padding excluded)
+          for (int64_t c = 0; c < C; ++c) out[c] /= float(std::max<int64_t>(count, 1));
+      }
+    }
+  });
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+void registerNNKernels(KernelRegistry &r) {
+  r.add({"tosa.matmul", "matmul_cpu_eigen", &matmulShape, &matmulCompute});
+  r.add({"tosa.conv2d", "conv2d_cpu_im2col_eigen", &conv2dShape, &conv2dCompute});
+  r.add({"tosa.depthwise_conv2d", "depthwise_conv2d_cpu", &depthwiseShape, &depthwiseCompute});
+  r.add({"tosa.max_pool2d", "max_pool2d_cpu", &poolShape<true>, &poolCompute<true>});
+  r.add({"tosa.avg_pool2d", "avg_pool2d_cpu", &poolShape<false>, &poolCompute<false>});
+}
+
+}  // namespace kiln::kernels

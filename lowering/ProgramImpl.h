@@ -1,0 +1,135 @@
+// Internals shared by Program.cpp and Partition.cpp (not a public header).
+#pragma once
+
+#include "lowering/Program.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <optional>
+
+namespace kiln::lowering {
+using namespace mlir;
+
+
+using Clock = std::chrono::steady_clock;
+inline double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+inline std::string locationString(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return (f.getFilename().strref() + ":" + llvm::Twine(f.getLine()) + ":" +
+            llvm::Twine(f.getColumn()))
+        .str();
+  if (auto n = dyn_cast<NameLoc>(loc)) return locationString(n.getChildLoc());
+  if (auto c = dyn_cast<CallSiteLoc>(loc)) return locationString(c.getCallee());
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    if (!f.getLocations().empty()) return locationString(f.getLocations().front());
+  return "<unknown location>";
+}
+
+inline std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+inline std::optional<DType> toDType(Type t) {
+  if (t.isF32()) return DType::f32;
+  if (t.isF16()) return DType::f16;
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF64()) return DType::f64;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.isUnsigned()) return i.getWidth() == 8 ? std::optional(DType::u8) : std::nullopt;
+    switch (i.getWidth()) {
+    case 64: return DType::i64;
+    case 32: return DType::i32;
+    case 16: return DType::i16;
+    case 8: return DType::i8;
+    case 1: return DType::i1;
+    default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Converts a tensor type; returns an explanation on failure.
+inline std::optional<TensorType> toTensorType(Type t, std::string &why) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (!rt) {
+    why = "type " + typeString(t) + " is not a ranked tensor";
+    return std::nullopt;
+  }
+  auto dt = toDType(rt.getElementType());
+  if (!dt) {
+    why = "element type " + typeString(rt.getElementType()) + " is not supported";
+    return std::nullopt;
+  }
+  TensorType out;
+  out.dtype = *dt;
+  for (int64_t d : rt.getShape()) out.shape.push_back(ShapedType::isDynamic(d) ? kDynamic : d);
+  return out;
+}
+
+inline std::string argumentName(func::FuncOp fn, unsigned i) {
+  if (auto s = fn.getArgAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
+  if (auto path = fn.getArgAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
+    if (!path.empty())
+      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
+  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
+    if (auto inputs = entry.getAs<StringAttr>("inputs")) {
+      SmallVector<StringRef> names;
+      inputs.getValue().split(names, ',');
+      if (i < names.size()) return names[i].trim().str();
+    }
+  return "";
+}
+
+inline std::string stripAnchor(StringRef pipeline) {
+  StringRef body = pipeline;
+  if (body.consume_front("builtin.module(")) body = body.drop_back();
+  return body.str();
+}
+
+
+struct SpecializedFunction::Impl {
+  OwningOpRef<ModuleOp> module;
+};
+
+struct Program::Impl {
+  std::shared_ptr<MLIRContext> ctx;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::vector<FunctionSignature> functions;
+  std::mutex mu;
+  llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
+  uint64_t pipelineRuns = 0;                      // specializations + lowerings
+
+  /// Runs `body` with MLIR diagnostics captured; on failure the error says
+  /// `what` failed and lists the diagnostics with their source locations.
+  template <typename F> llvm::Error diagnose(llvm::StringRef what, F &&body) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
+    if (succeeded(body())) return llvm::Error::success();
+    std::string msg = text;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    if (msg.empty()) msg = "(no diagnostic was emitted)";
+    return llvm::createStringError("%s:\n%s", what.str().c_str(), msg.c_str());
+  }
+
+  llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
+};
+
+
+}  // namespace kiln::lowering
