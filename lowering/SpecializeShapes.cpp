@@ -113,6 +113,24 @@ LogicalResult fixResultTypes(func::FuncOp fn, StringRef originalName) {
   return success();
 }
 
+/// Replaces casts that only forget static shape information by their source
+/// where every user is a TOSA op (TOSA ops take more static operands and
+/// re-infer their results). Returns whether anything changed.
+bool stripShapeErasingCasts(func::FuncOp fn) {
+  bool changed = false;
+  fn.walk([&](tensor::CastOp cast) {
+    auto src = dyn_cast<RankedTensorType>(cast.getSource().getType());
+    if (!src || !src.hasStaticShape() || cast.getType() == src) return;
+    if (!llvm::all_of(cast->getUsers(), [](Operation *u) {
+          return u->getDialect() && isa<tosa::TosaDialect>(u->getDialect());
+        }))
+      return;
+    cast.getResult().replaceAllUsesWith(cast.getSource());
+    changed = true;
+  });
+  return changed;
+}
+
 struct KilnSpecializeShapesPass
     : public impl::KilnSpecializeShapesBase<KilnSpecializeShapesPass> {
   using Base::Base;
@@ -137,6 +155,14 @@ struct KilnSpecializeShapesPass
             "inline,symbol-dce,func.func(tosa-infer-shapes),canonicalize,cse", pm)) ||
         failed(runPipeline(pm, module)))
       return signalPassFailure();
+    // Shape-erasing casts in the source graph hide static shapes from TOSA
+    // users; drop them and infer again until every type is static.
+    for (int round = 0; round < 4 && stripShapeErasingCasts(fn); ++round) {
+      OpPassManager again("builtin.module");
+      if (failed(parsePassPipeline("func.func(tosa-infer-shapes),canonicalize,cse", again)) ||
+          failed(runPipeline(again, module)))
+        return signalPassFailure();
+    }
     if (failed(fixResultTypes(fn, function))) return signalPassFailure();
     OpPassManager cleanup("builtin.module");
     if (failed(parsePassPipeline("canonicalize,cse", cleanup)) ||

@@ -1,0 +1,207 @@
+// Per-op placement: toggling an op between JIT and kernel changes where it
+// runs and never what it computes; ops without a lowering run on kernels;
+// a cluster whose compilation fails falls back to kernels.
+#include "cache/CompileCache.h"
+#include "jit/Compiler.h"
+#include "kernels/KernelRegistry.h"
+#include "tests/TestRuntime.h"
+#include "tools/models/BuiltinModels.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include <random>
+
+using namespace kiln;
+
+namespace {
+
+std::unique_ptr<Runtime> runtimeWith(const std::string &modes,
+                                     std::set<std::string> failClustersWith = {}) {
+  RuntimeOptions o;
+  o.cacheMode = cache::CacheMode::kOff;
+  if (!modes.empty()) o.placement = llvm::cantFail(lowering::parseOpModes(modes));
+  o.placement.failClustersWith = std::move(failClustersWith);
+  return llvm::cantFail(Runtime::create(o));
+}
+
+Tensor input(std::vector<int64_t> shape, unsigned seed) {
+  Tensor t = Tensor::empty(DType::f32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+struct Result {
+  std::vector<Tensor> outputs;
+  std::string placement;
+  jit::CompileStats stats;
+};
+
+Result runModel(Runtime &rt, const std::string &mlir, const std::string &fn, std::vector<Tensor> inputs) {
+  Result r;
+  auto m = KILN_TAKE(rt.loadModule(mlir, "model"));
+  if (!m) return r;
+  r.outputs = KILN_TAKE(m->call(fn, inputs));
+  std::vector<TensorType> types;
+  for (auto &t : inputs) types.push_back(t.type());
+  auto c = KILN_TAKE(m->compile(fn, types));
+  if (c) {
+    r.placement = c->placementSummary();
+    r.stats = c->stats;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(Placement, ModelsGiveTheSameOutputsOnJitKernelsAndMixed) {
+  for (const char *name : {"mlp", "cnn"}) {
+    const auto *model = models::findBuiltinModel(name);
+    Tensor x = std::string(name) == "mlp" ? input({5, 64}, 1) : input({1, 16, 16, 3}, 2);
+    auto jitRt = runtimeWith("*=jit");
+    auto kernelRt = runtimeWith("*=kernel");
+    auto mixedRt = runtimeWith("tosa.matmul=kernel,tosa.conv2d=kernel,tosa.exp=kernel");
+    Result a = runModel(*jitRt, model->mlir, "main", {x});
+    Result b = runModel(*kernelRt, model->mlir, "main", {x});
+    Result c = runModel(*mixedRt, model->mlir, "main", {x});
+    ASSERT_EQ(a.outputs.size(), 1u);
+    ASSERT_EQ(b.outputs.size(), 1u);
+    ASSERT_EQ(c.outputs.size(), 1u);
+    EXPECT_TRUE(test::allClose(test::asDoubles(b.outputs[0]), test::asDoubles(a.outputs[0]), 1e-5, 1e-6)) << name;
+    EXPECT_TRUE(test::allClose(test::asDoubles(c.outputs[0]), test::asDoubles(a.outputs[0]), 1e-5, 1e-6)) << name;
+    EXPECT_NE(a.placement.find("JIT in 1 kernel, 0 handwritten"), std::string::npos) << a.placement;
+    EXPECT_NE(b.placement.find(": 0 JIT in 0 kernels"), std::string::npos) << b.placement;
+    EXPECT_NE(c.placement.find("tosa.exp x1: mode=kernel"), std::string::npos) << c.placement;
+  }
+}
+
+TEST(Placement, SummaryCountsOpsClustersAndReasons) {
+  auto rt = runtimeWith("tosa.matmul=kernel");
+  Result r = runModel(*rt, models::findBuiltinModel("mlp")->mlir, "main", {input({2, 64}, 3)});
+  // mlp: reshape, matmul, add, clamp, matmul, add, reshape, softmax (6 ops) = 13 ops;
+  // the two matmuls split the JIT ops into three clusters.
+  EXPECT_EQ(r.placement.substr(0, r.placement.find('\n')),
+            "13 ops: 11 JIT in 3 kernels, 2 handwritten (tosa.matmul x2: mode=kernel)");
+}
+
+TEST(Placement, OpWithoutLoweringRunsOnItsKernel) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %y = tosa.add %x, %x : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g = tosa.custom %y {operator_name = "gelu", domain_name = "kiln", implementation_attrs = ""} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %z = tosa.exp %g : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %z : tensor<2x8xf32>
+}
+)mlir";
+  Tensor x = input({2, 8}, 4);
+  Result r = runModel(test::sharedRuntime(), mlir, "main", {x});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.placement, "3 ops: 2 JIT in 2 kernels, 1 handwritten (tosa.custom:kiln.gelu x1: no lowering)");
+  for (int i = 0; i < 16; ++i) {
+    double v = 2.0 * x.data<float>()[i];
+    double want = std::exp(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    EXPECT_NEAR(r.outputs[0].data<float>()[i], want, 1e-5 * want);
+  }
+}
+
+TEST(Placement, FailedClusterCompileFallsBackToKernels) {
+  auto rt = runtimeWith("", {"tosa.exp"});  // compiling any cluster with tosa.exp fails
+  Tensor x = input({1, 6, 6, 2}, 5);
+  auto m = KILN_TAKE(rt->loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
+  ASSERT_TRUE(m);
+  auto out = KILN_TAKE(m->call("predict", {x}));
+  auto fn = KILN_TAKE(m->compile("predict", {x.type()}));
+  ASSERT_TRUE(fn);
+  EXPECT_EQ(fn->stats.jitFallbacks, 1);
+  ASSERT_EQ(fn->stats.warnings.size(), 1u);
+  EXPECT_NE(fn->stats.warnings[0].find("JIT compilation of cluster0"), std::string::npos) << fn->stats.warnings[0];
+  EXPECT_NE(fn->stats.warnings[0].find("fall back to handwritten kernels"), std::string::npos);
+  EXPECT_NE(fn->placementSummary().find("JIT compile failed"), std::string::npos) << fn->placementSummary();
+  // Same numbers as the all-JIT compile.
+  auto m2 = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
+  auto want = KILN_TAKE(m2->call("predict", {x}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want[0]), 1e-5, 1e-6));
+}
+
+TEST(Placement, OpModesAreParsedAndKeyTheCache) {
+  auto bad = lowering::parseOpModes("tosa.conv2d=fast");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("mode 'fast' is not jit, kernel or auto"), std::string::npos);
+  auto bad2 = lowering::parseOpModes("conv2d=kernel");
+  ASSERT_FALSE(bool(bad2));
+  EXPECT_NE(llvm::toString(bad2.takeError()).find("not an op name"), std::string::npos);
+  auto ok = llvm::cantFail(lowering::parseOpModes(" tosa.gather=jit , *=kernel "));
+  EXPECT_EQ(ok.canonical(), "*=kernel,tosa.gather=jit");
+  EXPECT_EQ(ok.modeFor("tosa.gather"), lowering::OpMode::kJit);
+  EXPECT_EQ(ok.modeFor("tosa.add"), lowering::OpMode::kKernel);
+
+  auto a = runtimeWith("");
+  auto b = runtimeWith("tosa.matmul=kernel");
+  const std::string mlp = models::findBuiltinModel("mlp")->mlir;
+  auto ma = KILN_TAKE(a->loadModule(mlp, "mlp"));
+  auto mb = KILN_TAKE(b->loadModule(mlp, "mlp"));
+  auto ka = KILN_TAKE(ma->cacheKey("main", {TensorType{DType::f32, {1, 64}}}));
+  auto kb = KILN_TAKE(mb->cacheKey("main", {TensorType{DType::f32, {1, 64}}}));
+  EXPECT_EQ(ka.firstDifference(kb), "op_modes");
+}
+
+TEST(Placement, MixedPlansRoundTripThroughTheDiskCache) {
+  llvm::SmallString<128> dir;
+  llvm::sys::fs::createUniqueDirectory("kiln-placement", dir);
+  auto make = [&] {
+    RuntimeOptions o;
+    o.cacheDir = dir.str().str();
+    o.cacheMode = cache::CacheMode::kReadWrite;
+    o.placement = llvm::cantFail(lowering::parseOpModes("tosa.conv2d=kernel"));
+    return llvm::cantFail(Runtime::create(o));
+  };
+  Tensor x = input({1, 16, 16, 3}, 6);
+  const std::string cnn = models::findBuiltinModel("cnn")->mlir;
+  std::vector<Tensor> cold;
+  {
+    auto rt = make();
+    auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+    cold = KILN_TAKE(m->call("main", {x}));
+  }
+  auto rt = make();
+  auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+  auto warm = KILN_TAKE(m->call("main", {x}));
+  EXPECT_EQ(m->pipelineRuns(), 0u);
+  EXPECT_EQ(rt->compileCache().stats().diskHits, 1u);
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  EXPECT_NE(fn->placementSummary().find("tosa.conv2d x2: mode=kernel"), std::string::npos);
+  ASSERT_EQ(warm.size(), 1u);
+  EXPECT_EQ(0, std::memcmp(warm[0].rawData(), cold[0].rawData(), cold[0].byteSize()));
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(Kernels, ShapeFunctionsRejectBadUsesWithClearMessages) {
+  HostExecutor ex(1);
+  kernels::AttrMap none;
+  auto r = kernels::runKernel("tosa.add", {Tensor::empty(DType::f32, {2, 3}), Tensor::empty(DType::f32, {2, 4})},
+                              none, ex);
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("tosa.add: dimension 1 is 3 in one operand and 4 in another"),
+            std::string::npos);
+  auto r2 = kernels::runKernel("tosa.matmul", {Tensor::empty(DType::f32, {1, 2, 3}), Tensor::empty(DType::f32, {1, 4, 5})},
+                               none, ex);
+  ASSERT_FALSE(bool(r2));
+  EXPECT_NE(llvm::toString(r2.takeError()).find("need [N,H,C] x [N,C,W]"), std::string::npos);
+  auto r3 = kernels::runKernel("tosa.nope", {}, none, ex);
+  ASSERT_FALSE(bool(r3));
+  EXPECT_NE(llvm::toString(r3.takeError()).find("no handwritten kernel for 'tosa.nope'"), std::string::npos);
+  kernels::AttrMap axis;
+  axis.set("axis", int64_t(5));
+  auto r4 = kernels::runKernel("tosa.reduce_sum", {Tensor::empty(DType::f32, {2, 3})}, axis, ex);
+  ASSERT_FALSE(bool(r4));
+  EXPECT_NE(llvm::toString(r4.takeError()).find("axis 5 out of range for rank 2"), std::string::npos);
+  // Gather indices out of range: an error, not a crash.
+  std::vector<int32_t> idx = {0, 7};
+  auto r5 = kernels::runKernel("tosa.gather",
+                               {Tensor::empty(DType::f32, {1, 3, 2}), Tensor::fromVector<int32_t>(DType::i32, {1, 2}, idx)},
+                               none, ex);
+  ASSERT_FALSE(bool(r5));
+  EXPECT_NE(llvm::toString(r5.takeError()).find("index 7 at [0, 1] is outside [0, 3)"), std::string::npos);
+}
