@@ -45,6 +45,9 @@ public:
   std::vector<llvm::SmallVector<char, 0>> objects;  // ELF objects of the JIT steps
   std::shared_ptr<Executable> executable;
 
+  /// The entry point of plan step `step` (null for kernel steps).
+  EntryFn directEntry(size_t step) const { return step < entries_.size() ? entries_[step] : nullptr; }
+
   /// "N ops: A JIT in K kernels, B handwritten (...)"
   const std::string &placementSummary() const { return plan.summary; }
 

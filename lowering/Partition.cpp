@@ -1,5 +1,6 @@
 //===- Partition.cpp - place ops on JIT or kernels, outline JIT clusters --===//
 #include "lowering/Partition.h"
+#include "lowering/EmitTosa.h"
 #include "lowering/Passes.h"
 #include "lowering/ProgramImpl.h"
 
@@ -112,31 +113,6 @@ std::string kernelKey(Operation *op) {
   return op->getName().getStringRef().str();
 }
 
-/// ODS operand names of ops with constant-only operands, in order.
-const std::vector<std::string> *operandNames(llvm::StringRef op) {
-  static const std::map<std::string, std::vector<std::string>, std::less<>> names = {
-      {"tosa.mul", {"input1", "input2", "shift"}},
-      {"tosa.conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.depthwise_conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.conv3d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.transpose_conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.matmul", {"a", "b", "a_zp", "b_zp"}},
-      {"tosa.avg_pool2d", {"input", "input_zp", "output_zp"}},
-      {"tosa.negate", {"input1", "input1_zp", "output_zp"}},
-      {"tosa.reshape", {"input1", "shape"}},
-      {"tosa.slice", {"input1", "start", "size"}},
-      {"tosa.pad", {"input1", "padding", "pad_const"}},
-      {"tosa.tile", {"input1", "multiples"}},
-  };
-  auto it = names.find(op);
-  return it == names.end() ? nullptr : &it->second;
-}
-
-bool foldedOperand(llvm::StringRef name) {
-  return name == "shift" || name.ends_with("_zp") || name == "shape" || name == "start" ||
-         name == "size" || name == "padding" || name == "pad_const" || name == "multiples";
-}
-
 std::optional<kernels::Attr> toKernelAttr(Attribute a) {
   if (auto b = dyn_cast<BoolAttr>(a)) return int64_t(b.getValue());
   if (auto i = dyn_cast<IntegerAttr>(a)) {
@@ -192,10 +168,10 @@ KernelView kernelView(Operation *op) {
       if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
   for (NamedAttribute a : op->getDiscardableAttrs())
     if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
-  const auto *names = operandNames(op->getName().getStringRef());
+  const auto *names = tosaOperandNames(op->getName().getStringRef());
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     std::string name = names && i < names->size() ? (*names)[i] : "";
-    if (!name.empty() && foldedOperand(name)) {
+    if (!name.empty() && isFoldedOperand(name)) {
       auto folded = foldConstant(operand);
       if (!folded) {
         v.whyNot = "operand '" + name + "' is not a constant";

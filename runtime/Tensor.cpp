@@ -43,11 +43,22 @@ llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic) {
   return shape;
 }
 
-llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
-  size_t rounded = llvm::alignTo(bytes ? bytes : 1, kBufferAlignment);
-  void *p = std::aligned_alloc(kBufferAlignment, rounded);
+static_assert(sizeof(Buffer) <= kBufferAlignment, "the buffer header must fit in one alignment unit");
+
+void *Buffer::operator new(size_t bytes) {
+  void *p = std::malloc(bytes);
   if (!p) llvm::report_bad_alloc_error("kiln: out of host memory");
-  return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(p, bytes, true, nullptr));
+  return p;
+}
+void Buffer::operator delete(void *p) { std::free(p); }
+
+llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
+  size_t rounded = llvm::alignTo(kBufferAlignment + (bytes ? bytes : 1), kBufferAlignment);
+  void *block = std::aligned_alloc(kBufferAlignment, rounded);
+  if (!block) llvm::report_bad_alloc_error("kiln: out of host memory");
+  // The header lives in the block's first 64 bytes; the data follows.
+  Buffer *b = ::new (block) Buffer(static_cast<char *>(block) + kBufferAlignment, bytes, true, nullptr);
+  return llvm::IntrusiveRefCntPtr<Buffer>(b);
 }
 
 llvm::IntrusiveRefCntPtr<Buffer> Buffer::wrap(void *data, size_t bytes,
@@ -55,9 +66,7 @@ llvm::IntrusiveRefCntPtr<Buffer> Buffer::wrap(void *data, size_t bytes,
   return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(data, bytes, false, std::move(keepAlive)));
 }
 
-Buffer::~Buffer() {
-  if (owned_) std::free(data_);
-}
+Buffer::~Buffer() = default;  // owned data shares the header's block, freed by operator delete
 
 bool TensorType::isStatic() const {
   for (int64_t d : shape)

@@ -51,6 +51,11 @@ public:
   size_t size() const { return size_; }
   bool ownsMemory() const { return owned_; }
 
+  // Buffers are malloc-allocated: allocate() puts the header and the data in
+  // one 64-byte-aligned block (one allocation per tensor).
+  static void *operator new(size_t bytes);
+  static void operator delete(void *p);
+
 private:
   Buffer(void *data, size_t size, bool owned, std::shared_ptr<const void> keepAlive)
       : data_(data), size_(size), owned_(owned), keepAlive_(std::move(keepAlive)) {}

@@ -1,0 +1,33 @@
+// Writes one TOSA op as MLIR text (generic form) from its registry name,
+// operand values/types, kernel-style attributes and result types: the inverse
+// of the kernel view the partitioner takes of an op. Eager JIT dispatch
+// (single-op graphs) and eager tracing (captured graphs) use it, so a traced
+// graph, an eager op and a graph op all mean the same thing.
+#pragma once
+
+#include "kernels/KernelRegistry.h"
+#include "runtime/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::lowering {
+
+/// Appends `%<results...> = "tosa.op"(operands, constants) <{props}> : (...) -> (...)`
+/// (plus constant ops for folded operands such as shapes and zero points).
+/// `prefix` makes the SSA names of helper constants unique.
+llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std::string> operands,
+                       llvm::ArrayRef<TensorType> operandTypes, const kernels::AttrMap &attrs,
+                       llvm::ArrayRef<std::string> results, llvm::ArrayRef<TensorType> resultTypes,
+                       llvm::StringRef prefix);
+
+/// "tensor<1x8xf32>"
+std::string mlirTensorType(const TensorType &t);
+
+/// ODS operand names of ops whose operands include compile-time constants
+/// (shift, zero points, shapes, padding...), in operand order; null if none.
+const std::vector<std::string> *tosaOperandNames(llvm::StringRef op);
+/// Whether an operand with this name is folded into attributes.
+bool isFoldedOperand(llvm::StringRef name);
+
+}  // namespace kiln::lowering

@@ -1,0 +1,575 @@
+#include "runtime/Eager.h"
+
+#include "jit/Compiler.h"
+#include "lowering/EmitTosa.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cfloat>
+#include <cstring>
+
+namespace kiln::eager {
+namespace {
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+uint64_t hashBytes(uint64_t h, llvm::StringRef s) {
+  for (char c : s) h = mix(h, uint64_t(uint8_t(c)));
+  return h;
+}
+
+uint64_t hashAttrs(const kernels::AttrMap &attrs) {
+  uint64_t h = 0x51ed2701u;
+  for (const auto &[k, v] : attrs.all()) {
+    h = hashBytes(h, k);
+    if (auto *i = std::get_if<int64_t>(&v)) h = mix(h, uint64_t(*i));
+    else if (auto *d = std::get_if<double>(&v)) {
+      uint64_t bits;
+      std::memcpy(&bits, d, 8);
+      h = mix(h, bits);
+    } else if (auto *s = std::get_if<std::string>(&v)) h = hashBytes(h, *s);
+    else
+      for (int64_t x : std::get<std::vector<int64_t>>(v)) h = mix(h, uint64_t(x));
+  }
+  return h;
+}
+
+std::string typesText(llvm::ArrayRef<EagerTensor> inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    s += (i ? ", " : "") + (inputs[i].type().shape.empty() && inputs[i].isError() ? std::string("<error>")
+                                                                                   : "tensor<" + inputs[i].type().str() + ">");
+  return s;
+}
+
+/// The concrete tensor of a ready input, or null.
+const Tensor *readyTensor(const EagerTensor &t, const Tensor &ready, const AsyncValueRef<Tensor> &pending) {
+  if (ready.valid()) return &ready;
+  if (pending && pending->isConcrete()) return &pending->get();
+  return nullptr;
+}
+
+}  // namespace
+
+struct Context::Counters {
+  std::atomic<uint64_t> dispatches{0}, hits{0}, misses{0}, inlineRuns{0}, executorRuns{0}, jitOps{0};
+};
+
+struct Context::Entry {
+  uint64_t key = 0, attrHash = 0;
+  llvm::SmallVector<TensorType, 4> inputTypes;
+  kernels::AttrMap attrs;
+  TensorType outType;
+  const kernels::KernelDef *kernel = nullptr;  // kernel path
+  std::unique_ptr<Module> module;              // JIT path: the single-op graph
+  std::shared_ptr<const jit::CompiledFunction> jit;
+  jit::CompiledFunction::EntryFn direct = nullptr;  // JIT code callable with (inputs..., output)
+};
+
+struct OpHandle::Impl {
+  std::string name;
+  const kernels::KernelDef *kernel = nullptr;
+  bool jit = false;
+  static constexpr size_t kSlots = 64;
+  std::array<std::atomic<Context::Entry *>, kSlots> slots{};
+  std::vector<std::unique_ptr<Context::Entry>> owned;  // under Context::insertMu_
+};
+
+struct Context::Trace {
+  struct Node {
+    std::string op;
+    kernels::AttrMap attrs;
+    std::vector<int> inputs;
+    int output;
+  };
+  std::vector<TensorType> types;         // by value id
+  std::vector<std::pair<int, Tensor>> constants;
+  std::vector<Node> nodes;
+  size_t numArgs = 0;
+};
+
+llvm::Expected<Tensor> EagerTensor::value() const {
+  if (!error_.empty()) return llvm::createStringError("%s", error_.c_str());
+  if (ready_.valid()) return ready_;
+  if (pending_) return pending_.awaitValue();
+  if (traceId_ >= 0)
+    return llvm::createStringError("a symbolic tensor (being traced) has no value; call the traced function");
+  return llvm::createStringError("empty EagerTensor");
+}
+
+Context::Context(Runtime &runtime) : runtime_(runtime), counters_(std::make_unique<Counters>()) {
+  for (const std::string &name : kernels::registry().ops()) {
+    auto impl = std::make_unique<OpHandle::Impl>();
+    impl->name = name;
+    impl->kernel = kernels::registry().lookup(name);
+    // Eager runs kernels (the thin path) unless the op is set to JIT.
+    impl->jit = runtime.options().placement.modeFor(name) == lowering::OpMode::kJit;
+    ops_[name] = std::move(impl);
+  }
+  add_ = op("tosa.add"), sub_ = op("tosa.sub"), mul_ = op("tosa.mul"), maximum_ = op("tosa.maximum");
+  exp_ = op("tosa.exp"), tanh_ = op("tosa.tanh"), sigmoid_ = op("tosa.sigmoid");
+  reciprocal_ = op("tosa.reciprocal"), clamp_ = op("tosa.clamp"), matmul_ = op("tosa.matmul");
+  conv2d_ = op("tosa.conv2d"), maxPool2d_ = op("tosa.max_pool2d"), reduceSum_ = op("tosa.reduce_sum");
+  reduceMax_ = op("tosa.reduce_max"), transpose_ = op("tosa.transpose"), reshape_ = op("tosa.reshape");
+}
+
+Context::~Context() = default;
+
+EagerStats Context::stats() const {
+  EagerStats s;
+  s.dispatches = counters_->dispatches, s.hits = counters_->hits, s.misses = counters_->misses;
+  s.inlineRuns = counters_->inlineRuns, s.executorRuns = counters_->executorRuns, s.jitOps = counters_->jitOps;
+  return s;
+}
+
+OpHandle Context::op(llvm::StringRef name) {
+  auto it = ops_.find(name);
+  return OpHandle{it == ops_.end() ? nullptr : it->second.get()};
+}
+
+EagerTensor Context::fail(llvm::StringRef op, llvm::ArrayRef<EagerTensor> inputs, const std::string &why) const {
+  EagerTensor t;
+  t.error_ = "kiln eager: " + op.str() + "(" + typesText(inputs) + "): " + why;
+  return t;
+}
+
+Context::Entry *Context::lookup(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs,
+                                uint64_t attrHash) const {
+  for (size_t probe = 0; probe < OpHandle::Impl::kSlots; ++probe) {
+    Entry *e = op.slots[(key + probe) % OpHandle::Impl::kSlots].load(std::memory_order_acquire);
+    if (!e) return nullptr;
+    if (e->key != key || e->attrHash != attrHash || e->inputTypes.size() != inputs.size()) continue;
+    bool same = true;
+    for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i].type();
+    if (same) return e;
+  }
+  return nullptr;
+}
+
+llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs,
+                                                 uint64_t attrHash, kernels::AttrMap attrs) {
+  std::lock_guard<std::mutex> lock(insertMu_);
+  if (Entry *e = lookup(op, key, inputs, attrHash)) return e;
+  for (auto &e : op.owned)  // entries that did not fit the table
+    if (e->key == key && e->attrHash == attrHash && e->inputTypes.size() == inputs.size()) {
+      bool same = true;
+      for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i].type();
+      if (same) return e.get();
+    }
+  auto entry = std::make_unique<Entry>();
+  entry->key = key;
+  entry->attrHash = attrHash;
+  for (const EagerTensor &t : inputs) entry->inputTypes.push_back(t.type());
+  entry->attrs = std::move(attrs);
+  std::vector<TensorType> inTypes(entry->inputTypes.begin(), entry->inputTypes.end());
+  // The same shape function graph placement checks.
+  auto outs = op.kernel->shape(inTypes, entry->attrs);
+  if (!outs) return outs.takeError();
+  if (outs->size() != 1) return llvm::createStringError("eager dispatch supports single-result ops");
+  entry->outType = (*outs)[0];
+  if (op.jit) {
+    // A single-op graph, compiled (and disk-cached) like any model.
+    std::string text = "func.func @main(";
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inTypes.size(); ++i) {
+      names.push_back("%a" + std::to_string(i));
+      text += (i ? ", " : "") + names.back() + ": " + lowering::mlirTensorType(inTypes[i]);
+    }
+    text += ") -> " + lowering::mlirTensorType(entry->outType) + " {\n";
+    if (auto err = lowering::emitTosaOp(text, op.name, names, inTypes, entry->attrs, {"%r"}, {entry->outType}, "c"))
+      return std::move(err);
+    text += "  return %r : " + lowering::mlirTensorType(entry->outType) + "\n}\n";
+    auto module = runtime_.loadModule(text, "eager:" + op.name);
+    if (!module) return module.takeError();
+    auto fn = (*module)->compile("main", inTypes);
+    if (!fn) return fn.takeError();
+    entry->module = std::move(*module);
+    entry->jit = *fn;
+    const jit::ExecPlan &plan = entry->jit->plan;
+    bool simple = plan.steps.size() == 1 && plan.steps[0].jit && plan.results.size() == 1 &&
+                  plan.steps[0].outputs.size() == 1 && plan.steps[0].outputs[0] == plan.results[0] &&
+                  plan.steps[0].inputs.size() == inTypes.size();
+    for (size_t i = 0; simple && i < inTypes.size(); ++i)
+      simple = plan.values[plan.steps[0].inputs[i]].kind == jit::ExecPlan::Value::kInput &&
+               plan.values[plan.steps[0].inputs[i]].index == int(i);
+    if (simple) entry->direct = entry->jit->directEntry(0);
+    counters_->jitOps++;
+  } else {
+    entry->kernel = op.kernel;
+  }
+  Entry *raw = entry.get();
+  bool placed = false;
+  for (size_t probe = 0; probe < OpHandle::Impl::kSlots && !placed; ++probe) {
+    auto &slot = op.slots[(key + probe) % OpHandle::Impl::kSlots];
+    if (!slot.load(std::memory_order_relaxed)) {
+      slot.store(raw, std::memory_order_release);
+      placed = true;
+    }
+  }
+  op.owned.push_back(std::move(entry));
+  return raw;
+}
+
+EagerTensor Context::execute(llvm::StringRef name, llvm::ArrayRef<EagerTensor> inputs,
+                             const kernels::AttrMap &attrs) {
+  OpHandle h = op(name);
+  if (!h.impl)
+    return fail(name, inputs, "unknown op (eager ops are the ones with handwritten kernels: " +
+                                  llvm::join(kernels::registry().ops(), ", ") + ")");
+  return execute(h, inputs, attrs);
+}
+
+EagerTensor Context::execute(OpHandle h, llvm::ArrayRef<EagerTensor> inputs, const kernels::AttrMap &attrs) {
+  if (!h.impl) return fail("<unknown op>", inputs, "invalid op handle");
+  return dispatch(*h.impl, inputs, hashAttrs(attrs), [&] { return attrs; });
+}
+
+EagerTensor Context::record(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, kernels::AttrMap attrs) {
+  Trace &t = *trace_;
+  std::vector<TensorType> types;
+  Trace::Node node;
+  for (const EagerTensor &in : inputs) {
+    types.push_back(in.type());
+    if (in.traceId_ >= 0) {
+      node.inputs.push_back(in.traceId_);
+      continue;
+    }
+    auto v = in.value();  // a concrete tensor used while tracing becomes a constant
+    if (!v) return fail(op.name, inputs, llvm::toString(v.takeError()));
+    int id = int(t.types.size());
+    t.types.push_back(v->type());
+    t.constants.push_back({id, *v});
+    node.inputs.push_back(id);
+  }
+  auto outs = op.kernel->shape(types, attrs);
+  if (!outs) return fail(op.name, inputs, llvm::toString(outs.takeError()));
+  node.op = op.name;
+  node.attrs = std::move(attrs);
+  node.output = int(t.types.size());
+  t.types.push_back((*outs)[0]);
+  t.nodes.push_back(std::move(node));
+  EagerTensor r;
+  r.type_ = (*outs)[0];
+  r.traceId_ = t.nodes.back().output;
+  return r;
+}
+
+EagerTensor Context::dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, uint64_t attrHash,
+                              llvm::function_ref<kernels::AttrMap()> makeAttrs) {
+  counters_->dispatches.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].error_.empty())
+      return fail(op.name, inputs, "input " + std::to_string(i) + " failed: " + inputs[i].error_);
+  if (trace_) return record(op, inputs, makeAttrs());
+
+  uint64_t key = attrHash;
+  for (const EagerTensor &t : inputs) {
+    key = mix(key, uint64_t(t.type_.dtype) | (uint64_t(t.type_.shape.size()) << 8));
+    for (int64_t d : t.type_.shape) key = mix(key, uint64_t(d));
+  }
+  Entry *e = lookup(op, key, inputs, attrHash);
+  if (e) {
+    counters_->hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters_->misses.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!inputs[i].ready_.valid() && !inputs[i].pending_)
+        return fail(op.name, inputs, "input " + std::to_string(i) + " is an empty tensor");
+    auto inserted = insert(op, key, inputs, attrHash, makeAttrs());
+    if (!inserted) return fail(op.name, inputs, llvm::toString(inserted.takeError()));
+    e = *inserted;
+  }
+
+  // Inline when tiny and the inputs are ready.
+  const Tensor *ready[8];
+  bool allReady = inputs.size() <= 8;
+  for (size_t i = 0; allReady && i < inputs.size(); ++i)
+    allReady = (ready[i] = readyTensor(inputs[i], inputs[i].ready_, inputs[i].pending_)) != nullptr;
+  if (allReady && e->outType.numElements() <= inlineLimit_) {
+    counters_->inlineRuns.fetch_add(1, std::memory_order_relaxed);
+    Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
+    if (e->kernel) {
+      const void *in[8];
+      for (size_t i = 0; i < inputs.size(); ++i) in[i] = ready[i]->rawData();
+      void *o[1] = {out.rawData()};
+      HostExecutor &ex = runtime_.executor();
+      if (llvm::Error err = e->kernel->compute(kernels::KernelArgs{
+              llvm::ArrayRef<const void *>(in, inputs.size()), e->inputTypes, o, e->outType, e->attrs, ex}))
+        return fail(op.name, inputs, llvm::toString(std::move(err)));
+      return EagerTensor(std::move(out));
+    }
+    if (e->direct) {
+      void *buffers[9];
+      for (size_t i = 0; i < inputs.size(); ++i) buffers[i] = ready[i]->rawData();
+      buffers[inputs.size()] = out.rawData();
+      e->direct(buffers);
+      return EagerTensor(std::move(out));
+    }
+  }
+
+  // On the executor: once every input is available.
+  counters_->executorRuns.fetch_add(1, std::memory_order_relaxed);
+  EagerTensor result;
+  result.type_ = e->outType;
+  result.pending_ = makeUnavailable<Tensor>();
+  struct Pending {
+    std::vector<EagerTensor> inputs;
+    AsyncValueRef<Tensor> result;
+    Entry *entry;
+    std::string op;
+    std::atomic<int> waiting;
+    HostExecutor *executor;
+  };
+  auto p = std::make_shared<Pending>();
+  p->inputs.assign(inputs.begin(), inputs.end());
+  p->result = result.pending_;
+  p->entry = e;
+  p->op = op.name;
+  p->executor = &runtime_.executor();
+  auto run = [p] {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < p->inputs.size(); ++i) {
+      auto v = p->inputs[i].value();
+      if (!v) {
+        p->result->setError("kiln eager: " + p->op + "(" + typesText(p->inputs) + "): input " +
+                            std::to_string(i) + " failed: " + llvm::toString(v.takeError()));
+        return;
+      }
+      in.push_back(*v);
+    }
+    Entry *e = p->entry;
+    if (e->kernel) {
+      auto outs = kernels::runKernel(e->kernel->op, in, e->attrs, *p->executor);
+      if (!outs) p->result->setError("kiln eager: " + llvm::toString(outs.takeError()));
+      else p->result->emplace((*outs)[0]);
+      return;
+    }
+    auto outs = e->jit->executable->run(in, *p->executor);
+    if (!outs) p->result->setError("kiln eager: " + p->op + ": " + llvm::toString(outs.takeError()));
+    else p->result->emplace((*outs)[0]);
+  };
+  int waiting = 0;
+  for (const EagerTensor &in : p->inputs)
+    if (in.pending_ && !in.pending_->isAvailable()) ++waiting;
+  p->waiting = waiting + 1;
+  auto arrive = [p, run] {
+    if (p->waiting.fetch_sub(1, std::memory_order_acq_rel) == 1) p->executor->spawn(run);
+  };
+  for (const EagerTensor &in : p->inputs)
+    if (in.pending_ && !in.pending_->isAvailable()) in.pending_->andThen(arrive);
+  arrive();
+  return result;
+}
+
+// --- typed ops -----------------------------------------------------------------------
+
+namespace {
+kernels::AttrMap none() { return {}; }
+}  // namespace
+
+#define BINARY_OP(NAME, HANDLE)                                                             \
+  EagerTensor Context::NAME(const EagerTensor &a, const EagerTensor &b) {                   \
+    EagerTensor in[2] = {a, b};                                                             \
+    return dispatch(*HANDLE.impl, in, 0, none);                                             \
+  }
+#define UNARY_OP(NAME, HANDLE)                                                              \
+  EagerTensor Context::NAME(const EagerTensor &x) { return dispatch(*HANDLE.impl, x, 0, none); }
+BINARY_OP(add, add_)
+BINARY_OP(sub, sub_)
+BINARY_OP(maximum, maximum_)
+UNARY_OP(exp, exp_)
+UNARY_OP(tanh, tanh_)
+UNARY_OP(sigmoid, sigmoid_)
+UNARY_OP(reciprocal, reciprocal_)
+#undef BINARY_OP
+#undef UNARY_OP
+
+EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
+  EagerTensor in[2] = {a, b};
+  return dispatch(*mul_.impl, in, 0x3a11, [] {
+    kernels::AttrMap m;
+    m.set("shift", int64_t(0));
+    return m;
+  });
+}
+
+EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
+  uint64_t blo, bhi;
+  std::memcpy(&blo, &lo, 8);
+  std::memcpy(&bhi, &hi, 8);
+  return dispatch(*clamp_.impl, x, mix(mix(0xc1a3, blo), bhi), [&] {
+    kernels::AttrMap m;
+    m.set("min_val", lo);
+    m.set("max_val", hi);
+    return m;
+  });
+}
+
+EagerTensor Context::relu(const EagerTensor &x) { return clamp(x, 0.0, double(FLT_MAX)); }
+
+EagerTensor Context::reshape(const EagerTensor &x, std::vector<int64_t> shape) {
+  uint64_t h = 0x7e5a;
+  for (int64_t d : shape) h = mix(h, uint64_t(d));
+  return dispatch(*reshape_.impl, x, h, [&] {
+    kernels::AttrMap m;
+    m.set("shape", shape);
+    return m;
+  });
+}
+
+EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
+  auto zp = [] {
+    kernels::AttrMap m;
+    m.set("a_zp", 0.0);
+    m.set("b_zp", 0.0);
+    return m;
+  };
+  if (a.type().shape.size() == 2 && b.type().shape.size() == 2) {
+    EagerTensor a3 = reshape(a, {1, a.type().shape[0], a.type().shape[1]});
+    EagerTensor b3 = reshape(b, {1, b.type().shape[0], b.type().shape[1]});
+    EagerTensor in[2] = {a3, b3};
+    EagerTensor y = dispatch(*matmul_.impl, in, 0x3a7, zp);
+    if (y.isError()) return y;
+    return reshape(y, {a.type().shape[0], b.type().shape[1]});
+  }
+  EagerTensor in[2] = {a, b};
+  return dispatch(*matmul_.impl, in, 0x3a7, zp);
+}
+
+EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const EagerTensor &bias,
+                            std::array<int64_t, 4> pad, std::array<int64_t, 2> stride,
+                            std::array<int64_t, 2> dilation) {
+  uint64_t h = 0xc02d;
+  for (int64_t v : pad) h = mix(h, uint64_t(v));
+  for (int64_t v : stride) h = mix(h, uint64_t(v));
+  for (int64_t v : dilation) h = mix(h, uint64_t(v));
+  EagerTensor in[3] = {x, w, bias};
+  return dispatch(*conv2d_.impl, in, h, [&] {
+    kernels::AttrMap m;
+    m.set("pad", std::vector<int64_t>(pad.begin(), pad.end()));
+    m.set("stride", std::vector<int64_t>(stride.begin(), stride.end()));
+    m.set("dilation", std::vector<int64_t>(dilation.begin(), dilation.end()));
+    m.set("acc_type", std::string("f32"));
+    m.set("input_zp", 0.0);
+    m.set("weight_zp", 0.0);
+    return m;
+  });
+}
+
+EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
+                               std::array<int64_t, 4> pad) {
+  uint64_t h = 0x9001;
+  for (int64_t v : kernel) h = mix(h, uint64_t(v));
+  for (int64_t v : stride) h = mix(h, uint64_t(v));
+  for (int64_t v : pad) h = mix(h, uint64_t(v));
+  return dispatch(*maxPool2d_.impl, x, h, [&] {
+    kernels::AttrMap m;
+    m.set("kernel", std::vector<int64_t>(kernel.begin(), kernel.end()));
+    m.set("stride", std::vector<int64_t>(stride.begin(), stride.end()));
+    m.set("pad", std::vector<int64_t>(pad.begin(), pad.end()));
+    return m;
+  });
+}
+
+EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
+  return dispatch(*reduceSum_.impl, x, mix(0x5a5, uint64_t(axis)), [&] {
+    kernels::AttrMap m;
+    m.set("axis", axis);
+    return m;
+  });
+}
+
+EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
+  return dispatch(*reduceMax_.impl, x, mix(0x3a5, uint64_t(axis)), [&] {
+    kernels::AttrMap m;
+    m.set("axis", axis);
+    return m;
+  });
+}
+
+EagerTensor Context::transpose(const EagerTensor &x, std::vector<int64_t> perms) {
+  uint64_t h = 0x7a5;
+  for (int64_t v : perms) h = mix(h, uint64_t(v));
+  return dispatch(*transpose_.impl, x, h, [&] {
+    kernels::AttrMap m;
+    m.set("perms", perms);
+    return m;
+  });
+}
+
+EagerTensor Context::softmax(const EagerTensor &x, int64_t axis) {
+  EagerTensor m = reduceMax(x, axis);
+  EagerTensor e = exp(sub(x, m));
+  return mul(e, reciprocal(reduceSum(e, axis)));
+}
+
+// --- tracing ----------------------------------------------------------------------------
+
+llvm::Expected<TracedFunction>
+trace(Context &ctx, const std::function<std::vector<EagerTensor>(Context &, llvm::ArrayRef<EagerTensor>)> &fn,
+      llvm::ArrayRef<TensorType> exampleTypes) {
+  if (ctx.trace_) return llvm::createStringError("kiln::eager::trace: this context is already tracing");
+  Context::Trace t;
+  std::vector<EagerTensor> args;
+  for (const TensorType &type : exampleTypes) {
+    if (!type.isStatic())
+      return llvm::createStringError("kiln::eager::trace: example input tensor<%s> must be static",
+                                     type.str().c_str());
+    EagerTensor a;
+    a.type_ = type;
+    a.traceId_ = int(t.types.size());
+    t.types.push_back(type);
+    args.push_back(a);
+  }
+  t.numArgs = args.size();
+  ctx.trace_ = &t;
+  std::vector<EagerTensor> outs = fn(ctx, args);
+  ctx.trace_ = nullptr;
+  if (outs.empty()) return llvm::createStringError("kiln::eager::trace: the function returned no tensors");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].isError()) return llvm::createStringError("kiln::eager::trace: output %zu: %s", i, outs[i].error_.c_str());
+    if (outs[i].traceId_ < 0)
+      return llvm::createStringError("kiln::eager::trace: output %zu does not depend on the traced inputs", i);
+  }
+  // The recorded graph as TOSA MLIR.
+  auto name = [](int id) { return "%v" + std::to_string(id); };
+  std::string text = "// captured by kiln::eager::trace\nfunc.func @main(";
+  for (size_t i = 0; i < t.numArgs; ++i)
+    text += (i ? ", " : "") + name(int(i)) + ": " + lowering::mlirTensorType(t.types[i]);
+  text += ") -> (";
+  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + lowering::mlirTensorType(outs[i].type());
+  text += ") {\n";
+  for (const auto &[id, value] : t.constants) {
+    std::string hex = llvm::toHex(llvm::StringRef(static_cast<const char *>(value.rawData()), value.byteSize()));
+    std::string ty = lowering::mlirTensorType(value.type());
+    text += "  " + name(id) + " = \"tosa.const\"() <{values = dense<\"0x" + hex + "\"> : " + ty + "}> : () -> " + ty + "\n";
+  }
+  for (const Context::Trace::Node &n : t.nodes) {
+    std::vector<std::string> operands;
+    std::vector<TensorType> types;
+    for (int in : n.inputs) {
+      operands.push_back(name(in));
+      types.push_back(t.types[in]);
+    }
+    if (auto err = lowering::emitTosaOp(text, n.op, operands, types, n.attrs, {name(n.output)},
+                                        {t.types[n.output]}, "k" + std::to_string(n.output)))
+      return std::move(err);
+  }
+  text += "  return ";
+  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + name(outs[i].traceId_);
+  text += " : ";
+  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + lowering::mlirTensorType(outs[i].type());
+  text += "\n}\n";
+  auto module = ctx.runtime().loadModule(text, "trace");
+  if (!module) return module.takeError();
+  TracedFunction f;
+  f.mlir = text;
+  f.module = std::move(*module);
+  f.inputTypes.assign(exampleTypes.begin(), exampleTypes.end());
+  return f;
+}
+
+}  // namespace kiln::eager

@@ -1,0 +1,189 @@
+// Eager API: values, asynchronous results, errors at the read, the dispatch
+// cache, eager = graph for the same op, and trace capture.
+#include "runtime/Eager.h"
+
+#include "cache/DiskCache.h"
+#include "tests/TestRuntime.h"
+#include "tests/reference/Reference.h"
+
+#include <random>
+#include <thread>
+
+using namespace kiln;
+using namespace kiln::eager;
+
+namespace {
+Tensor rand(std::vector<int64_t> shape, unsigned seed) {
+  Tensor t = Tensor::empty(DType::f32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+Tensor get(const EagerTensor &t) {
+  auto v = t.value();
+  if (!v) {
+    ADD_FAILURE() << llvm::toString(v.takeError());
+    return Tensor();
+  }
+  return *v;
+}
+std::string errorOf(const EagerTensor &t) {
+  auto v = t.value();
+  if (v) {
+    ADD_FAILURE() << "expected an error";
+    return "";
+  }
+  return llvm::toString(v.takeError());
+}
+std::unique_ptr<Runtime> runtimeWith(const char *modes) {
+  RuntimeOptions o;
+  o.cacheMode = cache::CacheMode::kOff;
+  if (*modes) o.placement = llvm::cantFail(lowering::parseOpModes(modes));
+  return llvm::cantFail(Runtime::create(o));
+}
+}  // namespace
+
+TEST(Eager, OpsComputeTheReferenceAndKnowTheirTypesAtDispatch) {
+  Context ctx(test::sharedRuntime());
+  Tensor a = rand({4, 8}, 1), b = rand({8, 3}, 2), bias = rand({1, 3}, 3);
+  EagerTensor y = ctx.relu(ctx.add(ctx.matmul(a, b), bias));
+  EXPECT_EQ(y.type().str(), "4x3xf32");
+  ref::Vec mm = ref::matmul(a.toVector<float>(), b.toVector<float>(), 1, 4, 8, 3);
+  std::vector<double> want;
+  for (int i = 0; i < 12; ++i) want.push_back(std::max(0.0f, mm[i] + bias.data<float>()[i % 3]));
+  EXPECT_TRUE(test::allClose(test::asDoubles(get(y)), want, 1e-5, 1e-6));
+
+  EagerTensor s = ctx.softmax(a, 1);
+  ref::Vec sm = ref::softmax(a.toVector<float>(), 4, 8);
+  EXPECT_TRUE(test::allClose(test::asDoubles(get(s)), test::asDoubles(sm), 1e-5, 1e-7));
+  EXPECT_EQ(ctx.transpose(a, {1, 0}).type().str(), "8x4xf32");
+  EXPECT_EQ(ctx.reduceSum(a, 0).type().str(), "1x8xf32");
+}
+
+TEST(Eager, CacheHitsAfterTheFirstCall) {
+  Context ctx(test::sharedRuntime());
+  Tensor a = rand({1}, 1), b = rand({1}, 2);
+  for (int i = 0; i < 10; ++i) (void)ctx.add(a, b);
+  EagerStats s = ctx.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 9u);
+  EXPECT_EQ(s.inlineRuns, 10u);
+  (void)ctx.add(rand({2}, 3), rand({2}, 4));  // a new signature
+  EXPECT_EQ(ctx.stats().misses, 2u);
+}
+
+TEST(Eager, LargeOpsRunAsynchronouslyOnTheExecutor) {
+  Context ctx(test::sharedRuntime());
+  ctx.setInlineLimit(16);
+  Tensor a = rand({64, 64}, 5), b = rand({64, 64}, 6);
+  EagerTensor c = ctx.matmul(a, b);  // returns at once
+  EagerTensor d = ctx.exp(ctx.add(c, c));  // depends on a pending value
+  Tensor dv = get(d);
+  ref::Vec mm = ref::matmul(a.toVector<float>(), b.toVector<float>(), 1, 64, 64, 64);
+  std::vector<double> want;
+  for (float v : mm) want.push_back(std::exp(2.0 * v));
+  EXPECT_TRUE(test::allClose(test::asDoubles(dv), want, 1e-4, 1e-6));
+  EXPECT_GT(ctx.stats().executorRuns, 0u);
+}
+
+TEST(Eager, ErrorsSurfaceAtTheReadWithOpAndShapes) {
+  Context ctx(test::sharedRuntime());
+  EagerTensor bad = ctx.add(rand({2, 3}, 1), rand({2, 4}, 2));
+  EXPECT_TRUE(bad.isError());
+  std::string msg = errorOf(bad);
+  EXPECT_NE(msg.find("tosa.add(tensor<2x3xf32>, tensor<2x4xf32>)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dimension 1 is 3 in one operand and 4 in another"), std::string::npos) << msg;
+  // Dependent ops carry the original error.
+  std::string chained = errorOf(ctx.exp(bad));
+  EXPECT_NE(chained.find("tosa.exp"), std::string::npos) << chained;
+  EXPECT_NE(chained.find("input 0 failed"), std::string::npos) << chained;
+  EXPECT_NE(chained.find("dimension 1 is 3"), std::string::npos) << chained;
+  // Unknown ops and bad attributes.
+  std::string unknown = errorOf(ctx.execute("tosa.frobnicate", {EagerTensor(rand({2}, 1))}));
+  EXPECT_NE(unknown.find("tosa.frobnicate(tensor<2xf32>): unknown op"), std::string::npos) << unknown;
+  std::string axis = errorOf(ctx.reduceSum(rand({2, 3}, 1), 4));
+  EXPECT_NE(axis.find("axis 4 out of range for rank 2"), std::string::npos) << axis;
+  std::string dtype = errorOf(ctx.add(rand({2}, 1), Tensor::empty(DType::i32, {2})));
+  EXPECT_NE(dtype.find("operand dtypes differ (f32, i32)"), std::string::npos) << dtype;
+  // The context stays usable.
+  EXPECT_FALSE(ctx.add(rand({2}, 1), rand({2}, 2)).isError());
+}
+
+TEST(Eager, SameResultsAsGraphModeForTheSameOp) {
+  // Kernel placement: eager and graph run the same kernel: identical bits.
+  Tensor x = rand({1, 9, 9, 4}, 7), w = rand({5, 3, 3, 4}, 8), b = rand({5}, 9);
+  auto krt = runtimeWith("*=kernel");
+  Context ctx(*krt);
+  Tensor eagerOut = get(ctx.conv2d(x, w, b, {1, 1, 1, 1}, {2, 2}));
+  const char *conv = R"mlir(
+func.func @main(%x: tensor<1x9x9x4xf32>, %w: tensor<5x3x3x4xf32>, %b: tensor<5xf32>) -> tensor<1x5x5x5xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>, dilation = array<i64: 1, 1>} : (tensor<1x9x9x4xf32>, tensor<5x3x3x4xf32>, tensor<5xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x5x5x5xf32>
+  return %r : tensor<1x5x5x5xf32>
+}
+)mlir";
+  auto m = KILN_TAKE(krt->loadModule(conv, "conv"));
+  auto graphOut = KILN_TAKE(m->call("main", {x, w, b}));
+  ASSERT_EQ(graphOut.size(), 1u);
+  EXPECT_EQ(eagerOut.type(), graphOut[0].type());
+  EXPECT_EQ(0, std::memcmp(eagerOut.rawData(), graphOut[0].rawData(), eagerOut.byteSize()));
+
+  // JIT placement: eager compiles the single op; same code as the graph's.
+  auto jrt = runtimeWith("tosa.conv2d=jit");
+  Context jctx(*jrt);
+  Tensor eagerJit = get(jctx.conv2d(x, w, b, {1, 1, 1, 1}, {2, 2}));
+  EXPECT_EQ(jctx.stats().jitOps, 1u);
+  auto mj = KILN_TAKE(jrt->loadModule(conv, "conv"));
+  auto graphJit = KILN_TAKE(mj->call("main", {x, w, b}));
+  EXPECT_EQ(0, std::memcmp(eagerJit.rawData(), graphJit[0].rawData(), eagerJit.byteSize()));
+  // And kernels and JIT agree within float tolerance.
+  EXPECT_TRUE(test::allClose(test::asDoubles(eagerJit), test::asDoubles(eagerOut), 1e-5, 1e-5));
+}
+
+TEST(Eager, TraceCapturesAnMlpThatMatchesEagerExecution) {
+  Context ctx(test::sharedRuntime());
+  Tensor w1 = rand({16, 32}, 1), b1 = rand({1, 32}, 2), w2 = rand({32, 4}, 3), b2 = rand({1, 4}, 4);
+  auto mlp = [&](Context &c, llvm::ArrayRef<EagerTensor> in) {
+    EagerTensor h = c.relu(c.add(c.matmul(in[0], w1), b1));
+    return std::vector<EagerTensor>{c.softmax(c.add(c.matmul(h, w2), b2), 1)};
+  };
+  Tensor x = rand({3, 16}, 5);
+  EagerTensor x0(x);
+  Tensor eagerOut = get(mlp(ctx, {x0})[0]);
+
+  auto traced = trace(ctx, mlp, {x.type()});
+  ASSERT_TRUE(bool(traced)) << llvm::toString(traced.takeError());
+  EXPECT_NE(traced->mlir.find("\"tosa.matmul\""), std::string::npos) << traced->mlir;
+  EXPECT_NE(traced->mlir.find("\"tosa.clamp\""), std::string::npos);
+  auto graphOut = traced->call({x});
+  ASSERT_TRUE(bool(graphOut)) << llvm::toString(graphOut.takeError());
+  EXPECT_TRUE(test::allClose(test::asDoubles((*graphOut)[0]), test::asDoubles(eagerOut), 1e-5, 1e-7));
+
+  // Tracing errors are reported, not crashes.
+  auto bad = trace(ctx, [](Context &c, llvm::ArrayRef<EagerTensor> in) {
+    return std::vector<EagerTensor>{c.add(in[0], in[1])};
+  }, {TensorType{DType::f32, {2, 3}}, TensorType{DType::f32, {4, 3}}});
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("dimension 0 is 2 in one operand and 4"), std::string::npos);
+  auto dyn = trace(ctx, mlp, {TensorType{DType::f32, {kDynamic, 16}}});
+  ASSERT_FALSE(bool(dyn));
+  EXPECT_NE(llvm::toString(dyn.takeError()).find("must be static"), std::string::npos);
+}
+
+TEST(Eager, ConcurrentDispatchFromManyThreads) {
+  Context ctx(test::sharedRuntime());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        Tensor a = Tensor::fromVector<float>(DType::f32, {2}, std::vector<float>{float(t), float(i)});
+        auto v = ctx.add(a, a).value();
+        if (!v || v->data<float>()[0] != 2.0f * t || v->data<float>()[1] != 2.0f * i) ++wrong;
+        if (!v) llvm::consumeError(v.takeError());
+      }
+    });
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
