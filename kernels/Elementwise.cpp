@@ -195,8 +195,11 @@ template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
   const TensorType &o = a.outputTypes[0];
   int64_t n = o.numElements();
   bool flat = a.inputTypes[0].shape == o.shape && a.inputTypes[1].shape == o.shape;
-  auto sa = broadcastStrides(a.inputTypes[0].shape, o.shape);
-  auto sb = broadcastStrides(a.inputTypes[1].shape, o.shape);
+  std::vector<int64_t> sa, sb;  // only broadcasting needs strides
+  if (!flat) {
+    sa = broadcastStrides(a.inputTypes[0].shape, o.shape);
+    sb = broadcastStrides(a.inputTypes[1].shape, o.shape);
+  }
   dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (typeInDomain<Op::dom, T>()) {

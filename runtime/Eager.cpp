@@ -37,13 +37,23 @@ uint64_t hashAttrs(const kernels::AttrMap &attrs) {
   return h;
 }
 
-std::string typesText(llvm::ArrayRef<EagerTensor> inputs) {
+std::string typesText(llvm::ArrayRef<const EagerTensor *> inputs) {
   std::string s;
   for (size_t i = 0; i < inputs.size(); ++i)
-    s += (i ? ", " : "") + (inputs[i].type().shape.empty() && inputs[i].isError() ? std::string("<error>")
-                                                                                   : "tensor<" + inputs[i].type().str() + ">");
+    s += (i ? ", " : "") + (inputs[i]->type().shape.empty() && inputs[i]->isError()
+                                ? std::string("<error>")
+                                : "tensor<" + inputs[i]->type().str() + ">");
   return s;
 }
+std::string typesText(llvm::ArrayRef<EagerTensor> inputs) {
+  std::vector<const EagerTensor *> p;
+  for (const EagerTensor &t : inputs) p.push_back(&t);
+  return typesText(p);
+}
+
+/// Non-atomic-RMW counter bump: exact single-threaded, approximate under
+/// concurrency, and no locked instruction on the dispatch path.
+inline void bump(std::atomic<uint64_t> &c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
 /// The concrete tensor of a ready input, or null.
 const Tensor *readyTensor(const EagerTensor &t, const Tensor &ready, const AsyncValueRef<Tensor> &pending) {
@@ -130,39 +140,38 @@ OpHandle Context::op(llvm::StringRef name) {
   return OpHandle{it == ops_.end() ? nullptr : it->second.get()};
 }
 
-EagerTensor Context::fail(llvm::StringRef op, llvm::ArrayRef<EagerTensor> inputs, const std::string &why) const {
+EagerTensor Context::fail(llvm::StringRef op, Inputs inputs, const std::string &why) const {
   EagerTensor t;
   t.error_ = "kiln eager: " + op.str() + "(" + typesText(inputs) + "): " + why;
   return t;
 }
 
-Context::Entry *Context::lookup(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs,
-                                uint64_t attrHash) const {
+Context::Entry *Context::lookup(OpHandle::Impl &op, uint64_t key, Inputs inputs, uint64_t attrHash) const {
   for (size_t probe = 0; probe < OpHandle::Impl::kSlots; ++probe) {
     Entry *e = op.slots[(key + probe) % OpHandle::Impl::kSlots].load(std::memory_order_acquire);
     if (!e) return nullptr;
     if (e->key != key || e->attrHash != attrHash || e->inputTypes.size() != inputs.size()) continue;
     bool same = true;
-    for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i].type();
+    for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i]->type();
     if (same) return e;
   }
   return nullptr;
 }
 
-llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs,
+llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t key, Inputs inputs,
                                                  uint64_t attrHash, kernels::AttrMap attrs) {
   std::lock_guard<std::mutex> lock(insertMu_);
   if (Entry *e = lookup(op, key, inputs, attrHash)) return e;
   for (auto &e : op.owned)  // entries that did not fit the table
     if (e->key == key && e->attrHash == attrHash && e->inputTypes.size() == inputs.size()) {
       bool same = true;
-      for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i].type();
+      for (size_t i = 0; same && i < inputs.size(); ++i) same = e->inputTypes[i] == inputs[i]->type();
       if (same) return e.get();
     }
   auto entry = std::make_unique<Entry>();
   entry->key = key;
   entry->attrHash = attrHash;
-  for (const EagerTensor &t : inputs) entry->inputTypes.push_back(t.type());
+  for (const EagerTensor *t : inputs) entry->inputTypes.push_back(t->type());
   entry->attrs = std::move(attrs);
   std::vector<TensorType> inTypes(entry->inputTypes.begin(), entry->inputTypes.end());
   // The same shape function graph placement checks.
@@ -216,22 +225,27 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
 EagerTensor Context::execute(llvm::StringRef name, llvm::ArrayRef<EagerTensor> inputs,
                              const kernels::AttrMap &attrs) {
   OpHandle h = op(name);
+  llvm::SmallVector<const EagerTensor *, 4> in;
+  for (const EagerTensor &t : inputs) in.push_back(&t);
   if (!h.impl)
-    return fail(name, inputs, "unknown op (eager ops are the ones with handwritten kernels: " +
-                                  llvm::join(kernels::registry().ops(), ", ") + ")");
+    return fail(name, in, "unknown op (eager ops are the ones with handwritten kernels: " +
+                              llvm::join(kernels::registry().ops(), ", ") + ")");
   return execute(h, inputs, attrs);
 }
 
 EagerTensor Context::execute(OpHandle h, llvm::ArrayRef<EagerTensor> inputs, const kernels::AttrMap &attrs) {
-  if (!h.impl) return fail("<unknown op>", inputs, "invalid op handle");
-  return dispatch(*h.impl, inputs, hashAttrs(attrs), [&] { return attrs; });
+  llvm::SmallVector<const EagerTensor *, 4> in;
+  for (const EagerTensor &t : inputs) in.push_back(&t);
+  if (!h.impl) return fail("<unknown op>", in, "invalid op handle");
+  return dispatch(*h.impl, in, hashAttrs(attrs), [&] { return attrs; });
 }
 
-EagerTensor Context::record(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, kernels::AttrMap attrs) {
+EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap attrs) {
   Trace &t = *trace_;
   std::vector<TensorType> types;
   Trace::Node node;
-  for (const EagerTensor &in : inputs) {
+  for (const EagerTensor *inp : inputs) {
+    const EagerTensor &in = *inp;
     types.push_back(in.type());
     if (in.traceId_ >= 0) {
       node.inputs.push_back(in.traceId_);
@@ -257,26 +271,26 @@ EagerTensor Context::record(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inpu
   return r;
 }
 
-EagerTensor Context::dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, uint64_t attrHash,
+EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHash,
                               llvm::function_ref<kernels::AttrMap()> makeAttrs) {
-  counters_->dispatches.fetch_add(1, std::memory_order_relaxed);
+  bump(counters_->dispatches);
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].error_.empty())
-      return fail(op.name, inputs, "input " + std::to_string(i) + " failed: " + inputs[i].error_);
+    if (!inputs[i]->error_.empty())
+      return fail(op.name, inputs, "input " + std::to_string(i) + " failed: " + inputs[i]->error_);
   if (trace_) return record(op, inputs, makeAttrs());
 
   uint64_t key = attrHash;
-  for (const EagerTensor &t : inputs) {
-    key = mix(key, uint64_t(t.type_.dtype) | (uint64_t(t.type_.shape.size()) << 8));
-    for (int64_t d : t.type_.shape) key = mix(key, uint64_t(d));
+  for (const EagerTensor *t : inputs) {
+    key = mix(key, uint64_t(t->type_.dtype) | (uint64_t(t->type_.shape.size()) << 8));
+    for (int64_t d : t->type_.shape) key = mix(key, uint64_t(d));
   }
   Entry *e = lookup(op, key, inputs, attrHash);
   if (e) {
-    counters_->hits.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_->hits);
   } else {
-    counters_->misses.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_->misses);
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (!inputs[i].ready_.valid() && !inputs[i].pending_)
+      if (!inputs[i]->ready_.valid() && !inputs[i]->pending_)
         return fail(op.name, inputs, "input " + std::to_string(i) + " is an empty tensor");
     auto inserted = insert(op, key, inputs, attrHash, makeAttrs());
     if (!inserted) return fail(op.name, inputs, llvm::toString(inserted.takeError()));
@@ -287,9 +301,9 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> in
   const Tensor *ready[8];
   bool allReady = inputs.size() <= 8;
   for (size_t i = 0; allReady && i < inputs.size(); ++i)
-    allReady = (ready[i] = readyTensor(inputs[i], inputs[i].ready_, inputs[i].pending_)) != nullptr;
+    allReady = (ready[i] = readyTensor(*inputs[i], inputs[i]->ready_, inputs[i]->pending_)) != nullptr;
   if (allReady && e->outType.numElements() <= inlineLimit_) {
-    counters_->inlineRuns.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_->inlineRuns);
     Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
     if (e->kernel) {
       const void *in[8];
@@ -311,7 +325,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> in
   }
 
   // On the executor: once every input is available.
-  counters_->executorRuns.fetch_add(1, std::memory_order_relaxed);
+  bump(counters_->executorRuns);
   EagerTensor result;
   result.type_ = e->outType;
   result.pending_ = makeUnavailable<Tensor>();
@@ -324,7 +338,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> in
     HostExecutor *executor;
   };
   auto p = std::make_shared<Pending>();
-  p->inputs.assign(inputs.begin(), inputs.end());
+  for (const EagerTensor *t : inputs) p->inputs.push_back(*t);
   p->result = result.pending_;
   p->entry = e;
   p->op = op.name;
@@ -372,11 +386,14 @@ kernels::AttrMap none() { return {}; }
 
 #define BINARY_OP(NAME, HANDLE)                                                             \
   EagerTensor Context::NAME(const EagerTensor &a, const EagerTensor &b) {                   \
-    EagerTensor in[2] = {a, b};                                                             \
+    const EagerTensor *in[2] = {&a, &b};                                                    \
     return dispatch(*HANDLE.impl, in, 0, none);                                             \
   }
 #define UNARY_OP(NAME, HANDLE)                                                              \
-  EagerTensor Context::NAME(const EagerTensor &x) { return dispatch(*HANDLE.impl, x, 0, none); }
+  EagerTensor Context::NAME(const EagerTensor &x) {                                         \
+    const EagerTensor *in[1] = {&x};                                                        \
+    return dispatch(*HANDLE.impl, in, 0, none);                                             \
+  }
 BINARY_OP(add, add_)
 BINARY_OP(sub, sub_)
 BINARY_OP(maximum, maximum_)
@@ -388,7 +405,7 @@ UNARY_OP(reciprocal, reciprocal_)
 #undef UNARY_OP
 
 EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
-  EagerTensor in[2] = {a, b};
+  const EagerTensor *in[2] = {&a, &b};
   return dispatch(*mul_.impl, in, 0x3a11, [] {
     kernels::AttrMap m;
     m.set("shift", int64_t(0));
@@ -400,7 +417,7 @@ EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
   uint64_t blo, bhi;
   std::memcpy(&blo, &lo, 8);
   std::memcpy(&bhi, &hi, 8);
-  return dispatch(*clamp_.impl, x, mix(mix(0xc1a3, blo), bhi), [&] {
+  return dispatch(*clamp_.impl, {&x}, mix(mix(0xc1a3, blo), bhi), [&] {
     kernels::AttrMap m;
     m.set("min_val", lo);
     m.set("max_val", hi);
@@ -413,7 +430,7 @@ EagerTensor Context::relu(const EagerTensor &x) { return clamp(x, 0.0, double(FL
 EagerTensor Context::reshape(const EagerTensor &x, std::vector<int64_t> shape) {
   uint64_t h = 0x7e5a;
   for (int64_t d : shape) h = mix(h, uint64_t(d));
-  return dispatch(*reshape_.impl, x, h, [&] {
+  return dispatch(*reshape_.impl, {&x}, h, [&] {
     kernels::AttrMap m;
     m.set("shape", shape);
     return m;
@@ -430,12 +447,12 @@ EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
   if (a.type().shape.size() == 2 && b.type().shape.size() == 2) {
     EagerTensor a3 = reshape(a, {1, a.type().shape[0], a.type().shape[1]});
     EagerTensor b3 = reshape(b, {1, b.type().shape[0], b.type().shape[1]});
-    EagerTensor in[2] = {a3, b3};
+    const EagerTensor *in[2] = {&a3, &b3};
     EagerTensor y = dispatch(*matmul_.impl, in, 0x3a7, zp);
     if (y.isError()) return y;
     return reshape(y, {a.type().shape[0], b.type().shape[1]});
   }
-  EagerTensor in[2] = {a, b};
+  const EagerTensor *in[2] = {&a, &b};
   return dispatch(*matmul_.impl, in, 0x3a7, zp);
 }
 
@@ -446,7 +463,7 @@ EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const Ea
   for (int64_t v : pad) h = mix(h, uint64_t(v));
   for (int64_t v : stride) h = mix(h, uint64_t(v));
   for (int64_t v : dilation) h = mix(h, uint64_t(v));
-  EagerTensor in[3] = {x, w, bias};
+  const EagerTensor *in[3] = {&x, &w, &bias};
   return dispatch(*conv2d_.impl, in, h, [&] {
     kernels::AttrMap m;
     m.set("pad", std::vector<int64_t>(pad.begin(), pad.end()));
@@ -465,7 +482,7 @@ EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kern
   for (int64_t v : kernel) h = mix(h, uint64_t(v));
   for (int64_t v : stride) h = mix(h, uint64_t(v));
   for (int64_t v : pad) h = mix(h, uint64_t(v));
-  return dispatch(*maxPool2d_.impl, x, h, [&] {
+  return dispatch(*maxPool2d_.impl, {&x}, h, [&] {
     kernels::AttrMap m;
     m.set("kernel", std::vector<int64_t>(kernel.begin(), kernel.end()));
     m.set("stride", std::vector<int64_t>(stride.begin(), stride.end()));
@@ -475,7 +492,7 @@ EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kern
 }
 
 EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceSum_.impl, x, mix(0x5a5, uint64_t(axis)), [&] {
+  return dispatch(*reduceSum_.impl, {&x}, mix(0x5a5, uint64_t(axis)), [&] {
     kernels::AttrMap m;
     m.set("axis", axis);
     return m;
@@ -483,7 +500,7 @@ EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
 }
 
 EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceMax_.impl, x, mix(0x3a5, uint64_t(axis)), [&] {
+  return dispatch(*reduceMax_.impl, {&x}, mix(0x3a5, uint64_t(axis)), [&] {
     kernels::AttrMap m;
     m.set("axis", axis);
     return m;
@@ -493,7 +510,7 @@ EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
 EagerTensor Context::transpose(const EagerTensor &x, std::vector<int64_t> perms) {
   uint64_t h = 0x7a5;
   for (int64_t v : perms) h = mix(h, uint64_t(v));
-  return dispatch(*transpose_.impl, x, h, [&] {
+  return dispatch(*transpose_.impl, {&x}, h, [&] {
     kernels::AttrMap m;
     m.set("perms", perms);
     return m;

@@ -129,13 +129,14 @@ private:
   trace(Context &, const std::function<std::vector<EagerTensor>(Context &, llvm::ArrayRef<EagerTensor>)> &,
         llvm::ArrayRef<TensorType>);
 
-  EagerTensor dispatch(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, uint64_t attrHash,
+  using Inputs = llvm::ArrayRef<const EagerTensor *>;  // no copies on the hot path
+  EagerTensor dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHash,
                        llvm::function_ref<kernels::AttrMap()> makeAttrs);
-  EagerTensor record(OpHandle::Impl &op, llvm::ArrayRef<EagerTensor> inputs, kernels::AttrMap attrs);
-  Entry *lookup(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs, uint64_t attrHash) const;
-  llvm::Expected<Entry *> insert(OpHandle::Impl &op, uint64_t key, llvm::ArrayRef<EagerTensor> inputs,
-                                 uint64_t attrHash, kernels::AttrMap attrs);
-  EagerTensor fail(llvm::StringRef op, llvm::ArrayRef<EagerTensor> inputs, const std::string &why) const;
+  EagerTensor record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap attrs);
+  Entry *lookup(OpHandle::Impl &op, uint64_t key, Inputs inputs, uint64_t attrHash) const;
+  llvm::Expected<Entry *> insert(OpHandle::Impl &op, uint64_t key, Inputs inputs, uint64_t attrHash,
+                                 kernels::AttrMap attrs);
+  EagerTensor fail(llvm::StringRef op, Inputs inputs, const std::string &why) const;
 
   Runtime &runtime_;
   llvm::StringMap<std::unique_ptr<OpHandle::Impl>> ops_;  // every registry op, built once
