@@ -45,14 +45,9 @@ nlohmann::json typesToJson(const std::vector<TensorType> &types) {
 llvm::Expected<std::vector<TensorType>> typesFromJson(const nlohmann::json &a) {
   std::vector<TensorType> out;
   for (const auto &v : a) {
-    std::string s = v.get<std::string>();
-    size_t x = s.rfind('x');
-    std::string dtype = x == std::string::npos ? s : s.substr(x + 1);
-    auto d = parseDType(dtype);
-    if (!d) return llvm::createStringError("bad tensor type '%s'", s.c_str());
-    auto shape = parseShape(x == std::string::npos ? "" : llvm::StringRef(s).substr(0, x));
-    if (!shape) return shape.takeError();
-    out.push_back(TensorType{*d, *shape});
+    auto t = parseTensorType(v.get<std::string>());
+    if (!t) return t.takeError();
+    out.push_back(*t);
   }
   return out;
 }

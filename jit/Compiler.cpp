@@ -1,4 +1,5 @@
 #include "jit/Compiler.h"
+#include "runtime/Clock.h"
 
 #include "kernels/KernelRegistry.h"
 
@@ -9,12 +10,6 @@
 #include <chrono>
 
 namespace kiln::jit {
-namespace {
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-}  // namespace
 
 llvm::Expected<std::unique_ptr<Compiler>> Compiler::create(codegen::CodegenOptions options) {
   std::unique_ptr<Compiler> c(new Compiler());

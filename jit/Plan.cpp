@@ -31,15 +31,6 @@ kernels::AttrMap attrsFromJson(const json &o) {
   return a;
 }
 
-llvm::Expected<TensorType> typeFromString(const std::string &s) {
-  size_t x = s.rfind('x');
-  std::string dtype = x == std::string::npos ? s : s.substr(x + 1);
-  auto d = parseDType(dtype);
-  if (!d) return llvm::createStringError("bad tensor type '%s'", s.c_str());
-  auto shape = parseShape(x == std::string::npos ? "" : llvm::StringRef(s).substr(0, x));
-  if (!shape) return shape.takeError();
-  return TensorType{*d, *shape};
-}
 }  // namespace
 
 std::string ExecPlan::toJson() const {
@@ -75,7 +66,7 @@ llvm::Expected<ExecPlan> ExecPlan::fromJson(llvm::StringRef text) {
     for (const json &v : j.at("values")) {
       Value val;
       val.kind = Value::Kind(v.at("kind").get<int>());
-      auto t = typeFromString(v.at("type").get<std::string>());
+      auto t = parseTensorType(v.at("type").get<std::string>());
       if (!t) return t.takeError();
       val.type = *t;
       val.index = v.at("index").get<int>();

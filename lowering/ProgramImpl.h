@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lowering/Program.h"
+#include "runtime/Clock.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,10 +21,6 @@ namespace kiln::lowering {
 using namespace mlir;
 
 
-using Clock = std::chrono::steady_clock;
-inline double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 inline std::string locationString(Location loc) {
   if (auto f = dyn_cast<FileLineColLoc>(loc))

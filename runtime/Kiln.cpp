@@ -1,4 +1,5 @@
 #include "runtime/Kiln.h"
+#include "runtime/Clock.h"
 
 #include "cache/CompileCache.h"
 #include "jit/Compiler.h"
@@ -13,10 +14,6 @@
 
 namespace kiln {
 namespace {
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 std::vector<AsyncValueRef<Tensor>> errorValues(size_t n, std::string message) {
   std::vector<AsyncValueRef<Tensor>> v;

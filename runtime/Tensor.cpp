@@ -70,6 +70,16 @@ llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
   return llvm::IntrusiveRefCntPtr<Buffer>(b);
 }
 
+llvm::Expected<TensorType> parseTensorType(llvm::StringRef text) {
+  size_t x = text.rfind('x');
+  llvm::StringRef dtype = x == llvm::StringRef::npos ? text : text.substr(x + 1);
+  auto d = parseDType(std::string_view(dtype.data(), dtype.size()));
+  if (!d) return llvm::createStringError("bad tensor type '%s'", text.str().c_str());
+  auto shape = parseShape(x == llvm::StringRef::npos ? "" : text.substr(0, x), /*allowDynamic=*/true);
+  if (!shape) return shape.takeError();
+  return TensorType{*d, *shape};
+}
+
 llvm::IntrusiveRefCntPtr<Buffer> Buffer::wrap(void *data, size_t bytes,
                                               std::shared_ptr<const void> keepAlive) {
   return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(data, bytes, false, std::move(keepAlive)));

@@ -33,6 +33,8 @@ constexpr size_t kBufferAlignment = 64;
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// "1x224x224x3" (dynamic dims print as "?"); rank 0 prints as "".
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);
+/// Parses "1x8x8x3xf32" (TensorType::str()); "f32" is a rank-0 tensor.
+llvm::Expected<struct TensorType> parseTensorType(llvm::StringRef text);
 /// Parses "1x224x224x3" ("?" allowed when allowDynamic).
 llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic = false);
 

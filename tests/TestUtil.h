@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ inline ::testing::AssertionResult allClose(const std::vector<double> &got,
   }
   if (bad) return ::testing::AssertionFailure() << bad << " mismatches:" << msg;
   return ::testing::AssertionSuccess();
+}
+
+/// f32 tensor of `shape` with values uniform in [lo, hi) from `seed`.
+inline Tensor randomTensor(std::vector<int64_t> shape, unsigned seed, float lo = -1, float hi = 1) {
+  Tensor t = Tensor::empty(DType::f32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
 }
 
 inline std::vector<double> asDoubles(const Tensor &t) {

@@ -6,6 +6,7 @@
 //   kiln models            list the built-in models
 #include "cache/CompileCache.h"
 #include "jit/Compiler.h"
+#include "runtime/Clock.h"
 #include "runtime/Kiln.h"
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
@@ -23,11 +24,9 @@
 #include <random>
 
 namespace {
+using kiln::Clock;
+using kiln::msSince;
 
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 int fail(const std::string &msg) {
   std::fprintf(stderr, "kiln: error: %s\n", msg.c_str());

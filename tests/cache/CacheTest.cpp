@@ -42,13 +42,6 @@ std::unique_ptr<Runtime> runtimeAt(const std::string &dir, std::vector<std::stri
   return std::move(*rt);
 }
 
-Tensor input(std::vector<int64_t> shape, unsigned seed) {
-  Tensor t = Tensor::empty(DType::f32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 
 std::vector<std::string> entryFiles(const std::string &dir) {
   std::vector<std::string> out;
@@ -202,7 +195,7 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
   ASSERT_TRUE(bool(rt));
   auto m = KILN_TAKE((*rt)->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
   ASSERT_TRUE(m);
-  auto out = m->call("main", {input({2, 64}, 1)});
+  auto out = m->call("main", {test::randomTensor({2, 64}, 1)});
   EXPECT_TRUE(bool(out));
   if (!out) llvm::consumeError(out.takeError());
 }
@@ -210,7 +203,7 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
 TEST(CompileCache, WarmStartRunsNoMlirAndGivesIdenticalResults) {
   TempDir tmp;
   const std::string cnn = models::findBuiltinModel("cnn")->mlir;
-  Tensor x = input({1, 16, 16, 3}, 3);
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 3);
   std::vector<Tensor> cold;
   {
     auto rt = runtimeAt(tmp.path);
@@ -249,7 +242,7 @@ TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
   std::string other = mlp;
   size_t clamp = other.find("max_val = 3.40282347e+38");
   other.replace(clamp, strlen("max_val = 3.40282347e+38"), "max_val = 1.0");
-  Tensor x = input({2, 64}, 9);
+  Tensor x = test::randomTensor({2, 64}, 9);
 
   auto rt = runtimeAt(tmp.path);
   auto base = KILN_TAKE(rt->loadModule(mlp, "mlp"));
@@ -277,7 +270,7 @@ TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
 TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
   TempDir tmp;
   const std::string mlp = models::findBuiltinModel("mlp")->mlir;
-  Tensor x = input({3, 64}, 4);
+  Tensor x = test::randomTensor({3, 64}, 4);
   std::vector<Tensor> want;
   {
     auto rt = runtimeAt(tmp.path);
@@ -314,7 +307,7 @@ TEST(CompileCache, RacingThreadsCompileOnce) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 6; ++i)
     threads.emplace_back([&, i] {
-      auto r = m->call("main", {input({1, 16, 16, 3}, unsigned(i))});
+      auto r = m->call("main", {test::randomTensor({1, 16, 16, 3}, unsigned(i))});
       if (r) ++ok;
       else llvm::consumeError(r.takeError());
     });

@@ -13,13 +13,6 @@ using namespace kiln;
 using namespace kiln::eager;
 
 namespace {
-Tensor rand(std::vector<int64_t> shape, unsigned seed) {
-  Tensor t = Tensor::empty(DType::f32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 Tensor get(const EagerTensor &t) {
   auto v = t.value();
   if (!v) {
@@ -46,7 +39,7 @@ std::unique_ptr<Runtime> runtimeWith(const char *modes) {
 
 TEST(Eager, OpsComputeTheReferenceAndKnowTheirTypesAtDispatch) {
   Context ctx(test::sharedRuntime());
-  Tensor a = rand({4, 8}, 1), b = rand({8, 3}, 2), bias = rand({1, 3}, 3);
+  Tensor a = test::randomTensor({4, 8}, 1), b = test::randomTensor({8, 3}, 2), bias = test::randomTensor({1, 3}, 3);
   EagerTensor y = ctx.relu(ctx.add(ctx.matmul(a, b), bias));
   EXPECT_EQ(y.type().str(), "4x3xf32");
   ref::Vec mm = ref::matmul(a.toVector<float>(), b.toVector<float>(), 1, 4, 8, 3);
@@ -63,20 +56,20 @@ TEST(Eager, OpsComputeTheReferenceAndKnowTheirTypesAtDispatch) {
 
 TEST(Eager, CacheHitsAfterTheFirstCall) {
   Context ctx(test::sharedRuntime());
-  Tensor a = rand({1}, 1), b = rand({1}, 2);
+  Tensor a = test::randomTensor({1}, 1), b = test::randomTensor({1}, 2);
   for (int i = 0; i < 10; ++i) (void)ctx.add(a, b);
   EagerStats s = ctx.stats();
   EXPECT_EQ(s.misses, 1u);
   EXPECT_EQ(s.hits, 9u);
   EXPECT_EQ(s.inlineRuns, 10u);
-  (void)ctx.add(rand({2}, 3), rand({2}, 4));  // a new signature
+  (void)ctx.add(test::randomTensor({2}, 3), test::randomTensor({2}, 4));  // a new signature
   EXPECT_EQ(ctx.stats().misses, 2u);
 }
 
 TEST(Eager, LargeOpsRunAsynchronouslyOnTheExecutor) {
   Context ctx(test::sharedRuntime());
   ctx.setInlineLimit(16);
-  Tensor a = rand({64, 64}, 5), b = rand({64, 64}, 6);
+  Tensor a = test::randomTensor({64, 64}, 5), b = test::randomTensor({64, 64}, 6);
   EagerTensor c = ctx.matmul(a, b);  // returns at once
   EagerTensor d = ctx.exp(ctx.add(c, c));  // depends on a pending value
   Tensor dv = get(d);
@@ -89,7 +82,7 @@ TEST(Eager, LargeOpsRunAsynchronouslyOnTheExecutor) {
 
 TEST(Eager, ErrorsSurfaceAtTheReadWithOpAndShapes) {
   Context ctx(test::sharedRuntime());
-  EagerTensor bad = ctx.add(rand({2, 3}, 1), rand({2, 4}, 2));
+  EagerTensor bad = ctx.add(test::randomTensor({2, 3}, 1), test::randomTensor({2, 4}, 2));
   EXPECT_TRUE(bad.isError());
   std::string msg = errorOf(bad);
   EXPECT_NE(msg.find("tosa.add(tensor<2x3xf32>, tensor<2x4xf32>)"), std::string::npos) << msg;
@@ -100,19 +93,19 @@ TEST(Eager, ErrorsSurfaceAtTheReadWithOpAndShapes) {
   EXPECT_NE(chained.find("input 0 failed"), std::string::npos) << chained;
   EXPECT_NE(chained.find("dimension 1 is 3"), std::string::npos) << chained;
   // Unknown ops and bad attributes.
-  std::string unknown = errorOf(ctx.execute("tosa.frobnicate", {EagerTensor(rand({2}, 1))}));
+  std::string unknown = errorOf(ctx.execute("tosa.frobnicate", {EagerTensor(test::randomTensor({2}, 1))}));
   EXPECT_NE(unknown.find("tosa.frobnicate(tensor<2xf32>): unknown op"), std::string::npos) << unknown;
-  std::string axis = errorOf(ctx.reduceSum(rand({2, 3}, 1), 4));
+  std::string axis = errorOf(ctx.reduceSum(test::randomTensor({2, 3}, 1), 4));
   EXPECT_NE(axis.find("axis 4 out of range for rank 2"), std::string::npos) << axis;
-  std::string dtype = errorOf(ctx.add(rand({2}, 1), Tensor::empty(DType::i32, {2})));
+  std::string dtype = errorOf(ctx.add(test::randomTensor({2}, 1), Tensor::empty(DType::i32, {2})));
   EXPECT_NE(dtype.find("operand dtypes differ (f32, i32)"), std::string::npos) << dtype;
   // The context stays usable.
-  EXPECT_FALSE(ctx.add(rand({2}, 1), rand({2}, 2)).isError());
+  EXPECT_FALSE(ctx.add(test::randomTensor({2}, 1), test::randomTensor({2}, 2)).isError());
 }
 
 TEST(Eager, SameResultsAsGraphModeForTheSameOp) {
   // Kernel placement: eager and graph run the same kernel: identical bits.
-  Tensor x = rand({1, 9, 9, 4}, 7), w = rand({5, 3, 3, 4}, 8), b = rand({5}, 9);
+  Tensor x = test::randomTensor({1, 9, 9, 4}, 7), w = test::randomTensor({5, 3, 3, 4}, 8), b = test::randomTensor({5}, 9);
   auto krt = runtimeWith("*=kernel");
   Context ctx(*krt);
   Tensor eagerOut = get(ctx.conv2d(x, w, b, {1, 1, 1, 1}, {2, 2}));
@@ -143,12 +136,12 @@ func.func @main(%x: tensor<1x9x9x4xf32>, %w: tensor<5x3x3x4xf32>, %b: tensor<5xf
 
 TEST(Eager, TraceCapturesAnMlpThatMatchesEagerExecution) {
   Context ctx(test::sharedRuntime());
-  Tensor w1 = rand({16, 32}, 1), b1 = rand({1, 32}, 2), w2 = rand({32, 4}, 3), b2 = rand({1, 4}, 4);
+  Tensor w1 = test::randomTensor({16, 32}, 1), b1 = test::randomTensor({1, 32}, 2), w2 = test::randomTensor({32, 4}, 3), b2 = test::randomTensor({1, 4}, 4);
   auto mlp = [&](Context &c, llvm::ArrayRef<EagerTensor> in) {
     EagerTensor h = c.relu(c.add(c.matmul(in[0], w1), b1));
     return std::vector<EagerTensor>{c.softmax(c.add(c.matmul(h, w2), b2), 1)};
   };
-  Tensor x = rand({3, 16}, 5);
+  Tensor x = test::randomTensor({3, 16}, 5);
   EagerTensor x0(x);
   Tensor eagerOut = get(mlp(ctx, {x0})[0]);
 

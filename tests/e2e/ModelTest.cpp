@@ -15,13 +15,6 @@ using kiln::models::deterministicValues;
 
 namespace {
 
-Tensor randomInput(std::vector<int64_t> shape, unsigned seed) {
-  std::vector<float> v(size_t(ref::count(shape)));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (float &x : v) x = d(rng);
-  return Tensor::fromVector<float>(DType::f32, shape, v);
-}
 
 std::unique_ptr<Module> loadBuiltin(const std::string &name) {
   const auto *m = models::findBuiltinModel(name);
@@ -48,7 +41,7 @@ TEST(Models, MlpMatchesReferenceForSeveralBatchSizes) {
   EXPECT_EQ(m->functions()[0].args[0].name, "x");
   EXPECT_EQ(m->functions()[0].args[0].type.str(), "?x64xf32");
   for (int64_t batch : {1, 3, 17}) {
-    Tensor x = randomInput({batch, 64}, unsigned(batch));
+    Tensor x = test::randomTensor({batch, 64}, unsigned(batch));
     auto out = KILN_TAKE(m->call("main", {x}));
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].type().str(), std::to_string(batch) + "x10xf32");
@@ -58,14 +51,14 @@ TEST(Models, MlpMatchesReferenceForSeveralBatchSizes) {
   }
   EXPECT_EQ(m->numCompiled(), 3u);
   // Same signature again: no new compile.
-  ASSERT_TRUE(bool(m->call("main", {randomInput({3, 64}, 9)})));
+  ASSERT_TRUE(bool(m->call("main", {test::randomTensor({3, 64}, 9)})));
   EXPECT_EQ(m->numCompiled(), 3u);
 }
 
 TEST(Models, CnnMatchesReference) {
   auto m = loadBuiltin("cnn");
   ASSERT_TRUE(m);
-  Tensor x = randomInput({1, 16, 16, 3}, 5);
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 5);
   auto out = KILN_TAKE(m->call("main", {x}));
   ASSERT_EQ(out.size(), 1u);
 
@@ -143,7 +136,7 @@ TEST(Models, HandWrittenTosaFileMatchesReference) {
   const FunctionSignature *sig = m->signature("predict");
   ASSERT_NE(sig, nullptr);
   EXPECT_EQ(sig->args[0].name, "image");  // from tf.entry_function
-  Tensor x = randomInput({1, 6, 6, 2}, 42);
+  Tensor x = test::randomTensor({1, 6, 6, 2}, 42);
   auto out = KILN_TAKE(m->call("predict", {x}));
   ASSERT_EQ(out.size(), 1u);
 
@@ -169,7 +162,7 @@ TEST(Models, HandWrittenTosaFileMatchesReference) {
 TEST(Models, ConcurrentFirstCallsCompileOnce) {
   auto m = loadBuiltin("mlp");
   ASSERT_TRUE(m);
-  Tensor x = randomInput({2, 64}, 1);
+  Tensor x = test::randomTensor({2, 64}, 1);
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 4; ++i)
@@ -186,7 +179,7 @@ TEST(Models, ConcurrentFirstCallsCompileOnce) {
 TEST(Models, AsyncCallsReturnFuturesThatMatchSyncResults) {
   auto m = loadBuiltin("mlp");
   ASSERT_TRUE(m);
-  Tensor x = randomInput({4, 64}, 3);
+  Tensor x = test::randomTensor({4, 64}, 3);
   auto sync = KILN_TAKE(m->call("main", {x}));
   ASSERT_EQ(sync.size(), 1u);
   std::vector<std::vector<AsyncValueRef<Tensor>>> pending;
@@ -198,7 +191,7 @@ TEST(Models, AsyncCallsReturnFuturesThatMatchSyncResults) {
     EXPECT_EQ(0, std::memcmp(v->rawData(), sync[0].rawData(), sync[0].byteSize()));
   }
   // A first call for a new signature compiles off the caller's thread.
-  auto first = m->callAsync("main", {randomInput({9, 64}, 4)});
+  auto first = m->callAsync("main", {test::randomTensor({9, 64}, 4)});
   auto v = first[0].awaitValue();
   ASSERT_TRUE(bool(v));
   EXPECT_EQ(v->type().str(), "9x10xf32");
@@ -207,7 +200,7 @@ TEST(Models, AsyncCallsReturnFuturesThatMatchSyncResults) {
 TEST(Models, AsyncErrorsArriveAsValues) {
   auto m = loadBuiltin("mlp");
   ASSERT_TRUE(m);
-  auto bad = m->callAsync("main", {randomInput({2, 63}, 1)});
+  auto bad = m->callAsync("main", {test::randomTensor({2, 63}, 1)});
   ASSERT_EQ(bad.size(), 1u);
   ASSERT_TRUE(bad[0]->isError());
   EXPECT_NE(bad[0]->error().find("expected tensor<?x64xf32>, got tensor<2x63xf32>"),
@@ -225,7 +218,7 @@ TEST(Models, ModuleMayDieWhileAsyncCallsAreInFlight) {
     auto m = loadBuiltin("cnn");
     ASSERT_TRUE(m);
     for (int i = 0; i < 4; ++i) {
-      auto f = m->callAsync("main", {randomInput({1, 16, 16, 3}, unsigned(i))});
+      auto f = m->callAsync("main", {test::randomTensor({1, 16, 16, 3}, unsigned(i))});
       futures.push_back(f[0]);
     }
   }  // the module is destroyed here; executions keep their code and weights

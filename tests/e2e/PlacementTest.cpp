@@ -24,13 +24,6 @@ std::unique_ptr<Runtime> runtimeWith(const std::string &modes,
   return llvm::cantFail(Runtime::create(o));
 }
 
-Tensor input(std::vector<int64_t> shape, unsigned seed) {
-  Tensor t = Tensor::empty(DType::f32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 
 struct Result {
   std::vector<Tensor> outputs;
@@ -58,7 +51,7 @@ Result runModel(Runtime &rt, const std::string &mlir, const std::string &fn, std
 TEST(Placement, ModelsGiveTheSameOutputsOnJitKernelsAndMixed) {
   for (const char *name : {"mlp", "cnn"}) {
     const auto *model = models::findBuiltinModel(name);
-    Tensor x = std::string(name) == "mlp" ? input({5, 64}, 1) : input({1, 16, 16, 3}, 2);
+    Tensor x = std::string(name) == "mlp" ? test::randomTensor({5, 64}, 1) : test::randomTensor({1, 16, 16, 3}, 2);
     auto jitRt = runtimeWith("*=jit");
     auto kernelRt = runtimeWith("*=kernel");
     auto mixedRt = runtimeWith("tosa.matmul=kernel,tosa.conv2d=kernel,tosa.exp=kernel");
@@ -78,7 +71,7 @@ TEST(Placement, ModelsGiveTheSameOutputsOnJitKernelsAndMixed) {
 
 TEST(Placement, SummaryCountsOpsClustersAndReasons) {
   auto rt = runtimeWith("tosa.matmul=kernel");
-  Result r = runModel(*rt, models::findBuiltinModel("mlp")->mlir, "main", {input({2, 64}, 3)});
+  Result r = runModel(*rt, models::findBuiltinModel("mlp")->mlir, "main", {test::randomTensor({2, 64}, 3)});
   // mlp: reshape, matmul, add, clamp, matmul, add, reshape, softmax (6 ops) = 13 ops;
   // the two matmuls split the JIT ops into three clusters.
   EXPECT_EQ(r.placement.substr(0, r.placement.find('\n')),
@@ -94,7 +87,7 @@ func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %z : tensor<2x8xf32>
 }
 )mlir";
-  Tensor x = input({2, 8}, 4);
+  Tensor x = test::randomTensor({2, 8}, 4);
   Result r = runModel(test::sharedRuntime(), mlir, "main", {x});
   ASSERT_EQ(r.outputs.size(), 1u);
   EXPECT_EQ(r.placement, "3 ops: 2 JIT in 2 kernels, 1 handwritten (tosa.custom:kiln.gelu x1: no lowering)");
@@ -107,7 +100,7 @@ func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 TEST(Placement, FailedClusterCompileFallsBackToKernels) {
   auto rt = runtimeWith("", {"tosa.exp"});  // compiling any cluster with tosa.exp fails
-  Tensor x = input({1, 6, 6, 2}, 5);
+  Tensor x = test::randomTensor({1, 6, 6, 2}, 5);
   auto m = KILN_TAKE(rt->loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
   ASSERT_TRUE(m);
   auto out = KILN_TAKE(m->call("predict", {x}));
@@ -157,7 +150,7 @@ TEST(Placement, MixedPlansRoundTripThroughTheDiskCache) {
     o.placement = llvm::cantFail(lowering::parseOpModes("tosa.conv2d=kernel"));
     return llvm::cantFail(Runtime::create(o));
   };
-  Tensor x = input({1, 16, 16, 3}, 6);
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 6);
   const std::string cnn = models::findBuiltinModel("cnn")->mlir;
   std::vector<Tensor> cold;
   {
