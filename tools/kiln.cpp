@@ -236,20 +236,40 @@ int runCommand(const std::string &model, const std::string &function,
   return 0;
 }
 
+/// A runtime, the model and `function`'s input types from --shape flags.
+struct ShapedFunction {
+  std::unique_ptr<kiln::Runtime> rt;
+  std::unique_ptr<kiln::Module> module;
+  std::vector<kiln::TensorType> types;
+};
+llvm::Expected<ShapedFunction> loadShaped(const std::string &model, const std::string &function,
+                                          const std::vector<std::string> &shapes, const CommonOptions &common) {
+  ShapedFunction out;
+  auto rt = makeRuntime(common);
+  if (!rt) return rt.takeError();
+  out.rt = std::move(*rt);
+  auto module = loadModel(*out.rt, model);
+  if (!module) return module.takeError();
+  out.module = std::move(*module);
+  std::string error;
+  const kiln::FunctionSignature *sig = findFunction(*out.module, function, model, error);
+  if (!sig) return llvm::createStringError("%s", error.c_str());
+  auto types = typesFromShapes(*sig, shapes);
+  if (!types) return types.takeError();
+  out.types = std::move(*types);
+  return out;
+}
+
 int prewarmCommand(const std::string &model, const std::string &function,
                    const std::vector<std::string> &shapes, const CommonOptions &common) {
-  auto rt = makeRuntime(common);
-  if (!rt) return fail(llvm::toString(rt.takeError()));
-  auto module = loadModel(**rt, model);
-  if (!module) return fail(llvm::toString(module.takeError()));
-  std::string error;
-  const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
-  if (!sig) return fail(error);
-  auto types = typesFromShapes(*sig, shapes);
-  if (!types) return fail(llvm::toString(types.takeError()));
+  auto target = loadShaped(model, function, shapes, common);
+  if (!target) return fail(llvm::toString(target.takeError()));
+  kiln::Runtime *rt = target->rt.get();
+  kiln::Module *module = target->module.get();
+  const std::vector<kiln::TensorType> *types = &target->types;
   auto t0 = Clock::now();
-  if (auto err = (*rt)->prewarm(**module, function, {*types})) return fail(llvm::toString(std::move(err)));
-  auto &cc = (*rt)->compileCache();
+  if (auto err = rt->prewarm(*module, function, {*types})) return fail(llvm::toString(std::move(err)));
+  auto &cc = rt->compileCache();
   auto st = cc.stats();
   std::string sigText;
   for (auto &t : *types) sigText += (sigText.empty() ? "" : ",") + t.str();
@@ -294,16 +314,12 @@ int cacheCommand(const std::string &what, const CommonOptions &common) {
 
 int cacheExplainCommand(const std::string &model, const std::string &function,
                         const std::vector<std::string> &shapes, const CommonOptions &common) {
-  auto rt = makeRuntime(common);
-  if (!rt) return fail(llvm::toString(rt.takeError()));
-  auto module = loadModel(**rt, model);
-  if (!module) return fail(llvm::toString(module.takeError()));
-  std::string error;
-  const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
-  if (!sig) return fail(error);
-  auto types = typesFromShapes(*sig, shapes);
-  if (!types) return fail(llvm::toString(types.takeError()));
-  auto key = (*module)->cacheKey(function, *types);
+  auto target = loadShaped(model, function, shapes, common);
+  if (!target) return fail(llvm::toString(target.takeError()));
+  kiln::Runtime *rt = target->rt.get();
+  kiln::Module *module = target->module.get();
+  const std::vector<kiln::TensorType> *types = &target->types;
+  auto key = module->cacheKey(function, *types);
   if (!key) return fail(llvm::toString(key.takeError()));
   std::printf("key %s\n", key->digest().c_str());
   for (auto [name, value] : key->fields()) {
@@ -311,7 +327,7 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
     if (v.size() > 100) v = v.substr(0, 97) + "...";
     std::printf("  %-13s %s\n", name, v.c_str());
   }
-  std::printf("%s\n", (*rt)->compileCache().disk().explain(*key).c_str());
+  std::printf("%s\n", rt->compileCache().disk().explain(*key).c_str());
   return 0;
 }
 
