@@ -11,7 +11,9 @@
 #include "tests/reference/Reference.h"
 
 #include "llvm/ADT/bit.h"
+#include <array>
 #include <map>
+#include <tuple>
 #include <random>
 
 using namespace kiln;
@@ -862,6 +864,93 @@ std::vector<Case> allCases() {
   return cs;
 }
 
+/// Shape sweeps around vector and tile edges (8/16-wide vectors, 32-row
+/// blocks), with broadcasting, odd strides and paddings.
+std::vector<Case> sweepCases() {
+  std::vector<Case> cs;
+  const DType F = DType::f32;
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000}) {
+    Case c = binary("add", F, {2, n}, {2, n}, [](double a, double b) { return a + b; }, F);
+    c.name = "add_f32_2x" + std::to_string(n);
+    cs.push_back(c);
+    Case e = unary("exp", F, {n}, [](double x) { return std::exp(x); });
+    e.name = "exp_f32_" + std::to_string(n);
+    cs.push_back(e);
+  }
+  for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{1, 17}, {5, 17}}, {{5, 1}, {5, 33}}, {{1, 1}, {9, 65}}, {{4, 1, 16}, {1, 3, 16}}}) {
+    Case c = binary("mul", F, a, b, [](double x, double y) { return x * y; }, F);
+    c.name = "mul_broadcast_" + shapeToString(a) + "_" + shapeToString(b);
+    cs.push_back(c);
+  }
+  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {1, 64, 10}, {3, 5, 7}, {8, 32, 1}, {17, 33, 65}, {32, 16, 32}, {33, 9, 31}, {64, 64, 64}}) {
+    Case c;
+    TensorType a = tt(F, {1, m, k}), b = tt(F, {1, k, n}), o = tt(F, {1, m, n});
+    c.name = "matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    c.args = {a, b};
+    c.results = {o};
+    c.body = zeroConst("zp", F) + "  %r0 = \"tosa.matmul\"(%a0, %a1, %zp, %zp) : (" + mt(a) + ", " + mt(b) +
+             ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.ref = [m = m, k = k, n = n](const std::vector<Values> &in) {
+      ref::Vec y = ref::matmul(ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()), 1, m, k, n);
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-5;
+    cs.push_back(c);
+  }
+  struct Conv {
+    int64_t h, w, c, f, k, s, d;
+    std::array<int64_t, 4> pad;
+  };
+  for (const Conv &g : std::vector<Conv>{{5, 5, 1, 1, 1, 1, 1, {0, 0, 0, 0}},
+                                         {7, 9, 3, 8, 3, 1, 1, {1, 1, 1, 1}},
+                                         {8, 8, 16, 17, 3, 2, 1, {0, 1, 0, 1}},
+                                         {11, 6, 5, 4, 3, 1, 2, {2, 2, 2, 2}},
+                                         {9, 9, 4, 32, 5, 2, 1, {2, 2, 2, 2}},
+                                         {6, 13, 2, 3, 2, 3, 1, {1, 0, 2, 1}}}) {
+    int64_t oh = (g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) / g.s + 1;
+    int64_t ow = (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) / g.s + 1;
+    if ((g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) % g.s || (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) % g.s)
+      continue;  // TOSA requires exact division
+    Case c;
+    TensorType x = tt(F, {1, g.h, g.w, g.c}), w = tt(F, {g.f, g.k, g.k, g.c}), b = tt(F, {g.f}),
+               o = tt(F, {1, oh, ow, g.f});
+    c.name = "conv2d_" + shapeToString(x.shape) + "_k" + std::to_string(g.k) + "_s" + std::to_string(g.s) +
+             "_d" + std::to_string(g.d) + "_f" + std::to_string(g.f);
+    c.args = {x, w, b};
+    c.results = {o};
+    std::string pad = std::to_string(g.pad[0]) + ", " + std::to_string(g.pad[1]) + ", " + std::to_string(g.pad[2]) +
+                      ", " + std::to_string(g.pad[3]);
+    c.body = zeroConst("zp", F) + "  %r0 = \"tosa.conv2d\"(%a0, %a1, %a2, %zp, %zp) <{acc_type = f32, pad = array<i64: " +
+             pad + ">, stride = array<i64: " + std::to_string(g.s) + ", " + std::to_string(g.s) +
+             ">, dilation = array<i64: " + std::to_string(g.d) + ", " + std::to_string(g.d) + ">}> : (" + mt(x) + ", " +
+             mt(w) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.ref = [g, x, w](const std::vector<Values> &in) {
+      const int64_t pad[4] = {g.pad[0], g.pad[1], g.pad[2], g.pad[3]}, st[2] = {g.s, g.s}, dl[2] = {g.d, g.d};
+      ref::Dims os;
+      ref::Vec y = ref::conv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                               ref::Vec(in[1].begin(), in[1].end()), ref::Dims(w.shape.begin(), w.shape.end()),
+                               ref::Vec(in[2].begin(), in[2].end()), pad, st, dl, os);
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
+  for (int64_t n : {1, 7, 16, 33, 100}) {
+    Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
+    c.name = "reduce_sum_3x" + std::to_string(n);
+    c.rtol = 1e-5;
+    c.atol = 1e-5;
+    cs.push_back(c);
+  }
+  return cs;
+}
+
 std::string buildFunction(const Case &c) {
   std::string sig, res, rets, retTypes;
   for (size_t i = 0; i < c.args.size(); ++i)
@@ -954,5 +1043,7 @@ TEST_P(TosaOp, JitMatchesReference) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Sweep, TosaOp, ::testing::ValuesIn(sweepCases()),
+                         [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(Tosa, TosaOp, ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
