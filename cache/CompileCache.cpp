@@ -26,9 +26,10 @@ void CompileCache::recordDiskHit(double ms) {
   stats_.diskLoadMs += ms;
 }
 
-void CompileCache::recordCompile(double ms, bool ok) {
+void CompileCache::recordCompile(double ms, bool ok, int jitFallbacks) {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.compiles;
+  stats_.jitFallbacks += uint64_t(jitFallbacks);
   stats_.compileFailures += !ok;
   stats_.compileMs += ms;
 }

@@ -24,6 +24,7 @@ namespace kiln::cache {
 struct CompileCacheStats {
   uint64_t memoryHits = 0, memoryMisses = 0;  // by full key
   uint64_t diskHits = 0, compiles = 0, compileFailures = 0, evictions = 0;
+  uint64_t jitFallbacks = 0;  // JIT clusters that failed to compile and ran on kernels
   double compileMs = 0;   // total time spent compiling
   double diskLoadMs = 0;  // total time loading entries from disk
   DiskCacheStats disk;
@@ -45,7 +46,7 @@ public:
                                      llvm::function_ref<llvm::Expected<Value>()> produce);
   /// Accounting for `produce`.
   void recordDiskHit(double ms);
-  void recordCompile(double ms, bool ok);
+  void recordCompile(double ms, bool ok, int jitFallbacks = 0);
 
 private:
   struct Entry {

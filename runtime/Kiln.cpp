@@ -10,6 +10,7 @@
 #include "llvm/Config/llvm-config.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 namespace kiln {
@@ -196,8 +197,10 @@ llvm::Expected<Module::Compiled> Module::produce(llvm::StringRef function,
   }
   t0 = Clock::now();
   auto compiled = shared_.compiler->compile(*program_, function, types, shared_.placement);
-  cc.recordCompile(msSince(t0), bool(compiled));
+  cc.recordCompile(msSince(t0), bool(compiled), compiled ? (*compiled)->stats.jitFallbacks : 0);
   if (!compiled) return compiled.takeError();
+  for (const std::string &w : (*compiled)->stats.warnings)
+    std::fprintf(stderr, "kiln: warning: %s\n", w.c_str());
   cache::CachedFunction entry;
   entry.key = key;
   entry.inputs = (*compiled)->inputTypes;

@@ -212,7 +212,6 @@ int runCommand(const std::string &model, const std::string &function,
       std::printf("  step %-12s %s\n", step.jit ? step.name.c_str() : "kernel",
                   step.jit ? ("JIT: " + llvm::join(step.ops, ", ")).c_str() : step.op.c_str());
   }
-  for (const std::string &w : (*compiled)->stats.warnings) std::fprintf(stderr, "kiln: warning: %s\n", w.c_str());
   std::printf("first call (%s + run): %.2f ms  [",
               (*compiled)->stats.fromObject ? "load from disk cache" : "compile", firstMs);
   const auto &stages = (*compiled)->stats.stages;

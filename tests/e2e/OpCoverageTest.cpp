@@ -806,6 +806,40 @@ std::vector<Case> allCases() {
     cs.push_back(c);
   }
 
+  for (bool inverse : {false, true}) {
+    Case c;
+    TensorType x = tt(F, {2, 4, 8});
+    c.name = inverse ? "fft2d_inverse_f32" : "fft2d_f32";
+    c.args = {x, x};
+    c.results = {x, x};
+    c.body = std::string("  %r0, %r1 = \"tosa.fft2d\"(%a0, %a1) <{inverse = ") + (inverse ? "true" : "false") +
+             "}> : (" + mt(x) + ", " + mt(x) + ") -> (" + mt(x) + ", " + mt(x) + ")\n";
+    c.ref = [inverse](const std::vector<Values> &in) {
+      // TOSA FFT2D (unnormalized): a = sign * 2pi (iy*oy/H + ix*ox/W), sign = -1 when inverse.
+      Values re(64), im(64);
+      double sign = inverse ? -1.0 : 1.0;
+      for (int n = 0; n < 2; ++n)
+        for (int oy = 0; oy < 4; ++oy)
+          for (int ox = 0; ox < 8; ++ox) {
+            double sr = 0, si = 0;
+            for (int iy = 0; iy < 4; ++iy)
+              for (int ix = 0; ix < 8; ++ix) {
+                double a = sign * 2 * M_PI * (double(iy * oy) / 4 + double(ix * ox) / 8);
+                double vr = in[0][(n * 4 + iy) * 8 + ix], vi = in[1][(n * 4 + iy) * 8 + ix];
+                sr += vr * std::cos(a) + vi * std::sin(a);
+                si += -vr * std::sin(a) + vi * std::cos(a);
+              }
+            re[(n * 4 + oy) * 8 + ox] = sr;
+            im[(n * 4 + oy) * 8 + ox] = si;
+          }
+      return std::vector<Values>{re, im};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
+
   // Control flow (tosa-to-scf).
   {
     Case c;

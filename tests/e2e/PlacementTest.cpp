@@ -107,6 +107,7 @@ TEST(Placement, FailedClusterCompileFallsBackToKernels) {
   auto fn = KILN_TAKE(m->compile("predict", {x.type()}));
   ASSERT_TRUE(fn);
   EXPECT_EQ(fn->stats.jitFallbacks, 1);
+  EXPECT_EQ(rt->compileCache().stats().jitFallbacks, 1u);
   ASSERT_EQ(fn->stats.warnings.size(), 1u);
   EXPECT_NE(fn->stats.warnings[0].find("JIT compilation of cluster0"), std::string::npos) << fn->stats.warnings[0];
   EXPECT_NE(fn->stats.warnings[0].find("fall back to handwritten kernels"), std::string::npos);
