@@ -179,6 +179,8 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
   if (!outs) return outs.takeError();
   if (outs->size() != 1) return llvm::createStringError("eager dispatch supports single-result ops");
   entry->outType = (*outs)[0];
+  if (auto err = checkAllocatable(entry->outType.byteSize(), "the result tensor<" + entry->outType.str() + ">"))
+    return std::move(err);
   if (op.jit) {
     // A single-op graph, compiled (and disk-cached) like any model.
     std::string text = "func.func @main(";

@@ -341,6 +341,10 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
     e.stats_.arenaBytes = std::max(e.stats_.arenaBytes, size_t(offset + size));
     placed.push_back(b);
   }
+  uint64_t perExecution = e.stats_.arenaBytes;
+  for (int o : e.outputs_) perExecution += e.buffers_[o].bytes;
+  if (auto err = checkAllocatable(perExecution, "one execution's intermediate and output buffers"))
+    return std::move(err);
   // Largest live set in step order: a buffer is live from its writer to its last reader.
   for (size_t s = 0; s < n; ++s) {
     size_t live = 0;

@@ -4,8 +4,24 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cstdlib>
+#include <unistd.h>
 
 namespace kiln {
+
+uint64_t physicalMemoryBytes() {
+  static const uint64_t bytes = [] {
+    long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? uint64_t(pages) * uint64_t(size) : uint64_t(1) << 40;
+  }();
+  return bytes;
+}
+
+llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what) {
+  if (bytes <= physicalMemoryBytes()) return llvm::Error::success();
+  return llvm::createStringError("%s needs %llu bytes, more than this machine's %llu bytes of memory",
+                                 what.str().c_str(), (unsigned long long)bytes,
+                                 (unsigned long long)physicalMemoryBytes());
+}
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;

@@ -29,6 +29,11 @@ using Shape = llvm::SmallVector<int64_t, 6>;
 constexpr int64_t kDynamic = -1;
 constexpr size_t kBufferAlignment = 64;
 
+/// Bytes of physical memory on this machine (an upper bound for buffers).
+uint64_t physicalMemoryBytes();
+/// An error when `bytes` of buffers cannot possibly be allocated here.
+llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what);
+
 /// Number of elements of a static shape (1 for rank 0).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// "1x224x224x3" (dynamic dims print as "?"); rank 0 prints as "".

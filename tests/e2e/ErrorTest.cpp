@@ -143,3 +143,16 @@ TEST(Errors, UnlowerableOpFailsWithStageAndLocation) {
   EXPECT_TRUE(contains(msg, "custom.mlir:2:")) << msg;
   EXPECT_TRUE(contains(msg, "'tosa.custom:y.x' has no lowering and no kernel")) << msg;
 }
+
+TEST(Errors, ImpossiblyLargeTensorsAreErrorsNotAborts) {
+  // 2^40 floats: no machine here has 4 TiB of memory.
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(
+      "func.func @f(%a: tensor<1xf32>) -> tensor<1099511627776xf32> {\n"
+      "  %s = tosa.const_shape {values = dense<[1099511627776]> : tensor<1xindex>} : () -> !tosa.shape<1>\n"
+      "  %t = tosa.tile %a, %s : (tensor<1xf32>, !tosa.shape<1>) -> tensor<1099511627776xf32>\n"
+      "  return %t : tensor<1099511627776xf32>\n}\n",
+      "huge.mlir"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("f", {f32({1})}));
+  EXPECT_TRUE(contains(msg, "more than this machine's")) << msg;
+}
