@@ -17,8 +17,9 @@
 // and records the calls as a TOSA graph, compiled like any model (the
 // analogue of tf.function).
 //
-// Thread-safety: a Context may be used from several threads; EagerTensor is
-// a value type (copies share the result).
+// Thread-safety: a Context may be used from several threads (not while it
+// is tracing); EagerTensor is a value type (copies share the result). A
+// Context must not outlive its Runtime.
 #pragma once
 
 #include "kernels/KernelRegistry.h"
