@@ -251,14 +251,15 @@ Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes)
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function,
-                                                 llvm::ArrayRef<Tensor> inputs,
-                                                 bool inlineFirstStep) {
+                                                 llvm::ArrayRef<Tensor> inputs, bool inlineFirstStep,
+                                                 std::shared_ptr<CancellationToken> cancel) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].valid())
       return errorValues(1, "@" + function.str() + ": input " + std::to_string(i) +
                                 " is an empty (default-constructed) tensor");
   ExecuteOptions opts;
   opts.runFirstStepInline = inlineFirstStep;
+  opts.cancel = cancel;
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
   if (Compiled fn = find(function, sig))  // fast path: no MLIR, no strings, a shared lock
     return fn->executable->execute(inputs, *shared_.executor, opts);
@@ -281,7 +282,7 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function,
   }
   shared_.executor->spawnBlocking([this, fn = function.str(),
                                    args = std::vector<Tensor>(inputs.begin(), inputs.end()),
-                                   types = std::move(types), results]() mutable {
+                                   types = std::move(types), results, opts]() mutable {
     auto done = llvm::make_scope_exit([this] {
       std::lock_guard<std::mutex> lock(mu_);
       --firstCallsInFlight_;
@@ -293,7 +294,8 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function,
       for (auto &r : results) r->setError(msg);
       return;
     }
-    auto outs = (*compiled)->executable->execute(args, *shared_.executor);
+    opts.runFirstStepInline = false;
+    auto outs = (*compiled)->executable->execute(args, *shared_.executor, opts);
     for (size_t i = 0; i < results.size(); ++i) {
       if (i >= outs.size()) {
         results[i]->setError("@" + fn + " produced fewer results than its signature declares");
@@ -310,13 +312,14 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function,
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::callAsync(llvm::StringRef function,
-                                                     llvm::ArrayRef<Tensor> inputs) {
-  return start(function, inputs, /*inlineFirstStep=*/false);
+                                                     llvm::ArrayRef<Tensor> inputs,
+                                                     std::shared_ptr<CancellationToken> cancel) {
+  return start(function, inputs, /*inlineFirstStep=*/false, std::move(cancel));
 }
 
 llvm::Expected<std::vector<Tensor>> Module::call(llvm::StringRef function,
                                                  llvm::ArrayRef<Tensor> inputs) {
-  auto futures = start(function, inputs, /*inlineFirstStep=*/true);
+  auto futures = start(function, inputs, /*inlineFirstStep=*/true, nullptr);
   std::vector<Tensor> out;
   out.reserve(futures.size());
   for (auto &f : futures) {

@@ -16,6 +16,7 @@
 #include "lowering/Partition.h"
 #include "lowering/Program.h"
 #include "runtime/AsyncValue.h"
+#include "runtime/Executable.h"
 #include "runtime/Executor.h"
 #include "runtime/Tensor.h"
 
@@ -113,9 +114,11 @@ public:
   /// Starts `function` and returns one future per result at once (a first
   /// call compiles on the blocking pool). Errors, including bad inputs and
   /// compile failures, arrive as error values; for an unknown function the
-  /// vector holds a single error value.
+  /// vector holds a single error value. Cancelling `cancel` stops launching
+  /// the call's remaining steps; their outputs become errors.
   std::vector<AsyncValueRef<Tensor>> callAsync(llvm::StringRef function,
-                                               llvm::ArrayRef<Tensor> inputs);
+                                               llvm::ArrayRef<Tensor> inputs,
+                                               std::shared_ptr<CancellationToken> cancel = nullptr);
   /// Compiles (or finds) `function` for these input types without running it
   /// (blocks; call it from a thread that may block, not an executor worker).
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
@@ -142,7 +145,7 @@ private:
   };
   Module(Shared shared, std::unique_ptr<lowering::Program> program);
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
-                                           bool inlineFirstStep);
+                                           bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel);
   /// Fast path: compiled code for (function, signature), or null.
   Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const;
   llvm::Expected<Compiled> produce(llvm::StringRef function, llvm::ArrayRef<TensorType> types,

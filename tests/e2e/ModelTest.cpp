@@ -228,3 +228,24 @@ TEST(Models, ModuleMayDieWhileAsyncCallsAreInFlight) {
     EXPECT_EQ(v->type().str(), "1x10xf32");
   }
 }
+
+TEST(Models, CancelledCallsReturnErrors) {
+  auto m = loadBuiltin("mlp");
+  ASSERT_TRUE(m);
+  Tensor x = test::randomTensor({2, 64}, 1);
+  ASSERT_TRUE(bool(m->call("main", {x})));  // compiled
+  auto token = std::make_shared<CancellationToken>();
+  token->cancel();
+  auto out = m->callAsync("main", {x}, token);
+  ASSERT_EQ(out.size(), 1u);
+  auto v = out[0].awaitValue();
+  ASSERT_FALSE(bool(v));
+  EXPECT_NE(llvm::toString(v.takeError()).find("cancelled before step 'jit:@main.cluster0'"), std::string::npos);
+  // A first call (compiling on the blocking pool) honours the token too.
+  auto first = m->callAsync("main", {test::randomTensor({7, 64}, 2)}, token);
+  auto v2 = first[0].awaitValue();
+  ASSERT_FALSE(bool(v2));
+  EXPECT_NE(llvm::toString(v2.takeError()).find("cancelled"), std::string::npos);
+  // Uncancelled calls still work.
+  ASSERT_TRUE(bool(m->call("main", {x})));
+}
