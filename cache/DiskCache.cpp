@@ -283,35 +283,35 @@ void DiskCache::store(const CachedFunction &entry) {
   evictIfNeeded();
 }
 
-std::vector<DiskEntryInfo> DiskCache::list() const {
-  std::vector<DiskEntryInfo> out;
-  if (mode_.load() == CacheMode::kOff) return out;
+std::vector<DiskCache::File> DiskCache::scan() const {
+  std::vector<File> files;
+  if (mode_.load() == CacheMode::kOff) return files;
   std::error_code ec;
-  auto now = std::chrono::system_clock::now();
   for (llvm::sys::fs::recursive_directory_iterator it(dir_ + "/" + kLayout, ec), end;
        it != end && !ec; it.increment(ec)) {
-    llvm::StringRef p = it->path();
-    if (!p.ends_with(kSuffix)) continue;
-    DiskEntryInfo info;
-    info.path = p.str();
-    info.digest = llvm::sys::path::stem(p).str();
+    if (!llvm::StringRef(it->path()).ends_with(kSuffix)) continue;
     llvm::sys::fs::file_status st;
-    if (!llvm::sys::fs::status(p, st)) {
-      info.bytes = st.getSize();
-      info.ageSeconds = std::chrono::duration_cast<std::chrono::seconds>(
-                            now - std::chrono::system_clock::time_point(
-                                      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                          st.getLastModificationTime().time_since_epoch())))
-                            .count();
-    }
-    auto buf = llvm::MemoryBuffer::getFile(p, false, false);
+    if (llvm::sys::fs::status(it->path(), st)) continue;
+    files.push_back({it->path(), st.getSize(), st.getLastModificationTime()});
+  }
+  return files;
+}
+
+std::vector<DiskEntryInfo> DiskCache::list() const {
+  std::vector<DiskEntryInfo> out;
+  auto now = std::chrono::system_clock::now();
+  for (const File &f : scan()) {
+    DiskEntryInfo info;
+    info.path = f.path;
+    info.digest = llvm::sys::path::stem(f.path).str();
+    info.bytes = f.bytes;
+    info.ageSeconds = std::chrono::duration_cast<std::chrono::seconds>(now - f.mtime).count();
+    auto buf = llvm::MemoryBuffer::getFile(f.path, false, false);
     if (!buf) {
       info.problem = buf.getError().message();
     } else if (auto e = decode((*buf)->getBuffer())) {
       info.valid = true;
-      info.function = e->key.function;
-      info.signature = e->key.signature;
-      info.target = e->key.target;
+      info.key = e->key;
     } else {
       info.problem = llvm::toString(e.takeError());
     }
@@ -323,28 +323,14 @@ std::vector<DiskEntryInfo> DiskCache::list() const {
 
 uint64_t DiskCache::totalBytes() const {
   uint64_t total = 0;
-  for (const DiskEntryInfo &e : list()) total += e.bytes;
+  for (const File &f : scan()) total += f.bytes;
   return total;
 }
 
 void DiskCache::evictIfNeeded() {
-  // Sum sizes and ages without decoding entries.
-  struct File {
-    std::string path;
-    uint64_t bytes;
-    llvm::sys::TimePoint<> mtime;
-  };
-  std::vector<File> files;
+  std::vector<File> files = scan();
   uint64_t total = 0;
-  std::error_code ec;
-  for (llvm::sys::fs::recursive_directory_iterator it(dir_ + "/" + kLayout, ec), end;
-       it != end && !ec; it.increment(ec)) {
-    if (!llvm::StringRef(it->path()).ends_with(kSuffix)) continue;
-    llvm::sys::fs::file_status st;
-    if (llvm::sys::fs::status(it->path(), st)) continue;
-    files.push_back({it->path(), st.getSize(), st.getLastModificationTime()});
-    total += st.getSize();
-  }
+  for (const File &f : files) total += f.bytes;
   if (total <= maxBytes_) return;
   std::string lockPath = dir_ + "/lock";
   int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -379,8 +365,8 @@ llvm::Expected<size_t> DiskCache::clear() {
     return llvm::createStringError("the compile cache in '%s' is %s; cannot clear it",
                                    dir_.c_str(), cacheModeName(mode_.load()).str().c_str());
   size_t n = 0;
-  for (const DiskEntryInfo &e : list())
-    if (::unlink(e.path.c_str()) == 0) ++n;
+  for (const File &f : scan())
+    if (::unlink(f.path.c_str()) == 0) ++n;
   return n;
 }
 
@@ -391,16 +377,9 @@ std::string DiskCache::explain(const CacheKeyParts &key) const {
   std::string nearestPath;
   for (const DiskEntryInfo &info : list()) {
     if (!info.valid) continue;
-    auto buf = llvm::MemoryBuffer::getFile(info.path, false, false);
-    if (!buf) continue;
-    auto e = decode((*buf)->getBuffer());
-    if (!e) {
-      llvm::consumeError(e.takeError());
-      continue;
-    }
-    if (info.path == path && e->key.firstDifference(key).empty()) return "hit: " + path;
-    if (!nearest || e->key.numEqualParts(key) > nearest->numEqualParts(key)) {
-      nearest = e->key;
+    if (info.path == path && info.key.firstDifference(key).empty()) return "hit: " + path;
+    if (!nearest || info.key.numEqualParts(key) > nearest->numEqualParts(key)) {
+      nearest = info.key;
       nearestPath = info.path;
     }
   }

@@ -20,6 +20,7 @@
 
 #include "cache/CacheKey.h"
 
+#include "llvm/Support/Chrono.h"
 #include "llvm/Support/Error.h"
 
 #include <atomic>
@@ -62,10 +63,11 @@ struct DiskCacheStats {
 };
 
 struct DiskEntryInfo {
-  std::string path, digest, function, signature, target;
+  std::string path, digest;
   uint64_t bytes = 0;
   int64_t ageSeconds = 0;
   bool valid = false;
+  CacheKeyParts key;    // when valid
   std::string problem;  // why it is not valid
 };
 
@@ -98,6 +100,13 @@ public:
 private:
   DiskCache() = default;
   std::string pathFor(const std::string &digest) const;
+  /// Entry files with sizes and mtimes, without reading them.
+  struct File {
+    std::string path;
+    uint64_t bytes;
+    llvm::sys::TimePoint<> mtime;
+  };
+  std::vector<File> scan() const;
   void warnOnce(const std::string &key, const std::string &message);
   void reject(const std::string &path, const std::string &why);
   void evictIfNeeded();

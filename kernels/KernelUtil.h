@@ -10,22 +10,6 @@
 
 namespace kiln::kernels::util {
 
-/// i1 is stored one byte per element.
-struct Bool1 {
-  uint8_t v;
-};
-
-template <typename T> struct TypeOf;
-#define KILN_TYPEOF(DT, T) template <> struct TypeOf<T> { static constexpr DType value = DT; };
-KILN_TYPEOF(DType::f32, float)
-KILN_TYPEOF(DType::f64, double)
-KILN_TYPEOF(DType::i64, int64_t)
-KILN_TYPEOF(DType::i32, int32_t)
-KILN_TYPEOF(DType::i16, int16_t)
-KILN_TYPEOF(DType::i8, int8_t)
-KILN_TYPEOF(DType::u8, uint8_t)
-#undef KILN_TYPEOF
-
 /// Calls f(T{}) for the C++ type of `t`; i1 maps to bool (stored as uint8_t).
 /// Returns false for dtypes without a plain C++ type (f16, bf16).
 template <typename F> bool dispatch(DType t, F &&f) {

@@ -521,7 +521,6 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     step.name = "cluster" + std::to_string(clusterIndex++);
     for (Value v : ext) step.inputs.push_back(valueId.at(v));
     for (Value r : results) {
-      std::vector<int> ids;
       std::string why;
       auto t = toTensorType(r.getType(), why);
       if (!t) return llvm::createStringError("cluster result: %s", why.c_str());

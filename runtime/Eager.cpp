@@ -56,7 +56,7 @@ std::string typesText(llvm::ArrayRef<EagerTensor> inputs) {
 inline void bump(std::atomic<uint64_t> &c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
 /// The concrete tensor of a ready input, or null.
-const Tensor *readyTensor(const EagerTensor &t, const Tensor &ready, const AsyncValueRef<Tensor> &pending) {
+const Tensor *readyTensor(const Tensor &ready, const AsyncValueRef<Tensor> &pending) {
   if (ready.valid()) return &ready;
   if (pending && pending->isConcrete()) return &pending->get();
   return nullptr;
@@ -303,7 +303,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
   const Tensor *ready[8];
   bool allReady = inputs.size() <= 8;
   for (size_t i = 0; allReady && i < inputs.size(); ++i)
-    allReady = (ready[i] = readyTensor(*inputs[i], inputs[i]->ready_, inputs[i]->pending_)) != nullptr;
+    allReady = (ready[i] = readyTensor(inputs[i]->ready_, inputs[i]->pending_)) != nullptr;
   if (allReady && e->outType.numElements() <= inlineLimit_) {
     bump(counters_->inlineRuns);
     Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);

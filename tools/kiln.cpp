@@ -306,7 +306,7 @@ int cacheCommand(const std::string &what, const CommonOptions &common) {
   for (auto &e : entries)
     std::printf("%s  %8llu B  %6llds  %s\n", e.digest.c_str(), (unsigned long long)e.bytes,
                 (long long)e.ageSeconds,
-                e.valid ? ("@" + e.function + "(" + e.signature + ")").c_str()
+                e.valid ? ("@" + e.key.function + "(" + e.key.signature + ")").c_str()
                         : ("INVALID: " + e.problem).c_str());
   return 0;
 }
