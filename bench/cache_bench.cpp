@@ -8,6 +8,7 @@
 //                              (what a new process does); counters cold_ms,
 //                              warm_ms, speedup (target >= 20x) and
 //                              mlir_pipeline_runs_warm (must be 0)
+#include "bench/BenchCommon.h"
 #include "cache/CacheKey.h"
 #include "cache/CompileCache.h"
 #include "runtime/Kiln.h"
@@ -32,9 +33,7 @@ func.func @main(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %c: tensor<?x8xf32>, %
   return %2 : tensor<?x8xf32>
 }
 )mlir";
-  RuntimeOptions o;
-  o.cacheMode = cache::CacheMode::kOff;
-  auto rt = llvm::cantFail(Runtime::create(o));
+  auto rt = bench::makeRuntime();
   auto m = llvm::cantFail(rt->loadModule(mlir, "add4"));
   std::vector<Tensor> in(4, Tensor::empty(DType::f32, {2, 8}));
   std::vector<TensorType> types(4, in[0].type());

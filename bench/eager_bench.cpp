@@ -9,7 +9,7 @@
 //   BM_TracedMlpStep       the same function captured with trace() and compiled
 #include "runtime/Eager.h"
 
-#include "cache/DiskCache.h"
+#include "bench/BenchCommon.h"
 
 #include <benchmark/benchmark.h>
 
@@ -23,14 +23,7 @@ using namespace kiln;
 using namespace kiln::eager;
 
 namespace {
-Runtime &runtime() {
-  static std::unique_ptr<Runtime> rt = [] {
-    RuntimeOptions o;
-    o.cacheMode = cache::CacheMode::kOff;
-    return llvm::cantFail(Runtime::create(o));
-  }();
-  return *rt;
-}
+Runtime &runtime() { return bench::sharedRuntime(); }
 
 double kilnAddNs() {  // measured once for the libtorch ratio
   Context ctx(runtime());

@@ -4,6 +4,7 @@
 // Each row compiles a one-op function twice: all-JIT and all-kernel
 // placement, times Module::call for both in the same iterations, and reports
 // GFLOP/s (compute ops) or GB/s (memory-bound ops) for each and their ratio.
+#include "bench/BenchCommon.h"
 #include "runtime/Kiln.h"
 
 #include <benchmark/benchmark.h>
@@ -83,19 +84,12 @@ const std::vector<Case> &cases() {
   return all;
 }
 
-std::unique_ptr<Runtime> runtimeFor(const char *modes) {
-  RuntimeOptions o;
-  o.cacheMode = cache::CacheMode::kOff;
-  o.placement = llvm::cantFail(lowering::parseOpModes(modes));
-  return llvm::cantFail(Runtime::create(o));
-}
-
 }  // namespace
 
 static void BM_JitVsKernel(benchmark::State &state) {
   const Case &c = cases()[size_t(state.range(0))];
-  static auto jitRt = runtimeFor("*=jit");
-  static auto kernelRt = runtimeFor("*=kernel");
+  static auto jitRt = bench::makeRuntime("*=jit");
+  static auto kernelRt = bench::makeRuntime("*=kernel");
   auto mj = llvm::cantFail(jitRt->loadModule(c.mlir, "jit"));
   auto mk = llvm::cantFail(kernelRt->loadModule(c.mlir, "kernel"));
   std::vector<Tensor> in;

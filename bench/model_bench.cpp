@@ -3,6 +3,7 @@
 //   BM_ModelCall/<model>       steady-state latency of Module::call (sync)
 //   BM_ModelCallAsync/<model>  throughput with 8 calls in flight
 //   BM_FirstCall/<model>       load + JIT-compile + first run, fresh Runtime and Module each time
+#include "bench/BenchCommon.h"
 #include "runtime/Kiln.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -11,16 +12,9 @@
 using namespace kiln;
 
 namespace {
-Runtime &runtime() {
-  // No disk cache: BM_FirstCall measures real compiles (kiln_cache_bench
-  // measures warm starts).
-  static std::unique_ptr<Runtime> rt = [] {
-    RuntimeOptions o;
-    o.cacheMode = cache::CacheMode::kOff;
-    return llvm::cantFail(Runtime::create(o));
-  }();
-  return *rt;
-}
+// No disk cache: BM_FirstCall measures real compiles (kiln_cache_bench
+// measures warm starts).
+Runtime &runtime() { return bench::sharedRuntime(); }
 Tensor inputFor(const FunctionSignature &sig) {
   TensorType t = sig.args[0].type;
   for (int64_t &d : t.shape)
@@ -67,9 +61,7 @@ static void BM_FirstCall(benchmark::State &state) {
   for (auto _ : state) {
     // A fresh runtime each time: the runtime-wide cache must not serve the code.
     state.PauseTiming();
-    RuntimeOptions o;
-    o.cacheMode = cache::CacheMode::kOff;
-    auto fresh = llvm::cantFail(Runtime::create(o));
+    auto fresh = bench::makeRuntime();
     state.ResumeTiming();
     auto m = llvm::cantFail(fresh->loadModule(model->mlir, model->name));
     Tensor x = inputFor(m->functions()[0]);
