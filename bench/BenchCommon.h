@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cache/DiskCache.h"
-#include "runtime/Kiln.h"
+#include "api/Kiln.h"
 
 namespace kiln::bench {
 
@@ -10,8 +10,8 @@ namespace kiln::bench {
 /// optional per-op placement ("*=kernel", ...).
 inline std::unique_ptr<Runtime> makeRuntime(const char *opModes = "") {
   RuntimeOptions o;
-  o.cacheMode = cache::CacheMode::kOff;
-  if (*opModes) o.placement = llvm::cantFail(lowering::parseOpModes(opModes));
+  o.cacheMode = CacheMode::kOff;
+  if (*opModes) o.placement = llvm::cantFail(ops::parseOpModes(opModes));
   return llvm::cantFail(Runtime::create(o));
 }
 

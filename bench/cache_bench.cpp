@@ -10,8 +10,9 @@
 //                              mlir_pipeline_runs_warm (must be 0)
 #include "bench/BenchCommon.h"
 #include "cache/CacheKey.h"
-#include "cache/CompileCache.h"
-#include "runtime/Kiln.h"
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
+#include "api/Kiln.h"
 #include "tools/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -65,9 +66,9 @@ static void BM_FirstCallColdVsWarm(benchmark::State &state) {
   auto firstCall = [&](bool clearFirst, uint64_t *pipelineRuns) {
     RuntimeOptions o;
     o.cacheDir = dir.str().str();
-    o.cacheMode = cache::CacheMode::kReadWrite;
+    o.cacheMode = CacheMode::kReadWrite;
     auto rt = llvm::cantFail(Runtime::create(o));
-    if (clearFirst) llvm::cantFail(rt->compileCache().disk().clear().takeError());
+    if (clearFirst) llvm::cantFail(rt->compileService().disk().clear().takeError());
     auto t0 = std::chrono::steady_clock::now();
     auto m = llvm::cantFail(rt->loadModule(model->mlir, model->name));
     TensorType t = m->functions()[0].args[0].type;

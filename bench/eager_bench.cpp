@@ -7,7 +7,7 @@
 //                          counter kiln_speedup = torch ns / kiln ns (target >= 4)
 //   BM_EagerMlpStep        a 100-op MLP step run eagerly
 //   BM_TracedMlpStep       the same function captured with trace() and compiled
-#include "runtime/Eager.h"
+#include "api/Eager.h"
 
 #include "bench/BenchCommon.h"
 

@@ -5,7 +5,7 @@
 // placement, times Module::call for both in the same iterations, and reports
 // GFLOP/s (compute ops) or GB/s (memory-bound ops) for each and their ratio.
 #include "bench/BenchCommon.h"
-#include "runtime/Kiln.h"
+#include "api/Kiln.h"
 
 #include <benchmark/benchmark.h>
 

@@ -4,7 +4,7 @@
 //   BM_ModelCallAsync/<model>  throughput with 8 calls in flight
 //   BM_FirstCall/<model>       load + JIT-compile + first run, fresh Runtime and Module each time
 #include "bench/BenchCommon.h"
-#include "runtime/Kiln.h"
+#include "api/Kiln.h"
 #include "tools/models/BuiltinModels.h"
 
 #include <benchmark/benchmark.h>

@@ -1,4 +1,5 @@
 #include "cache/DiskCache.h"
+#include "runtime/Error.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -70,7 +71,6 @@ bool writeAll(int fd, llvm::StringRef data) {
   return true;
 }
 
-void defaultWarn(const std::string &msg) { std::fprintf(stderr, "kiln: warning: %s\n", msg.c_str()); }
 
 }  // namespace
 
@@ -88,13 +88,6 @@ llvm::StringRef cacheModeName(CacheMode m) {
   case CacheMode::kReadWrite: return "read-write";
   }
   return "?";
-}
-
-std::string defaultCacheDir() {
-  if (const char *d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
-  if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
-  return "/tmp/kiln-cache";
 }
 
 std::string DiskCache::encode(const CachedFunction &e) {
@@ -125,18 +118,18 @@ std::string DiskCache::encode(const CachedFunction &e) {
 }
 
 llvm::Expected<CachedFunction> DiskCache::decode(llvm::StringRef bytes) {
-  if (bytes.size() < kHeaderBytes) return llvm::createStringError("truncated header");
-  if (std::memcmp(bytes.data(), kMagic, 7) != 0) return llvm::createStringError("not a kiln cache entry");
+  if (bytes.size() < kHeaderBytes) return error(ErrorCode::kIO, "truncated header");
+  if (std::memcmp(bytes.data(), kMagic, 7) != 0) return error(ErrorCode::kIO, "not a kiln cache entry");
   if (bytes[7] != kMagic[7])
-    return llvm::createStringError("entry format version '%c', this kiln reads '%c'", bytes[7], kMagic[7]);
+    return error(ErrorCode::kIO, "entry format version '%c', this kiln reads '%c'", bytes[7], kMagic[7]);
   uint32_t metaLen = get<uint32_t>(bytes.data() + 8);
   uint64_t objLen = get<uint64_t>(bytes.data() + 12);
   uint64_t sum = get<uint64_t>(bytes.data() + 20);
   if (uint64_t(kHeaderBytes) + metaLen + objLen != bytes.size())
-    return llvm::createStringError("size %zu does not match its header (%llu)", bytes.size(),
+    return error(ErrorCode::kIO, "size %zu does not match its header (%llu)", bytes.size(),
                                    (unsigned long long)(kHeaderBytes + metaLen + objLen));
   llvm::StringRef body = bytes.drop_front(kHeaderBytes);
-  if (hash64(body) != sum) return llvm::createStringError("checksum mismatch");
+  if (hash64(body) != sum) return error(ErrorCode::kIO, "checksum mismatch");
   CachedFunction e;
   try {
     auto meta = nlohmann::json::parse(body.substr(0, metaLen).str());
@@ -147,11 +140,11 @@ llvm::Expected<CachedFunction> DiskCache::decode(llvm::StringRef bytes) {
     e.plan = meta.at("plan").get<std::string>();
     uint64_t at = 0;
     for (uint64_t size : meta.at("object_sizes").get<std::vector<uint64_t>>()) {
-      if (at + size > objLen) return llvm::createStringError("object sizes exceed the payload");
+      if (at + size > objLen) return error(ErrorCode::kIO, "object sizes exceed the payload");
       e.objects.push_back(body.substr(metaLen + at, size).str());
       at += size;
     }
-    if (at != objLen) return llvm::createStringError("object sizes do not add up to the payload");
+    if (at != objLen) return error(ErrorCode::kIO, "object sizes do not add up to the payload");
     auto in = typesFromJson(meta.at("inputs"));
     auto w = typesFromJson(meta.at("weights"));
     auto r = typesFromJson(meta.at("results"));
@@ -162,18 +155,22 @@ llvm::Expected<CachedFunction> DiskCache::decode(llvm::StringRef bytes) {
     e.weights = *w;
     e.results = *r;
   } catch (const std::exception &ex) {
-    return llvm::createStringError("bad metadata: %s", ex.what());
+    return error(ErrorCode::kIO, "bad metadata: %s", ex.what());
   }
   return e;
 }
 
 std::unique_ptr<DiskCache> DiskCache::open(DiskCacheOptions options) {
   std::unique_ptr<DiskCache> c(new DiskCache());
-  c->warn_ = options.warn ? options.warn : defaultWarn;
-  c->dir_ = options.dir.empty() ? defaultCacheDir() : options.dir;
+  c->warn_ = options.warn ? options.warn : [](const std::string &) {};
+  c->dir_ = options.dir;
   c->maxBytes_ = options.maxBytes;
   CacheMode mode = options.mode;
   if (mode == CacheMode::kOff) return c;
+  if (c->dir_.empty()) {
+    c->warnOnce("dir", "no compile cache directory was given; compiled code is cached in memory only");
+    return c;
+  }
   std::string layout = c->dir_ + "/" + kLayout;
   if (mode == CacheMode::kReadWrite) {
     if (auto ec = llvm::sys::fs::create_directories(layout)) {
@@ -362,7 +359,7 @@ DiskCacheStats DiskCache::stats() const {
 
 llvm::Expected<size_t> DiskCache::clear() {
   if (mode_.load() != CacheMode::kReadWrite)
-    return llvm::createStringError("the compile cache in '%s' is %s; cannot clear it",
+    return error(ErrorCode::kIO, "the compile cache in '%s' is %s; cannot clear it",
                                    dir_.c_str(), cacheModeName(mode_.load()).str().c_str());
   size_t n = 0;
   for (const File &f : scan())

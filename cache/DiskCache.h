@@ -39,14 +39,11 @@ enum class CacheMode { kOff, kReadOnly, kReadWrite };
 std::optional<CacheMode> parseCacheMode(llvm::StringRef text);
 llvm::StringRef cacheModeName(CacheMode mode);
 
-/// $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
-std::string defaultCacheDir();
-
 struct DiskCacheOptions {
-  std::string dir;                           // "" = defaultCacheDir()
+  std::string dir;                           // required unless mode is off
   CacheMode mode = CacheMode::kReadWrite;
   uint64_t maxBytes = 2ull << 30;            // size cap (LRU eviction above it)
-  /// Receives warnings (bad entries, unwritable directory); default: stderr.
+  /// Receives warnings (bad entries, unwritable directory); none: dropped.
   std::function<void(const std::string &)> warn;
 };
 
@@ -54,7 +51,7 @@ struct DiskCacheOptions {
 struct CachedFunction {
   CacheKeyParts key;
   std::vector<TensorType> inputs, weights, results;
-  std::string plan;                  // jit::ExecPlan as JSON: steps, buffers, kernels
+  std::string plan;                  // the execution plan as JSON (jit/PlanJson.h)
   std::vector<std::string> objects;  // ELF bytes of the JIT steps
 };
 

@@ -1,4 +1,5 @@
 #include "codegen/HostCodegen.h"
+#include "runtime/Error.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -34,7 +35,7 @@ llvm::Expected<std::unique_ptr<HostCodegen>> HostCodegen::create(CodegenOptions 
     llvm::InitializeNativeTargetAsmParser();
   });
   if (options.optLevel < 0 || options.optLevel > 3)
-    return llvm::createStringError("optimization level %d is not in 0..3", options.optLevel);
+    return error(ErrorCode::kCompileFailed, "optimization level %d is not in 0..3", options.optLevel);
   std::unique_ptr<HostCodegen> cg(new HostCodegen());
   cg->options_ = options;
   cg->target_.triple = llvm::sys::getProcessTriple();
@@ -54,7 +55,7 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostCodegen::makeTargetMach
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return llvm::createStringError("no LLVM target for host triple %s: %s",
+    return kiln::error(ErrorCode::kCompileFailed, "no LLVM target for host triple %s: %s",
                                    target_.triple.c_str(), error.c_str());
   llvm::TargetOptions to;
   auto level = options_.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
@@ -63,7 +64,7 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostCodegen::makeTargetMach
                                         : llvm::CodeGenOptLevel::None;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, target_.cpu, target_.features, to, llvm::Reloc::PIC_, std::nullopt, level));
-  if (!tm) return llvm::createStringError("cannot create a target machine for %s (%s)",
+  if (!tm) return kiln::error(ErrorCode::kCompileFailed, "cannot create a target machine for %s (%s)",
                                           target_.triple.c_str(), target_.cpu.c_str());
   return std::move(tm);
 }
@@ -84,7 +85,7 @@ llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module 
     std::string msg;
     llvm::raw_string_ostream os(msg);
     if (llvm::verifyModule(module, &os))
-      return llvm::createStringError("invalid LLVM IR from lowering: %s", msg.c_str());
+      return error(ErrorCode::kCompileFailed, "invalid LLVM IR from lowering: %s", msg.c_str());
   }
 
   auto t0 = Clock::now();
@@ -113,7 +114,7 @@ llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module 
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegenPM;
   if (tm.addPassesToEmitFile(codegenPM, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return llvm::createStringError("target %s cannot emit object files", target_.triple.c_str());
+    return error(ErrorCode::kCompileFailed, "target %s cannot emit object files", target_.triple.c_str());
   codegenPM.run(module);
   if (times) times->emitMs = msSince(t0);
   return std::move(object);

@@ -1,6 +1,8 @@
-// The JIT-on-first-call compile service: specialized graph -> placement
-// (JIT clusters and handwritten kernels) -> each cluster lowered and compiled
-// to a host object -> objects linked -> an Executable of steps.
+// Compiler: one function at one shape signature -> a CompiledFunction.
+// Specialized graph -> placement (JIT clusters and handwritten kernels) ->
+// each cluster compiled by the target -> objects loaded -> an Executable of
+// steps. It does not cache: the compile service (CompileService.h) decides
+// when to compile, load or bind.
 //
 // A cluster whose compilation fails falls back to kernels for its ops (with
 // a warning and a counter) and the call still succeeds when kernels exist.
@@ -10,27 +12,34 @@
 // Executable may run any number of times at once.
 #pragma once
 
-#include "codegen/HostCodegen.h"
-#include "jit/JitEngine.h"
-#include "jit/Plan.h"
+#include "jit/Target.h"
 #include "lowering/Partition.h"
+#include "lowering/Plan.h"
 #include "lowering/Program.h"
 #include "runtime/Executable.h"
 #include "runtime/Tensor.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace kiln::jit {
 
 struct CompileStats {
-  lowering::StageTimes stages;  // specialize, lowering stages, translate, llvm-opt, ...
+  lowering::StageTimes stages;  // specialize, partition, lowering stages, llvm-opt, ...
   double totalMs = 0;
   size_t objectBytes = 0;
   bool fromObject = false;      // linked from existing objects (cache), not compiled
   int jitFallbacks = 0;         // clusters that failed to compile and went to kernels
   std::vector<std::string> warnings;
+};
+
+/// Fault injection for tests (never part of public options or cache keys):
+/// compiling a cluster that contains one of these ops fails, exercising the
+/// fallback to kernels.
+struct FaultInjection {
+  std::set<std::string> failClustersWith;
 };
 
 class CompiledFunction {
@@ -39,32 +48,32 @@ public:
   std::string function;
   std::vector<TensorType> inputTypes;   // static
   std::vector<TensorType> resultTypes;  // static
-  std::vector<Tensor> weights;          // the plan's kWeight values, by index
+  std::vector<Tensor> weights;          // the plan's weight values, by index
   CompileStats stats;
-  ExecPlan plan;
-  std::vector<llvm::SmallVector<char, 0>> objects;  // ELF objects of the JIT steps
+  lowering::ExecPlan plan;
+  std::vector<llvm::SmallVector<char, 0>> objects;  // code of the JIT steps, by plan step object index
   std::shared_ptr<Executable> executable;
 
-  /// The entry point of plan step `step` (null for kernel steps).
-  EntryFn directEntry(size_t step) const { return step < entries_.size() ? entries_[step] : nullptr; }
+  /// The host entry point of plan step `step` (null for kernel steps and
+  /// device code).
+  EntryFn directEntry(size_t step) const { return step < launches_.size() ? launches_[step].direct : nullptr; }
 
   /// "N ops: A JIT in K kernels, B handwritten (...)"
   const std::string &placementSummary() const { return plan.summary; }
 
 private:
   friend class Compiler;
-  std::vector<std::shared_ptr<LoadedObject>> code_;  // per object; shared with steps
-  std::vector<EntryFn> entries_;                     // per plan step (null for kernels)
+  std::vector<Launch> launches_;  // per plan step (empty fn for kernels)
 };
 
 class Compiler {
 public:
-  static llvm::Expected<std::unique_ptr<Compiler>> create(codegen::CodegenOptions options = {});
-  const codegen::TargetDescription &target() const { return codegen_->target(); }
+  explicit Compiler(std::shared_ptr<Target> target) : target_(std::move(target)) {}
+  Target &target() const { return *target_; }
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
-  compile(lowering::Program &program, llvm::StringRef function,
-          llvm::ArrayRef<TensorType> inputTypes, const lowering::PlacementOptions &placement = {});
+  compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
+          const ops::PlacementOptions &placement, const FaultInjection &faults = {});
 
   /// The same code bound to other weights (a module with the same graph and
   /// other weight values): shares the loaded code, gets its own executable.
@@ -72,20 +81,17 @@ public:
                                                          std::vector<Tensor> weights);
 
   /// A CompiledFunction from a plan and objects compiled earlier (a cache
-  /// entry): no MLIR and no LLVM code generation, only linking.
+  /// entry): no MLIR and no code generation, only loading.
   llvm::Expected<std::shared_ptr<CompiledFunction>>
-  load(llvm::StringRef function, std::vector<TensorType> inputTypes,
-       std::vector<TensorType> resultTypes, std::vector<Tensor> weights, ExecPlan plan,
-       std::vector<llvm::SmallVector<char, 0>> objects);
+  load(llvm::StringRef function, std::vector<TensorType> inputTypes, std::vector<TensorType> resultTypes,
+       std::vector<Tensor> weights, lowering::ExecPlan plan, std::vector<llvm::SmallVector<char, 0>> objects);
 
 private:
-  Compiler() = default;
-  /// Links the objects, finds each JIT step's entry, builds the executable.
+  /// Loads the objects, finds each JIT step's entry, builds the executable.
   llvm::Error link(CompiledFunction &out);
   static llvm::Error buildExecutable(CompiledFunction &out);
 
-  std::unique_ptr<codegen::HostCodegen> codegen_;
-  std::shared_ptr<JitEngine> engine_;
+  std::shared_ptr<Target> target_;
 };
 
 }  // namespace kiln::jit

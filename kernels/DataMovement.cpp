@@ -270,14 +270,14 @@ llvm::Error gatherCompute(const KernelArgs &a) {
 }  // namespace
 
 void registerDataMovementKernels(KernelRegistry &r) {
-  r.add({"tosa.transpose", "transpose_cpu", &transposeShape, &transposeCompute});
-  r.add({"tosa.reshape", "reshape_cpu", &reshapeShape, &copyCompute});
-  r.add({"tosa.slice", "slice_cpu", &sliceShape, &sliceCompute});
-  r.add({"tosa.pad", "pad_cpu", &padShape, &padCompute});
-  r.add({"tosa.concat", "concat_cpu", &concatShape, &concatCompute});
-  r.add({"tosa.reverse", "reverse_cpu", &reverseShape, &reverseCompute});
-  r.add({"tosa.tile", "tile_cpu", &tileShape, &tileCompute});
-  r.add({"tosa.gather", "gather_cpu", &gatherShape, &gatherCompute});
+  llvm::cantFail(r.add({"tosa.transpose", "cpu", &transposeShape, &transposeCompute}));
+  llvm::cantFail(r.add({"tosa.reshape", "cpu", &reshapeShape, &copyCompute}));
+  llvm::cantFail(r.add({"tosa.slice", "cpu", &sliceShape, &sliceCompute}));
+  llvm::cantFail(r.add({"tosa.pad", "cpu", &padShape, &padCompute}));
+  llvm::cantFail(r.add({"tosa.concat", "cpu", &concatShape, &concatCompute}));
+  llvm::cantFail(r.add({"tosa.reverse", "cpu", &reverseShape, &reverseCompute}));
+  llvm::cantFail(r.add({"tosa.tile", "cpu", &tileShape, &tileCompute}));
+  llvm::cantFail(r.add({"tosa.gather", "cpu", &gatherShape, &gatherCompute}));
 }
 
 }  // namespace kiln::kernels

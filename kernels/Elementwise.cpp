@@ -187,7 +187,7 @@ llvm::Expected<std::vector<TensorType>> binaryShape(llvm::ArrayRef<TensorType> i
   if (llvm::StringRef(Op::op) == "tosa.arithmetic_right_shift" && attrs.getIntOr("round", 0) != 0)
     return fail("tosa.arithmetic_right_shift kernel: only round = false");
   auto shape = broadcast(in);
-  if (!shape) return llvm::createStringError(std::string(Op::op) + ": " + llvm::toString(shape.takeError()));
+  if (!shape) return withContext(shape.takeError(), std::string(Op::op) + ": ");
   return std::vector<TensorType>{TensorType{Op::res == Res::Bool ? DType::i1 : in[0].dtype, *shape}};
 }
 
@@ -333,10 +333,10 @@ llvm::Error geluCompute(const KernelArgs &a) {
 }
 
 template <typename Op> KernelDef unary() {
-  return {Op::op, std::string(Op::op + 5) + "_cpu", &unaryShape<Op>, &unaryCompute<Op>};
+  return {Op::op, "eigen", &unaryShape<Op>, &unaryCompute<Op>};
 }
 template <typename Op> KernelDef binary() {
-  return {Op::op, std::string(Op::op + 5) + "_cpu", &binaryShape<Op>, &binaryCompute<Op>};
+  return {Op::op, "eigen", &binaryShape<Op>, &binaryCompute<Op>};
 }
 
 }  // namespace
@@ -346,18 +346,18 @@ void registerElementwiseKernels(KernelRegistry &r) {
                       unary<Sin>(), unary<Cos>(), unary<Tanh>(), unary<Erf>(), unary<Sigmoid>(),
                       unary<Rsqrt>(), unary<Reciprocal>(), unary<Identity>(), unary<BitwiseNot>(),
                       unary<Clz>(), unary<LogicalNot>(), unary<Negate>()})
-    r.add(d);
+    llvm::cantFail(r.add(d));
   for (KernelDef d :
        {binary<Add>(), binary<Sub>(), binary<Mul>(), binary<Maximum>(), binary<Minimum>(),
         binary<Pow>(), binary<IntDiv>(), binary<BitwiseAnd>(), binary<BitwiseOr>(),
         binary<BitwiseXor>(), binary<LogicalAnd>(), binary<LogicalOr>(), binary<LogicalXor>(),
         binary<LogicalLeftShift>(), binary<LogicalRightShift>(), binary<ArithmeticRightShift>(),
         binary<Equal>(), binary<Greater>(), binary<GreaterEqual>()})
-    r.add(d);
-  r.add({"tosa.clamp", "clamp_cpu", &clampShape, &clampCompute});
-  r.add({"tosa.select", "select_cpu", &selectShape, &selectCompute});
-  r.add({"tosa.cast", "cast_cpu", &castShape, &castCompute});
-  r.add({"tosa.custom:kiln.gelu", "gelu_cpu", &geluShape, &geluCompute});
+    llvm::cantFail(r.add(d));
+  llvm::cantFail(r.add({"tosa.clamp", "cpu", &clampShape, &clampCompute}));
+  llvm::cantFail(r.add({"tosa.select", "cpu", &selectShape, &selectCompute}));
+  llvm::cantFail(r.add({"tosa.cast", "cpu", &castShape, &castCompute}));
+  llvm::cantFail(r.add({"tosa.custom:kiln.gelu", "cpu", &geluShape, &geluCompute}));
 }
 
 }  // namespace kiln::kernels

@@ -1,109 +1,66 @@
 #include "kernels/KernelRegistry.h"
+#include "runtime/Error.h"
 
-#include <sstream>
 
 namespace kiln::kernels {
 
-namespace {
-llvm::Error missing(llvm::StringRef name, const char *kind) {
-  return llvm::createStringError("attribute '%s' (%s) is missing or has another type",
-                                 name.str().c_str(), kind);
-}
-}  // namespace
-
-llvm::Expected<int64_t> AttrMap::getInt(llvm::StringRef name) const {
-  auto it = attrs_.find(name.str());
-  if (it == attrs_.end() || !std::holds_alternative<int64_t>(it->second)) return missing(name, "integer");
-  return std::get<int64_t>(it->second);
-}
-llvm::Expected<double> AttrMap::getFloat(llvm::StringRef name) const {
-  auto it = attrs_.find(name.str());
-  if (it != attrs_.end() && std::holds_alternative<double>(it->second)) return std::get<double>(it->second);
-  if (it != attrs_.end() && std::holds_alternative<int64_t>(it->second))
-    return double(std::get<int64_t>(it->second));
-  return missing(name, "float");
-}
-llvm::Expected<std::vector<int64_t>> AttrMap::getInts(llvm::StringRef name) const {
-  auto it = attrs_.find(name.str());
-  if (it == attrs_.end() || !std::holds_alternative<std::vector<int64_t>>(it->second))
-    return missing(name, "integer list");
-  return std::get<std::vector<int64_t>>(it->second);
-}
-llvm::Expected<std::string> AttrMap::getString(llvm::StringRef name) const {
-  auto it = attrs_.find(name.str());
-  if (it == attrs_.end() || !std::holds_alternative<std::string>(it->second)) return missing(name, "string");
-  return std::get<std::string>(it->second);
-}
-int64_t AttrMap::getIntOr(llvm::StringRef name, int64_t fallback) const {
-  auto v = getInt(name);
-  if (!v) {
-    llvm::consumeError(v.takeError());
-    return fallback;
-  }
-  return *v;
-}
-double AttrMap::getFloatOr(llvm::StringRef name, double fallback) const {
-  auto v = getFloat(name);
-  if (!v) {
-    llvm::consumeError(v.takeError());
-    return fallback;
-  }
-  return *v;
-}
-
-std::string AttrMap::str() const {
-  std::ostringstream os;
-  os << "{";
-  bool first = true;
-  for (const auto &[k, v] : attrs_) {
-    os << (first ? "" : ", ") << k << " = ";
-    first = false;
-    if (auto *i = std::get_if<int64_t>(&v)) os << *i;
-    else if (auto *d = std::get_if<double>(&v)) os << *d;
-    else if (auto *s = std::get_if<std::string>(&v)) os << '"' << *s << '"';
-    else {
-      os << "[";
-      const auto &l = std::get<std::vector<int64_t>>(v);
-      for (size_t j = 0; j < l.size(); ++j) os << (j ? ", " : "") << l[j];
-      os << "]";
-    }
-  }
-  os << "}";
-  return os.str();
+std::string KernelDef::nameFor(llvm::ArrayRef<TensorType> inputs) const {
+  llvm::StringRef o = op;
+  o.consume_front("tosa.");
+  o.consume_front("custom:");
+  std::string name = o.str();
+  for (char &c : name)
+    if (c == '.') c = '_';
+  name += "_" + std::string(inputs.empty() ? "none" : dtypeName(inputs[0].dtype));
+  return name + "_" + impl;
 }
 
 const KernelDef *KernelRegistry::lookup(llvm::StringRef op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = defs_.find(op);
   return it == defs_.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> KernelRegistry::ops() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<std::string> out;
   for (const auto &d : defs_) out.push_back(d.first);
   return out;
 }
 
-void KernelRegistry::add(KernelDef def) {
+llvm::Error KernelRegistry::add(KernelDef def) {
+  if (def.op.empty() || def.impl.empty() || !def.shape || !def.compute)
+    return error(ErrorCode::kInvalidArgument, "kernel for '%s': op, implementation name, shape and compute "
+                 "functions are all required", def.op.c_str());
+  if (!llvm::StringRef(def.op).contains('.'))
+    return error(ErrorCode::kInvalidArgument, "kernel for '%s': not an op name like tosa.add or "
+                 "tosa.custom:domain.name", def.op.c_str());
+  std::unique_lock<std::shared_mutex> lock(mu_);
   std::string op = def.op;
-  defs_[op] = std::move(def);
+  if (defs_.count(op))
+    return error(ErrorCode::kInvalidArgument, "'%s' already has a kernel (%s)", op.c_str(),
+                 defs_.find(op)->second.impl.c_str());
+  defs_.emplace(op, std::move(def));
+  return llvm::Error::success();
 }
 
-const KernelRegistry &registry() {
-  static const KernelRegistry r = [] {
-    KernelRegistry reg;
-    registerElementwiseKernels(reg);
-    registerReductionKernels(reg);
-    registerDataMovementKernels(reg);
-    registerNNKernels(reg);
-    return reg;
+KernelRegistry &registry() {
+  static KernelRegistry r;
+  static const bool builtins = [] {
+    registerElementwiseKernels(r);
+    registerReductionKernels(r);
+    registerDataMovementKernels(r);
+    registerNNKernels(r);
+    return true;
   }();
+  (void)builtins;
   return r;
 }
 
 llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef<Tensor> inputs,
                                               const AttrMap &attrs, HostExecutor &executor) {
   const KernelDef *def = registry().lookup(op);
-  if (!def) return llvm::createStringError("no handwritten kernel for '%s'", op.str().c_str());
+  if (!def) return error(ErrorCode::kUnsupported, "no handwritten kernel for '%s'", op.str().c_str());
   std::vector<TensorType> types;
   std::vector<const void *> in;
   for (const Tensor &t : inputs) {
@@ -111,9 +68,7 @@ llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef
     in.push_back(t.rawData());
   }
   auto outTypes = def->shape(types, attrs);
-  if (!outTypes)
-    return llvm::createStringError("%s: %s", op.str().c_str(),
-                                   llvm::toString(outTypes.takeError()).c_str());
+  if (!outTypes) return withContext(outTypes.takeError(), op.str() + ": ");
   std::vector<Tensor> outputs;
   std::vector<void *> out;
   for (const TensorType &t : *outTypes) {
@@ -121,8 +76,7 @@ llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef
     out.push_back(outputs.back().rawData());
   }
   KernelArgs args{in, types, out, *outTypes, attrs, executor};
-  if (auto err = def->compute(args))
-    return llvm::createStringError("%s: %s", op.str().c_str(), llvm::toString(std::move(err)).c_str());
+  if (auto err = def->compute(args)) return withContext(std::move(err), op.str() + ": ");
   return outputs;
 }
 

@@ -10,9 +10,14 @@
 //
 // Kernels run on the runtime's executor (KernelArgs::executor: parallelFor),
 // so graph steps and kernel loops share one TBB pool. Compute functions are
-// stateless and thread-safe; the registry is immutable after startup.
+// stateless and thread-safe. The registry holds the built-in kernels and
+// those users register (kiln::registerKernel); registration and lookup are
+// thread-safe, and a registered kernel stays for the life of the process.
+//
+// Names say op, dtype and implementation: conv2d_f32_im2col_eigen.
 #pragma once
 
+#include "ops/Attrs.h"
 #include "runtime/Executor.h"
 #include "runtime/Tensor.h"
 
@@ -21,32 +26,14 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <shared_mutex>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace kiln::kernels {
 
-/// An attribute value: integer (also bool/enum index), float, integer list, or string.
-using Attr = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
-
-class AttrMap {
-public:
-  void set(const std::string &name, Attr value) { attrs_[name] = std::move(value); }
-  bool has(llvm::StringRef name) const { return attrs_.count(name.str()) != 0; }
-  llvm::Expected<int64_t> getInt(llvm::StringRef name) const;
-  llvm::Expected<double> getFloat(llvm::StringRef name) const;  // ints convert
-  llvm::Expected<std::vector<int64_t>> getInts(llvm::StringRef name) const;
-  llvm::Expected<std::string> getString(llvm::StringRef name) const;
-  int64_t getIntOr(llvm::StringRef name, int64_t fallback) const;
-  double getFloatOr(llvm::StringRef name, double fallback) const;
-  const std::map<std::string, Attr> &all() const { return attrs_; }
-  /// "{axis = 1, perms = [1, 0]}", stable order; also the eager cache key text.
-  std::string str() const;
-
-private:
-  std::map<std::string, Attr> attrs_;
-};
+using ops::Attr;
+using ops::AttrMap;
 
 struct KernelArgs {
   llvm::ArrayRef<const void *> inputs;
@@ -62,24 +49,28 @@ using ShapeFn = llvm::Expected<std::vector<TensorType>> (*)(llvm::ArrayRef<Tenso
 using ComputeFn = llvm::Error (*)(const KernelArgs &args);
 
 struct KernelDef {
-  std::string op;    // "tosa.add"
-  std::string name;  // "tosa_add_cpu": op, target (dtypes are checked by the shape function)
-  ShapeFn shape;
+  std::string op;    // "tosa.add", "tosa.custom:kiln.gelu"
+  std::string impl;  // the implementation: "eigen", "im2col_eigen", "cpu" (plain loops)
+  ShapeFn shape;     // also checks dtypes: an error means "no kernel for this use"
   ComputeFn compute;
+  /// "conv2d_f32_im2col_eigen": op, the dtype of the first operand, implementation.
+  std::string nameFor(llvm::ArrayRef<TensorType> inputs) const;
 };
 
 class KernelRegistry {
 public:
   const KernelDef *lookup(llvm::StringRef op) const;
   std::vector<std::string> ops() const;
-  void add(KernelDef def);
+  /// Adds a kernel; an error if `def.op` already has one or `def` is incomplete.
+  llvm::Error add(KernelDef def);
 
 private:
-  std::map<std::string, KernelDef, std::less<>> defs_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, KernelDef, std::less<>> defs_;  // nodes never move: lookups stay valid
 };
 
-/// The process-wide registry with every built-in kernel.
-const KernelRegistry &registry();
+/// The process-wide registry: every built-in kernel, then users' kernels.
+KernelRegistry &registry();
 
 /// Runs a kernel on tensors: checks the shape function, allocates outputs.
 llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef<Tensor> inputs,

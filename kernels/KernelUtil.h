@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/KernelRegistry.h"
+#include "runtime/Error.h"
 
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,7 @@ template <typename F> bool dispatch(DType t, F &&f) {
 /// Storage type: bool is stored as uint8_t.
 template <typename T> using Store = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 
-inline llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(msg.str()); }
+inline llvm::Error fail(const llvm::Twine &msg) { return makeError(Status{ErrorCode::kInvalidArgument, msg.str(), {}}); }
 
 inline std::vector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);

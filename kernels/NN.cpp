@@ -120,7 +120,9 @@ llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> i
 }
 
 llvm::Error conv2dCompute(const KernelArgs &k) {
-  ConvGeometry g = *convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
+  auto geometry = convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
+  if (!geometry) return geometry.takeError();
+  const ConvGeometry &g = *geometry;
   int64_t patch = g.KH * g.KW * g.C;
   bool biasScalar = k.inputTypes[2].numElements() == 1;
   if (k.inputTypes[0].dtype == DType::f32) {
@@ -189,7 +191,9 @@ llvm::Expected<std::vector<TensorType>> depthwiseShape(llvm::ArrayRef<TensorType
 }
 
 llvm::Error depthwiseCompute(const KernelArgs &k) {
-  ConvGeometry g = *convGeometry("tosa.depthwise_conv2d", k.inputTypes, k.attrs, true);
+  auto geometry = convGeometry("tosa.depthwise_conv2d", k.inputTypes, k.attrs, true);
+  if (!geometry) return geometry.takeError();
+  const ConvGeometry &g = *geometry;
   int64_t M = k.inputTypes[1].shape[3];
   const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
   const float *bias = static_cast<const float *>(k.inputs[2]);
@@ -277,11 +281,11 @@ template <bool IsMax> llvm::Error poolCompute(const KernelArgs &a) {
 }  // namespace
 
 void registerNNKernels(KernelRegistry &r) {
-  r.add({"tosa.matmul", "matmul_cpu_eigen", &matmulShape, &matmulCompute});
-  r.add({"tosa.conv2d", "conv2d_cpu_im2col_eigen", &conv2dShape, &conv2dCompute});
-  r.add({"tosa.depthwise_conv2d", "depthwise_conv2d_cpu", &depthwiseShape, &depthwiseCompute});
-  r.add({"tosa.max_pool2d", "max_pool2d_cpu", &poolShape<true>, &poolCompute<true>});
-  r.add({"tosa.avg_pool2d", "avg_pool2d_cpu", &poolShape<false>, &poolCompute<false>});
+  llvm::cantFail(r.add({"tosa.matmul", "eigen", &matmulShape, &matmulCompute}));
+  llvm::cantFail(r.add({"tosa.conv2d", "im2col_eigen", &conv2dShape, &conv2dCompute}));
+  llvm::cantFail(r.add({"tosa.depthwise_conv2d", "cpu", &depthwiseShape, &depthwiseCompute}));
+  llvm::cantFail(r.add({"tosa.max_pool2d", "cpu", &poolShape<true>, &poolCompute<true>}));
+  llvm::cantFail(r.add({"tosa.avg_pool2d", "cpu", &poolShape<false>, &poolCompute<false>}));
 }
 
 }  // namespace kiln::kernels

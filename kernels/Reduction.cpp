@@ -111,7 +111,7 @@ llvm::Error argmaxCompute(const KernelArgs &a) {
 }
 
 template <Kind K> KernelDef reduce() {
-  return {Reduce<K>::op, std::string(Reduce<K>::op + 5) + "_cpu", &reduceShape<K>, &reduceCompute<K>};
+  return {Reduce<K>::op, "cpu", &reduceShape<K>, &reduceCompute<K>};
 }
 
 }  // namespace
@@ -119,8 +119,8 @@ template <Kind K> KernelDef reduce() {
 void registerReductionKernels(KernelRegistry &r) {
   for (KernelDef d : {reduce<Kind::Sum>(), reduce<Kind::Prod>(), reduce<Kind::Max>(),
                       reduce<Kind::Min>(), reduce<Kind::All>(), reduce<Kind::Any>()})
-    r.add(d);
-  r.add({"tosa.argmax", "argmax_cpu", &argmaxShape, &argmaxCompute});
+    llvm::cantFail(r.add(d));
+  llvm::cantFail(r.add({"tosa.argmax", "cpu", &argmaxShape, &argmaxCompute}));
 }
 
 }  // namespace kiln::kernels

@@ -1,4 +1,5 @@
 #include "lowering/EmitTosa.h"
+#include "runtime/Error.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -51,7 +52,7 @@ std::string floatText(double d) {
 }
 
 /// A property value typed as the TOSA op expects it.
-llvm::Expected<std::string> property(llvm::StringRef name, const kernels::Attr &v, DType elem) {
+llvm::Expected<std::string> property(llvm::StringRef name, const ops::Attr &v, DType elem) {
   if (name == "axis") return std::to_string(std::get<int64_t>(v)) + " : i32";
   if (name == "perms") return "array<i32: " + intList(std::get<std::vector<int64_t>>(v)) + ">";
   if (name == "pad" || name == "stride" || name == "dilation" || name == "kernel" || name == "out_pad")
@@ -65,17 +66,17 @@ llvm::Expected<std::string> property(llvm::StringRef name, const kernels::Attr &
   }
   if (name == "operator_name" || name == "domain_name" || name == "implementation_attrs")
     return "\"" + std::get<std::string>(v) + "\"";
-  return llvm::createStringError("attribute '%s' cannot be written as MLIR here", name.str().c_str());
+  return error(ErrorCode::kInvalidArgument, "attribute '%s' cannot be written as MLIR here", name.str().c_str());
 }
 
 }  // namespace
 
 llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std::string> operands,
-                       llvm::ArrayRef<TensorType> operandTypes, const kernels::AttrMap &attrs,
+                       llvm::ArrayRef<TensorType> operandTypes, const ops::AttrMap &attrs,
                        llvm::ArrayRef<std::string> results, llvm::ArrayRef<TensorType> resultTypes,
                        llvm::StringRef prefix) {
   std::string opName = op.str();
-  kernels::AttrMap props = attrs;
+  ops::AttrMap props = attrs;
   if (op.starts_with("tosa.custom:")) {  // "tosa.custom:domain.name"
     llvm::StringRef rest = op.drop_front(strlen("tosa.custom:"));
     auto [domain, name] = rest.split('.');
@@ -116,7 +117,7 @@ llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std:
       }
       ops.push_back(ssa);
       props = [&] {  // folded operands are not properties
-        kernels::AttrMap p;
+        ops::AttrMap p;
         for (const auto &[k, val] : props.all())
           if (k != name) p.set(k, val);
         return p;
@@ -124,13 +125,13 @@ llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std:
       continue;
     }
     if (next >= operands.size())
-      return llvm::createStringError("%s: expected more operands (%zu given)", op.str().c_str(), operands.size());
+      return error(ErrorCode::kInvalidArgument, "%s: expected more operands (%zu given)", op.str().c_str(), operands.size());
     ops.push_back(operands[next]);
     types.push_back(mlirTensorType(operandTypes[next]));
     ++next;
   }
   if (next != operands.size())
-    return llvm::createStringError("%s: %zu operands given, the op takes %zu", op.str().c_str(), operands.size(), next);
+    return error(ErrorCode::kInvalidArgument, "%s: %zu operands given, the op takes %zu", op.str().c_str(), operands.size(), next);
   std::string propText;
   for (const auto &[k, v] : props.all()) {
     if (k == "to") continue;  // cast's target comes from its result type

@@ -5,7 +5,7 @@
 // graph, an eager op and a graph op all mean the same thing.
 #pragma once
 
-#include "kernels/KernelRegistry.h"
+#include "ops/Attrs.h"
 #include "runtime/Tensor.h"
 
 #include <string>
@@ -17,7 +17,7 @@ namespace kiln::lowering {
 /// (plus constant ops for folded operands such as shapes and zero points).
 /// `prefix` makes the SSA names of helper constants unique.
 llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std::string> operands,
-                       llvm::ArrayRef<TensorType> operandTypes, const kernels::AttrMap &attrs,
+                       llvm::ArrayRef<TensorType> operandTypes, const ops::AttrMap &attrs,
                        llvm::ArrayRef<std::string> results, llvm::ArrayRef<TensorType> resultTypes,
                        llvm::StringRef prefix);
 

@@ -3,6 +3,7 @@
 #include "lowering/EmitTosa.h"
 #include "lowering/Passes.h"
 #include "lowering/ProgramImpl.h"
+#include "runtime/Error.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -18,52 +19,7 @@
 
 namespace kiln::lowering {
 
-// --- options -------------------------------------------------------------------
-
-OpMode PlacementOptions::modeFor(llvm::StringRef op) const {
-  if (auto it = modes.find(op.str()); it != modes.end()) return it->second;
-  if (op.starts_with("tosa.custom:"))
-    if (auto it = modes.find("tosa.custom"); it != modes.end()) return it->second;
-  if (auto it = modes.find("*"); it != modes.end()) return it->second;
-  return OpMode::kAuto;
-}
-
-static const char *modeName(OpMode m) {
-  return m == OpMode::kJit ? "jit" : m == OpMode::kKernel ? "kernel" : "auto";
-}
-
-std::string PlacementOptions::canonical() const {
-  std::string s;
-  for (const auto &[op, mode] : modes) s += (s.empty() ? "" : ",") + op + "=" + modeName(mode);
-  for (const std::string &op : failClustersWith) s += (s.empty() ? "" : ",") + std::string("fail-jit:") + op;
-  return s;
-}
-
-llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
-  PlacementOptions o;
-  llvm::SmallVector<llvm::StringRef> items;
-  spec.split(items, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef item : items) {
-    item = item.trim();
-    auto [op, mode] = item.split('=');
-    op = op.trim();
-    mode = mode.trim();
-    if (op.empty() || mode.empty())
-      return llvm::createStringError("op mode '%s': expected OP=jit|kernel|auto", item.str().c_str());
-    OpMode m;
-    if (mode == "jit") m = OpMode::kJit;
-    else if (mode == "kernel") m = OpMode::kKernel;
-    else if (mode == "auto") m = OpMode::kAuto;
-    else
-      return llvm::createStringError("op mode '%s': mode '%s' is not jit, kernel or auto",
-                                     item.str().c_str(), mode.str().c_str());
-    if (op != "*" && !op.contains('.'))
-      return llvm::createStringError("op mode '%s': '%s' is not an op name like tosa.conv2d",
-                                     item.str().c_str(), op.str().c_str());
-    o.modes[op.str()] = m;
-  }
-  return o;
-}
+KernelOracle::~KernelOracle() = default;
 
 bool tosaOpHasLowering(llvm::StringRef op) {
   // The ops MLIR 22's tosa-to-{linalg,linalg-named,tensor,arith,scf} convert.
@@ -113,7 +69,7 @@ std::string kernelKey(Operation *op) {
   return op->getName().getStringRef().str();
 }
 
-std::optional<kernels::Attr> toKernelAttr(Attribute a) {
+std::optional<ops::Attr> toKernelAttr(Attribute a) {
   if (auto b = dyn_cast<BoolAttr>(a)) return int64_t(b.getValue());
   if (auto i = dyn_cast<IntegerAttr>(a)) {
     if (i.getType().isInteger(1)) return int64_t(i.getValue().getZExtValue());
@@ -131,7 +87,7 @@ std::optional<kernels::Attr> toKernelAttr(Attribute a) {
 }
 
 /// A constant operand as a kernel attribute (shape lists, scalar tensors).
-std::optional<kernels::Attr> foldConstant(Value v) {
+std::optional<ops::Attr> foldConstant(Value v) {
   Operation *def = v.getDefiningOp();
   if (!def) return std::nullopt;
   Attribute value;
@@ -155,7 +111,7 @@ std::optional<kernels::Attr> foldConstant(Value v) {
 
 struct KernelView {
   std::string key;
-  kernels::AttrMap attrs;
+  ops::AttrMap attrs;
   llvm::SmallVector<Value> data;
   std::string whyNot;
 };
@@ -188,43 +144,33 @@ KernelView kernelView(Operation *op) {
   return v;
 }
 
-/// Whether a kernel takes this op as specialized; the reason when not.
-bool kernelAccepts(Operation *op, const KernelView &view, std::string &why) {
+/// The kernel that takes this op as specialized ("" and the reason when none).
+std::string kernelFor(Operation *op, const KernelView &view, const KernelOracle &oracle, std::string &why) {
   if (!view.whyNot.empty()) {
     why = view.whyNot;
-    return false;
+    return "";
   }
   if (op->getNumRegions()) {
     why = "ops with regions run as JIT code";
-    return false;
-  }
-  const kernels::KernelDef *def = kernels::registry().lookup(view.key);
-  if (!def) {
-    why = "no kernel";
-    return false;
+    return "";
   }
   std::vector<TensorType> in, want;
   for (Value v : view.data) {
     auto t = toTensorType(v.getType(), why);
-    if (!t) return false;
+    if (!t) return "";
     in.push_back(*t);
   }
   for (Value r : op->getResults()) {
     auto t = toTensorType(r.getType(), why);
-    if (!t) return false;
+    if (!t) return "";
     want.push_back(*t);
   }
-  auto got = def->shape(in, view.attrs);
-  if (!got) {
-    why = llvm::toString(got.takeError());
-    return false;
+  auto kernel = oracle.kernelFor(view.key, in, view.attrs, want);
+  if (!kernel) {
+    why = toStatus(kernel.takeError()).message;
+    return "";
   }
-  if (*got != want) {  // the shared shape function must agree with MLIR's inference
-    why = "kernel shape function gives " + (got->empty() ? std::string("nothing") : (*got)[0].str()) +
-          ", the graph has " + (want.empty() ? std::string("nothing") : want[0].str());
-    return false;
-  }
-  return true;
+  return *kernel;
 }
 
 /// Groups of placed ops with transitively closed dependencies.
@@ -293,11 +239,11 @@ llvm::SmallVector<Value> externalOperands(Operation *op) {
 // --- partitioning ----------------------------------------------------------------------
 
 llvm::Expected<std::unique_ptr<PartitionedFunction>>
-Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
+Program::partition(SpecializedFunction &spec, const PlacementOptions &options, const KernelOracle &oracle,
                    const std::set<std::string> &forceKernel) {
   std::lock_guard<std::mutex> lock(impl->mu);
   if (!spec.impl || !spec.impl->module)
-    return llvm::createStringError("@%s was already lowered", spec.function.c_str());
+    return error(ErrorCode::kInternal, "@%s was already lowered", spec.function.c_str());
   ModuleOp module = *spec.impl->module;
   auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
   auto out = std::make_unique<PartitionedFunction>();
@@ -305,6 +251,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
   out->inputTypes = spec.inputTypes;
   out->resultTypes = spec.resultTypes;
   out->weights = spec.weights;
+  ExecPlan &plan = out->plan;
 
   // Values: arguments first (inputs, then weights).
   llvm::DenseMap<Value, int> valueId;
@@ -314,12 +261,9 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     bool weight = arg.getArgNumber() >= spec.inputTypes.size();
     v.kind = weight ? PlanValue::kWeight : PlanValue::kInput;
     v.type = weight ? spec.weights[v.index - spec.inputTypes.size()].type() : spec.inputTypes[v.index];
-    if (weight) {
-      v.constant = spec.weights[v.index - spec.inputTypes.size()];
-      v.index -= int(spec.inputTypes.size());
-    }
-    valueId[arg] = int(out->values.size());
-    out->values.push_back(v);
+    if (weight) v.index -= int(spec.inputTypes.size());
+    valueId[arg] = int(plan.values.size());
+    plan.values.push_back(v);
   }
   auto constantValue = [&](Value v) -> llvm::Expected<int> {
     if (auto it = valueId.find(v); it != valueId.end()) return it->second;
@@ -329,13 +273,13 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     else if (auto c = dyn_cast<arith::ConstantOp>(def)) attr = dyn_cast<ElementsAttr>(c.getValue());
     std::string why;
     auto type = toTensorType(v.getType(), why);
-    if (!attr || !type) return llvm::createStringError("cannot materialize constant at %s: %s",
-                                                       locationString(def->getLoc()).c_str(), why.c_str());
+    if (!attr || !type) return errorAt(ErrorCode::kUnsupported, locationString(def->getLoc()),
+                                                       "cannot materialize constant: %s", why.c_str());
     auto t = impl->weightTensor(attr, *type);
     if (!t) return t.takeError();
     PlanValue pv{PlanValue::kConstant, *type, -1, *t};
-    valueId[v] = int(out->values.size());
-    out->values.push_back(pv);
+    valueId[v] = int(plan.values.size());
+    plan.values.push_back(pv);
     return valueId[v];
   };
 
@@ -343,7 +287,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
   Block &body = fn.getBody().front();
   Grouping g;
   llvm::DenseMap<Operation *, KernelView> views;
-  llvm::DenseMap<Operation *, std::string> kernelReason;
+  llvm::DenseMap<Operation *, std::string> kernelReason, kernelName;
   llvm::DenseMap<Operation *, size_t> order;
   for (Operation &op : body.without_terminator()) {
     order[&op] = order.size();
@@ -352,7 +296,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     bool isTosa = op.getDialect() && op.getDialect()->getNamespace() == "tosa";
     KernelView view = kernelView(&op);
     std::string why;
-    bool canKernel = kernelAccepts(&op, view, why);
+    std::string kernelImpl = kernelFor(&op, view, oracle, why);
+    bool canKernel = !kernelImpl.empty();
     bool canJit = !isTosa || tosaOpHasLowering(name);
     OpMode mode = forceKernel.count(view.key) ? OpMode::kKernel : options.modeFor(view.key);
     bool kernel;
@@ -363,14 +308,14 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
       if (!canKernel)
         out->summary.notes.push_back(view.key + ": mode=kernel, kept on JIT (" + why + ")");
       if (!canKernel && !canJit)
-        return llvm::createStringError("%s: '%s' has no lowering and no kernel: %s",
-                                       locationString(op.getLoc()).c_str(), view.key.c_str(), why.c_str());
+        return errorAt(ErrorCode::kUnsupported, locationString(op.getLoc()),
+                       "'%s' has no lowering and no kernel: %s", view.key.c_str(), why.c_str());
     } else {
       kernel = !canJit;
       reason = "no lowering";
       if (!canJit && !canKernel)
-        return llvm::createStringError("%s: '%s' has no lowering and no kernel (%s)",
-                                       locationString(op.getLoc()).c_str(), view.key.c_str(), why.c_str());
+        return errorAt(ErrorCode::kUnsupported, locationString(op.getLoc()),
+                       "'%s' has no lowering and no kernel (%s)", view.key.c_str(), why.c_str());
     }
     // Producer groups of this op.
     llvm::SmallVector<int> producers;
@@ -392,6 +337,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     if (kernel) {
       views[&op] = view;
       kernelReason[&op] = reason;
+      kernelName[&op] = kernelImpl;
       g.create(false, &op, depsExcept(-1));
       continue;
     }
@@ -434,7 +380,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
         if (d != c && !placed[d] && g.groups[c].deps.test(d)) ready = false;
       if (ready && (pick < 0 || order[g.groups[c].ops[0]] < order[g.groups[pick].ops[0]])) pick = c;
     }
-    if (pick < 0) return llvm::createStringError("internal error: placement produced a cycle");
+    if (pick < 0) return error(ErrorCode::kInternal, "placement produced a cycle");
     placed[pick] = true;
     sorted.push_back(pick);
   }
@@ -444,10 +390,10 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     for (Value r : op->getResults()) {
       std::string why;
       auto t = toTensorType(r.getType(), why);
-      if (!t) return llvm::createStringError("%s: result of %s: %s", locationString(op->getLoc()).c_str(),
-                                             op->getName().getStringRef().str().c_str(), why.c_str());
-      valueId[r] = int(out->values.size());
-      out->values.push_back({PlanValue::kIntermediate, *t, -1, Tensor()});
+      if (!t) return errorAt(ErrorCode::kUnsupported, locationString(op->getLoc()), "result of %s: %s",
+                             op->getName().getStringRef().str().c_str(), why.c_str());
+      valueId[r] = int(plan.values.size());
+      plan.values.push_back({PlanValue::kIntermediate, *t, -1, Tensor()});
       ids.push_back(valueId[r]);
     }
     return llvm::Error::success();
@@ -466,6 +412,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
       step.attrs = view.attrs;
       step.location = locationString(op->getLoc());
       step.reason = kernelReason[op];
+      step.kernel = kernelName[op];
       for (Value v : view.data) {
         auto id = valueId.count(v) ? llvm::Expected<int>(valueId[v]) : constantValue(v);
         if (!id) return id.takeError();
@@ -475,7 +422,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
       out->summary.kernels[{step.op, step.reason}]++;
       ++out->summary.kernelOps;
       ++out->summary.ops;
-      out->steps.push_back(std::move(step));
+      plan.steps.push_back(std::move(step));
+      out->clusters.push_back(nullptr);
       continue;
     }
     // Outline the cluster.
@@ -523,28 +471,30 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options,
     for (Value r : results) {
       std::string why;
       auto t = toTensorType(r.getType(), why);
-      if (!t) return llvm::createStringError("cluster result: %s", why.c_str());
-      valueId[r] = int(out->values.size());
-      out->values.push_back({PlanValue::kIntermediate, *t, -1, Tensor()});
+      if (!t) return error(ErrorCode::kUnsupported, "cluster result: %s", why.c_str());
+      valueId[r] = int(plan.values.size());
+      plan.values.push_back({PlanValue::kIntermediate, *t, -1, Tensor()});
       step.outputs.push_back(valueId[r]);
     }
     auto cluster = std::make_unique<SpecializedFunction>();
     cluster->impl = std::make_unique<SpecializedFunction::Impl>();
     cluster->impl->module = OwningOpRef<ModuleOp>(clusterModule);
     cluster->function = spec.function + "." + step.name;
-    for (int id : step.inputs) cluster->inputTypes.push_back(out->values[id].type);
-    for (int id : step.outputs) cluster->resultTypes.push_back(out->values[id].type);
-    step.cluster = std::move(cluster);
+    for (int id : step.inputs) cluster->inputTypes.push_back(plan.values[id].type);
+    for (int id : step.outputs) cluster->resultTypes.push_back(plan.values[id].type);
     out->summary.jitOps += grp.ops.size();
     out->summary.ops += grp.ops.size();
     ++out->summary.clusters;
-    out->steps.push_back(std::move(step));
+    plan.steps.push_back(std::move(step));
+    out->clusters.push_back(std::move(cluster));
   }
   for (Value v : terminator->getOperands()) {
     auto id = valueId.count(v) ? llvm::Expected<int>(valueId[v]) : constantValue(v);
     if (!id) return id.takeError();
-    out->results.push_back(*id);
+    plan.results.push_back(*id);
   }
+  plan.summary = out->summary.str();
+  for (const std::string &note : out->summary.notes) plan.summary += "\n  note: " + note;
   spec.impl->module = nullptr;  // consumed
   return std::move(out);
 }

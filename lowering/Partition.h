@@ -13,8 +13,9 @@
 // kernel op becomes one step.
 #pragma once
 
-#include "kernels/KernelRegistry.h"
+#include "lowering/Plan.h"
 #include "lowering/Program.h"
+#include "ops/Placement.h"
 
 #include <map>
 #include <memory>
@@ -24,43 +25,19 @@
 
 namespace kiln::lowering {
 
-enum class OpMode { kAuto, kJit, kKernel };
+using ops::OpMode;
+using ops::PlacementOptions;
 
-struct PlacementOptions {
-  /// Mode by op name ("tosa.conv2d"); the key "*" sets the default.
-  std::map<std::string, OpMode> modes;
-  /// Fault injection for tests: compiling a cluster that contains one of
-  /// these ops fails, exercising the fallback to kernels.
-  std::set<std::string> failClustersWith;
-
-  OpMode modeFor(llvm::StringRef op) const;
-  /// "tosa.conv2d=kernel,*=jit" (sorted): the cache key's op-mode part.
-  std::string canonical() const;
-  bool empty() const { return modes.empty() && failClustersWith.empty(); }
-};
-
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto" (also KILN_OP_MODE).
-llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
-
-struct PlanValue {
-  enum Kind { kInput, kWeight, kConstant, kIntermediate } kind;
-  TensorType type;
-  int index = -1;   // input / weight position
-  Tensor constant;  // kWeight, kConstant
-};
-
-struct PlanStep {
-  enum Kind { kJit, kKernel } kind;
-  std::vector<int> inputs, outputs;  // value ids
-  std::string name;                  // "cluster0" / "tosa.gather"
-  // kJit: the outlined cluster (kiln_fn(inputs...) -> outputs...) and its ops.
-  std::unique_ptr<SpecializedFunction> cluster;
-  std::vector<std::string> ops;
-  // kKernel
-  std::string op;  // registry key ("tosa.add", "tosa.custom:kiln.gelu")
-  kernels::AttrMap attrs;
-  std::string location;
-  std::string reason;  // why a kernel: "mode=kernel", "no lowering", "JIT compile failed"
+/// What the partitioner asks about handwritten kernels (injected by the
+/// compile service; lowering knows no kernel registry).
+class KernelOracle {
+public:
+  virtual ~KernelOracle();
+  /// The name of the kernel that runs `op` with these operand types and
+  /// attributes, producing `results`; an error saying why none does.
+  virtual llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
+                                                const ops::AttrMap &attrs,
+                                                llvm::ArrayRef<TensorType> results) const = 0;
 };
 
 struct PlacementSummary {
@@ -76,9 +53,10 @@ struct PartitionedFunction {
   std::string function;
   std::vector<TensorType> inputTypes, resultTypes;
   std::vector<Tensor> weights;
-  std::vector<PlanValue> values;
-  std::vector<PlanStep> steps;  // in a topological order
-  std::vector<int> results;     // value ids
+  ExecPlan plan;  // JIT steps not yet compiled (object = -1)
+  /// Per plan step: the outlined cluster (kiln_fn(inputs...) -> outputs...)
+  /// of a JIT step, null for kernel steps.
+  std::vector<std::unique_ptr<SpecializedFunction>> clusters;
   PlacementSummary summary;
 };
 

@@ -1,4 +1,5 @@
 #include "lowering/Program.h"
+#include "runtime/Error.h"
 #include "lowering/ProgramImpl.h"
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
@@ -56,7 +57,7 @@ Program::~Program() {
 llvm::Expected<std::unique_ptr<Program>> Program::parseFile(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true);
   if (!buf)
-    return llvm::createStringError(buf.getError(), "cannot read MLIR file '%s': %s",
+    return error(ErrorCode::kInvalidArgument, "cannot read MLIR file '%s': %s",
                                    path.str().c_str(), buf.getError().message().c_str());
   return parse((*buf)->getBuffer(), path);
 }
@@ -71,14 +72,14 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
                                  llvm::SMLoc());
-  if (auto err = I.diagnose("cannot load MLIR from '" + bufferName.str() + "'", [&] {
+  if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
         I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get()));
         return success(bool(I.module));
       }))
     return std::move(err);
 
   // Only dialects kiln lowers may appear.
-  if (auto err = I.diagnose("unsupported operation in '" + bufferName.str() + "'", [&] {
+  if (auto err = I.diagnose(ErrorCode::kUnsupported, "unsupported operation in '" + bufferName.str() + "'", [&] {
         WalkResult r = I.module->walk([&](Operation *op) {
           StringRef ns = op->getName().getDialectNamespace();
           if (ns.empty()) ns = "builtin";
@@ -132,7 +133,7 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
   Tensor t;
   auto fromRaw = [&](const char *data, size_t size) -> llvm::Error {
     if (size != bytes)
-      return llvm::createStringError("weight of type %s holds %zu bytes, expected %zu",
+      return error(ErrorCode::kInvalidArgument, "weight of type %s holds %zu bytes, expected %zu",
                                      type.str().c_str(), size, bytes);
     if (reinterpret_cast<uintptr_t>(data) % elemSize == 0)  // zero-copy
       t = Tensor::wrap(type.dtype, type.shape, const_cast<char *>(data), ctx);
@@ -143,7 +144,7 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
   if (auto r = dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = r.getRawHandle().getBlob();
     if (!blob)
-      return llvm::createStringError("dense_resource '%s' has no data in the module",
+      return error(ErrorCode::kInvalidArgument, "dense_resource '%s' has no data in the module",
                                      r.getRawHandle().getKey().str().c_str());
     ArrayRef<char> data = blob->getData();
     if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
@@ -162,46 +163,17 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
       if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
     }
   } else {
-    return llvm::createStringError("unsupported constant attribute kind for a weight");
+    return error(ErrorCode::kUnsupported, "unsupported constant attribute kind for a weight");
   }
   weights[value.getAsOpaquePointer()] = t;
   return t;
-}
-
-llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs) {
-  if (!sig.unsupported.empty())
-    return llvm::createStringError("function @%s (%s) cannot be called by kiln: %s",
-                                   sig.name.c_str(), sig.location.c_str(),
-                                   sig.unsupported.c_str());
-  if (inputs.size() != sig.args.size())
-    return llvm::createStringError("function @%s takes %zu inputs, got %zu", sig.name.c_str(),
-                                   sig.args.size(), inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const ArgumentInfo &a = sig.args[i];
-    std::string label = "argument " + std::to_string(i) +
-                        (a.name.empty() ? std::string() : " ('" + a.name + "')");
-    const TensorType &got = inputs[i];
-    bool ok = got.dtype == a.type.dtype && got.shape.size() == a.type.shape.size();
-    for (size_t d = 0; ok && d < got.shape.size(); ++d)
-      ok = a.type.shape[d] == kDynamic || a.type.shape[d] == got.shape[d];
-    if (!ok)
-      return llvm::createStringError("function @%s %s: expected tensor<%s>, got tensor<%s>",
-                                     sig.name.c_str(), label.c_str(), a.type.str().c_str(),
-                                     got.str().c_str());
-  }
-  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<SpecializedFunction>>
 Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
                     StageTimes &times) {
   const FunctionSignature *sig = lookup(function);
-  if (!sig) {
-    std::string names;
-    for (const FunctionSignature &f : impl->functions) names += (names.empty() ? "@" : ", @") + f.name;
-    return llvm::createStringError("no public function @%s in the module (it has: %s)",
-                                   function.str().c_str(), names.empty() ? "none" : names.c_str());
-  }
+  if (!sig) return noSuchFunction(function, impl->functions);
   if (auto err = checkInputs(*sig, inputs)) return std::move(err);
 
   std::lock_guard<std::mutex> lock(impl->mu);
@@ -216,7 +188,7 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   ++impl->pipelineRuns;
   // Weights first, on the original graph: the same plan finds them again
   // without compiling (Program::weights), so cached code can be reused.
-  if (auto err = impl->diagnose("cannot hoist the weights of @" + function.str(), [&] {
+  if (auto err = impl->diagnose(ErrorCode::kInvalidArgument, "cannot hoist the weights of @" + function.str(), [&] {
         return hoistConstants(module, kDefaultHoistMinElements);
       }))
     return std::move(err);
@@ -231,7 +203,7 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   KilnSpecializeShapesOptions opts;
   opts.function = function.str();
   opts.shapes = shapes;
-  if (auto err = impl->diagnose(
+  if (auto err = impl->diagnose(ErrorCode::kInvalidArgument,
           "cannot specialize @" + function.str() + " to (" + shapes + ")", [&] {
             PassManager pm(impl->ctx.get());
             pm.addPass(createKilnSpecializeShapes(opts));
@@ -245,11 +217,11 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
     std::string why;
     auto type = toTensorType(fn.getArgumentTypes()[i], why);
     if (!value || !type)
-      return llvm::createStringError("@%s: weight argument %u is malformed: %s",
+      return error(ErrorCode::kInvalidArgument, "@%s: weight argument %u is malformed: %s",
                                      function.str().c_str(), i, why.c_str());
     auto tensor = impl->weightTensor(value, *type);
     if (!tensor)
-      return llvm::createStringError("@%s: weight at %s: %s", function.str().c_str(),
+      return error(ErrorCode::kInvalidArgument, "@%s: weight at %s: %s", function.str().c_str(),
                                      locationString(fn.getArgument(i).getLoc()).c_str(),
                                      llvm::toString(tensor.takeError()).c_str());
     out->weights.push_back(*tensor);
@@ -259,7 +231,7 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
     std::string why;
     auto type = toTensorType(r, why);
     if (!type)
-      return llvm::createStringError("@%s: result %s", function.str().c_str(), why.c_str());
+      return error(ErrorCode::kInvalidArgument, "@%s: result %s", function.str().c_str(), why.c_str());
     out->resultTypes.push_back(*type);
   }
   times.push_back({"specialize", msSince(t0)});
@@ -275,15 +247,15 @@ llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function) {
   std::lock_guard<std::mutex> lock(impl->mu);
   auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
   if (!fn || !fn.isPublic() || fn.isExternal())
-    return llvm::createStringError("no public function @%s in the module", function.str().c_str());
+    return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
   std::vector<Tensor> out;
   for (const HoistedWeight &w : planHoisting(fn, kDefaultHoistMinElements).weights) {
     std::string why;
     auto type = toTensorType(w.type, why);
-    if (!type) return llvm::createStringError("@%s: weight: %s", function.str().c_str(), why.c_str());
+    if (!type) return error(ErrorCode::kInvalidArgument, "@%s: weight: %s", function.str().c_str(), why.c_str());
     auto t = impl->weightTensor(w.value, *type);
     if (!t)
-      return llvm::createStringError("@%s: weight at %s: %s", function.str().c_str(),
+      return error(ErrorCode::kInvalidArgument, "@%s: weight at %s: %s", function.str().c_str(),
                                      locationString(w.loc).c_str(),
                                      llvm::toString(t.takeError()).c_str());
     out.push_back(*t);
@@ -293,14 +265,15 @@ llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function) {
 
 llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
   std::lock_guard<std::mutex> lock(impl->mu);
+  if (auto it = impl->canonicalGraphs.find(function); it != impl->canonicalGraphs.end()) return it->second;
   if (!impl->module->lookupSymbol<func::FuncOp>(function))
-    return llvm::createStringError("no public function @%s in the module", function.str().c_str());
+    return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
   // The graph as kiln compiles it: weights hoisted to (attribute-free)
   // arguments, so their values are not part of it; everything compiled into
   // code (small constants, attributes, callees) is.
   OwningOpRef<ModuleOp> clone = impl->module->clone();
   if (failed(hoistConstants(*clone, kDefaultHoistMinElements)))
-    return llvm::createStringError("@%s: cannot hoist weights", function.str().c_str());
+    return error(ErrorCode::kInvalidArgument, "@%s: cannot hoist weights", function.str().c_str());
   llvm::SetVector<func::FuncOp> funcs;
   funcs.insert(clone->lookupSymbol<func::FuncOp>(function));
   for (size_t i = 0; i < funcs.size(); ++i) {
@@ -316,22 +289,22 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
     f->print(os, OpPrintingFlags().printGenericOpForm());
     os << "\n";
   }
+  impl->canonicalGraphs[function] = text;
   return text;
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
-                       StageTimes &times) {
+                       StageTimes &times, llvm::StringRef dumpDir) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
   if (!fn.impl || !fn.impl->module)
-    return llvm::createStringError("@%s was already lowered", fn.function.c_str());
+    return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;
-  const char *dumpDir = std::getenv("KILN_DUMP_IR");
   int stageIndex = 0;
   for (const PipelineStage &stage : cpuPipelineStages()) {
     auto t0 = Clock::now();
-    if (auto err = impl->diagnose("@" + fn.function + ": lowering stage " + stage.name + " failed",
+    if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": lowering stage " + stage.name + " failed",
                                   [&] {
                                     PassManager pm(impl->ctx.get());
                                     if (failed(parsePassPipeline(stripAnchor(stage.pipeline), pm)))
@@ -340,7 +313,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
                                   }))
       return std::move(err);
     times.push_back({stage.name, msSince(t0)});
-    if (dumpDir) {
+    if (!dumpDir.empty()) {
       std::string path = (llvm::Twine(dumpDir) + "/" + fn.function + "." +
                           llvm::Twine(++stageIndex) + "." + stage.name + ".mlir").str();
       std::error_code ec;
@@ -350,7 +323,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
   }
   auto t0 = Clock::now();
   std::unique_ptr<llvm::Module> llvmModule;
-  if (auto err = impl->diagnose("@" + fn.function + ": translation to LLVM IR failed", [&] {
+  if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": translation to LLVM IR failed", [&] {
         llvmModule = translateModuleToLLVMIR(module, llvmContext, "kiln." + fn.function);
         return success(bool(llvmModule));
       }))

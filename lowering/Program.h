@@ -12,6 +12,7 @@
 // without threading). Each Program owns its own MLIRContext.
 #pragma once
 
+#include "runtime/Signature.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -32,28 +33,22 @@ class MLIRContext;
 class ModuleOp;
 }  // namespace mlir
 
+namespace kiln::ops {
+struct PlacementOptions;
+}
+
 namespace kiln::lowering {
 
-struct PlacementOptions;
 struct PartitionedFunction;
+class KernelOracle;
 
 /// Name of the specialized function and of the packed entry point
 /// (`void kiln_entry(void **buffers)`: inputs, then weights, then outputs).
 inline constexpr llvm::StringLiteral kSpecializedFnName = "kiln_fn";
 inline constexpr llvm::StringLiteral kEntryName = "kiln_entry";
 
-struct ArgumentInfo {
-  std::string name;  // from kiln.name / tf_saved_model.index_path / tf.entry_function; may be empty
-  TensorType type;   // dims may be kDynamic
-};
-
-struct FunctionSignature {
-  std::string name;
-  std::vector<ArgumentInfo> args;
-  std::vector<TensorType> results;  // as declared; may be dynamic
-  std::string location;             // "file:line:col" of the func.func
-  std::string unsupported;          // why kiln cannot call it (empty if callable)
-};
+using kiln::ArgumentInfo;
+using kiln::FunctionSignature;
 
 /// Wall time of one compile stage.
 struct StageTime {
@@ -105,15 +100,17 @@ public:
   /// Places every op of `fn` on JIT or a kernel and outlines JIT clusters
   /// (see Partition.h); consumes `fn`'s MLIR.
   llvm::Expected<std::unique_ptr<PartitionedFunction>>
-  partition(SpecializedFunction &fn, const PlacementOptions &options,
+  partition(SpecializedFunction &fn, const ops::PlacementOptions &options, const KernelOracle &kernels,
             const std::set<std::string> &forceKernel);
 
   /// How many times MLIR pipelines ran (specializations + lowerings).
   uint64_t pipelineRuns() const;
 
-  /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to LLVM IR.
+  /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to
+  /// LLVM IR; with `dumpDir`, writes the IR after each stage there.
   llvm::Expected<std::unique_ptr<llvm::Module>>
-  lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times);
+  lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times,
+                llvm::StringRef dumpDir = "");
 
   /// Rejects dialects kiln does not lower; exposed for tests.
   static const std::vector<std::string> &supportedDialects();
@@ -124,9 +121,4 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-}  // namespace kiln::lowering
-
-namespace kiln::lowering {
-/// Checks a call's inputs against a signature (count, dtype, rank, static dims).
-llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs);
 }  // namespace kiln::lowering

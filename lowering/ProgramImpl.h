@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lowering/Program.h"
+#include "runtime/Error.h"
 #include "runtime/Clock.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,6 +12,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -111,10 +113,11 @@ struct Program::Impl {
   std::mutex mu;
   llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
   uint64_t pipelineRuns = 0;                      // specializations + lowerings
+  llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
 
   /// Runs `body` with MLIR diagnostics captured; on failure the error says
   /// `what` failed and lists the diagnostics with their source locations.
-  template <typename F> llvm::Error diagnose(llvm::StringRef what, F &&body) {
+  template <typename F> llvm::Error diagnose(ErrorCode code, llvm::StringRef what, F &&body) {
     std::string text;
     llvm::raw_string_ostream os(text);
     SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
@@ -122,7 +125,7 @@ struct Program::Impl {
     std::string msg = text;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     if (msg.empty()) msg = "(no diagnostic was emitted)";
-    return llvm::createStringError("%s:\n%s", what.str().c_str(), msg.c_str());
+    return error(code, "%s:\n%s", what.str().c_str(), msg.c_str());
   }
 
   llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);

@@ -1,4 +1,5 @@
-// AsyncValue: a value that becomes available later, as a concrete T or an error.
+// AsyncValue: a value that becomes available later, as a concrete T or an
+// error (a Status: code, message, location, carried unchanged to awaitValue).
 //
 // State machine: unavailable -> concrete | error, exactly once. The state and
 // the list of waiting continuations share one atomic word (low 2 bits: state;
@@ -10,6 +11,8 @@
 // Thread-safety: all methods are thread-safe. The payload may be read by any
 // thread once the value is available; it must not be mutated after that.
 #pragma once
+
+#include "runtime/Error.h"
 
 #include "llvm/ADT/FunctionExtras.h"
 #include "llvm/Support/Error.h"
@@ -39,16 +42,18 @@ public:
   bool isConcrete() const { return state() == State::kConcrete; }
   bool isError() const { return state() == State::kError; }
 
-  /// The error message; only valid when isError().
-  const std::string &error() const {
+  /// The error (code, message, location); only valid when isError().
+  const Status &error() const {
     assert(isError());
     return error_;
   }
   /// Makes the value an error (must be unavailable).
-  void setError(std::string message) {
-    error_ = std::move(message);
+  void setError(Status status) {
+    error_ = std::move(status);
     publish(State::kError);
   }
+  /// The same from a failed llvm::Error (consumed).
+  void setError(llvm::Error err) { setError(toStatus(std::move(err))); }
 
   /// Runs `f` once the value is available: inline now if it already is,
   /// otherwise on the thread that makes it available.
@@ -147,7 +152,7 @@ private:
   std::atomic<uintptr_t> word_{0};
   mutable std::atomic<uint32_t> refs_;
   Destroy destroy_;
-  std::string error_;
+  Status error_;
 };
 
 /// An AsyncValue holding a T once concrete.
@@ -206,7 +211,7 @@ public:
   /// Blocks, then returns the value or the error as an llvm::Error.
   llvm::Expected<T> awaitValue() const {
     v_->await();
-    if (v_->isError()) return llvm::createStringError("%s", v_->error().c_str());
+    if (v_->isError()) return makeError(v_->error());
     return v_->get();
   }
 
@@ -227,9 +232,9 @@ template <typename T, typename... Args> AsyncValueRef<T> makeAvailable(Args &&..
   v->emplace(std::forward<Args>(args)...);
   return v;
 }
-template <typename T> AsyncValueRef<T> makeError(std::string message) {
+template <typename T> AsyncValueRef<T> makeErrorValue(Status status) {
   auto v = makeUnavailable<T>();
-  v->setError(std::move(message));
+  v->setError(std::move(status));
   return v;
 }
 

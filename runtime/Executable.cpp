@@ -1,4 +1,5 @@
 #include "runtime/Executable.h"
+#include "runtime/Error.h"
 
 #include "llvm/ADT/BitVector.h"
 
@@ -27,7 +28,7 @@ StepFn copyStep(size_t bytes) {
 struct Executable::Execution {
   std::shared_ptr<const Executable> exe;  // keeps the Executable alive while running
   std::unique_ptr<std::atomic<int32_t>[]> pending;
-  std::unique_ptr<std::atomic<const std::string *>[]> poison;
+  std::unique_ptr<std::atomic<const Status *>[]> poison;
   std::vector<void *> buffers;
   void *arena = nullptr;
   std::atomic<int32_t> remaining{0};
@@ -36,11 +37,11 @@ struct Executable::Execution {
   std::shared_ptr<CancellationToken> cancel;
   HostExecutor *executor = nullptr;
   std::mutex errorMu;               // error path only
-  std::deque<std::string> errors;   // stable addresses for `poison`
+  std::deque<Status> errors;        // stable addresses for `poison`
 
   explicit Execution(const Executable &e)
       : pending(new std::atomic<int32_t>[e.steps_.size()]),
-        poison(new std::atomic<const std::string *>[e.steps_.size()]),
+        poison(new std::atomic<const Status *>[e.steps_.size()]),
         buffers(e.buffers_.size(), nullptr) {
     if (e.stats_.arenaBytes)
       arena = std::aligned_alloc(kBufferAlignment,
@@ -54,9 +55,9 @@ struct Executable::Execution {
   }
   ~Execution() { std::free(arena); }
 
-  const std::string *recordError(std::string message) {
+  const Status *recordError(Status status) {
     std::lock_guard<std::mutex> lock(errorMu);
-    errors.push_back(std::move(message));
+    errors.push_back(std::move(status));
     return &errors.back();
   }
 };
@@ -102,7 +103,8 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
   results.reserve(outputs_.size());
   auto failAll = [&](const std::string &msg) {
     results.clear();
-    for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeError<Tensor>(msg));
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      results.push_back(makeErrorValue<Tensor>(Status{ErrorCode::kInvalidArgument, msg, {}}));
     return results;
   };
   if (inputs.size() != inputs_.size())
@@ -161,13 +163,16 @@ llvm::Expected<std::vector<Tensor>> Executable::run(llvm::ArrayRef<Tensor> input
 void Executable::runFrom(Execution *ex, int step) const {
   while (step >= 0) {
     const StepDesc &s = steps_[step];
-    const std::string *error = ex->poison[step].load(std::memory_order_acquire);
+    const Status *error = ex->poison[step].load(std::memory_order_acquire);
     if (!error && ex->cancel && ex->cancel->cancelled())
-      error = ex->recordError("execution cancelled before step '" + s.name + "'");
+      error = ex->recordError(Status{ErrorCode::kCancelled, "execution cancelled before step '" + s.name + "'", {}});
     if (!error) {
       StepContext ctx(s, ex->buffers.data(), *ex->executor);
-      if (llvm::Error err = s.fn(ctx))
-        error = ex->recordError("step '" + s.name + "' failed: " + llvm::toString(std::move(err)));
+      if (llvm::Error err = s.fn(ctx)) {
+        Status status = toStatus(std::move(err));
+        status.message = "step '" + s.name + "' failed: " + status.message;
+        error = ex->recordError(std::move(status));
+      }
     }
     int next = -1;
     finishStep(ex, step, error, next);
@@ -175,7 +180,7 @@ void Executable::runFrom(Execution *ex, int step) const {
   }
 }
 
-void Executable::finishStep(Execution *ex, int step, const std::string *error, int &next) const {
+void Executable::finishStep(Execution *ex, int step, const Status *error, int &next) const {
   const StepDesc &s = steps_[step];
   for (int o : s.producesOutputs) {
     if (error) ex->outputs[o]->setError(*error);
@@ -183,7 +188,7 @@ void Executable::finishStep(Execution *ex, int step, const std::string *error, i
   }
   for (int succ : s.successors) {
     if (error) {
-      const std::string *expected = nullptr;
+      const Status *expected = nullptr;
       ex->poison[succ].compare_exchange_strong(expected, error, std::memory_order_acq_rel);
     }
     if (ex->pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -238,22 +243,21 @@ llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, 
   auto bad = [&](int b) { return b < 0 || b >= int(buffers.size()); };
   llvm::SmallVector<int, 4> preds;
   for (int b : inputs) {
-    if (bad(b)) return llvm::createStringError("step '%s': no buffer %d", name.c_str(), b);
+    if (bad(b)) return error(ErrorCode::kInternal, "step '%s': no buffer %d", name.c_str(), b);
     BufferDesc &d = buffers[b];
     if ((d.kind == BufferKind::kIntermediate || d.kind == BufferKind::kOutput) && d.producer < 0)
-      return llvm::createStringError(
-          "step '%s' reads buffer %d before any step writes it (add steps in topological order)",
+      return error(ErrorCode::kInternal, "step '%s' reads buffer %d before any step writes it (add steps in topological order)",
           name.c_str(), b);
     if (d.producer >= 0 && !llvm::is_contained(preds, d.producer)) preds.push_back(d.producer);
   }
   for (int b : outputs) {
-    if (bad(b)) return llvm::createStringError("step '%s': no buffer %d", name.c_str(), b);
+    if (bad(b)) return error(ErrorCode::kInternal, "step '%s': no buffer %d", name.c_str(), b);
     BufferDesc &d = buffers[b];
     if (d.kind == BufferKind::kInput || d.kind == BufferKind::kConstant)
-      return llvm::createStringError("step '%s' writes buffer %d, an input or constant",
+      return error(ErrorCode::kInternal, "step '%s' writes buffer %d, an input or constant",
                                      name.c_str(), b);
     if (d.producer >= 0)
-      return llvm::createStringError("step '%s' writes buffer %d, already written by step '%s'",
+      return error(ErrorCode::kInternal, "step '%s' writes buffer %d, already written by step '%s'",
                                      name.c_str(), b, steps[d.producer].name.c_str());
   }
   StepDesc s;
@@ -277,7 +281,7 @@ llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, 
 llvm::Error ExecutableBuilder::addControlDependency(int before, int after) {
   auto &steps = exe_->steps_;
   if (before < 0 || after >= int(steps.size()) || before >= after)
-    return llvm::createStringError("control dependency %d -> %d: need existing steps, before < after",
+    return error(ErrorCode::kInternal, "control dependency %d -> %d: need existing steps, before < after",
                                    before, after);
   if (!llvm::is_contained(steps[before].successors, after)) {
     steps[before].successors.push_back(after);
@@ -290,7 +294,7 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
   Executable &e = *exe_;
   for (int o : e.outputs_)
     if (e.buffers_[o].producer < 0)
-      return llvm::createStringError("output %d (tensor<%s>) is not written by any step",
+      return error(ErrorCode::kInternal, "output %d (tensor<%s>) is not written by any step",
                                      e.buffers_[o].index, e.buffers_[o].type.str().c_str());
   for (size_t s = 0; s < e.steps_.size(); ++s)
     if (e.steps_[s].numPredecessors == 0) e.roots_.push_back(int(s));

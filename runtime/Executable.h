@@ -137,7 +137,7 @@ private:
   Execution *acquire() const;
   void release(Execution *ex) const;
   void runFrom(Execution *ex, int step) const;
-  void finishStep(Execution *ex, int step, const std::string *error, int &next) const;
+  void finishStep(Execution *ex, int step, const Status *error, int &next) const;
 
   std::vector<StepDesc> steps_;
   std::vector<BufferDesc> buffers_;

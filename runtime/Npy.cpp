@@ -1,4 +1,5 @@
 #include "runtime/Npy.h"
+#include "runtime/Error.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -56,7 +57,7 @@ llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
 
 llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   auto fail = [&](const llvm::Twine &why) {
-    return llvm::createStringError("%s: not a valid .npy file: %s", name.str().c_str(),
+    return error(ErrorCode::kIO, "%s: not a valid .npy file: %s", name.str().c_str(),
                                    why.str().c_str());
   };
   if (!bytes.starts_with(llvm::StringRef(kMagic, 6)) || bytes.size() < 10)
@@ -102,7 +103,7 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
 llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
-    return llvm::createStringError(buf.getError(), "cannot read '%s': %s", path.str().c_str(),
+    return error(ErrorCode::kIO, "cannot read '%s': %s", path.str().c_str(),
                                    buf.getError().message().c_str());
   return parseNpy((*buf)->getBuffer(), path);
 }
@@ -130,11 +131,11 @@ std::string serializeNpy(const Tensor &t) {
 llvm::Error writeNpy(llvm::StringRef path, const Tensor &t) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec) return llvm::createStringError(ec, "cannot write '%s': %s", path.str().c_str(), ec.message().c_str());
+  if (ec) return error(ErrorCode::kIO, "cannot write '%s': %s", path.str().c_str(), ec.message().c_str());
   os << serializeNpy(t);
   os.close();
   if (os.has_error())
-    return llvm::createStringError(os.error(), "cannot write '%s': %s", path.str().c_str(),
+    return error(ErrorCode::kIO, "cannot write '%s': %s", path.str().c_str(),
                                    os.error().message().c_str());
   return llvm::Error::success();
 }

@@ -1,4 +1,5 @@
 #include "runtime/Tensor.h"
+#include "runtime/Error.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -18,7 +19,7 @@ uint64_t physicalMemoryBytes() {
 
 llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what) {
   if (bytes <= physicalMemoryBytes()) return llvm::Error::success();
-  return llvm::createStringError("%s needs %llu bytes, more than this machine's %llu bytes of memory",
+  return error(ErrorCode::kResourceExhausted, "%s needs %llu bytes, more than this machine's %llu bytes of memory",
                                  what.str().c_str(), (unsigned long long)bytes,
                                  (unsigned long long)physicalMemoryBytes());
 }
@@ -52,7 +53,7 @@ llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic) {
     }
     int64_t d;
     if (p.getAsInteger(10, d) || d < 0)
-      return llvm::createStringError("invalid shape '%s': '%s' is not a non-negative dimension",
+      return error(ErrorCode::kInvalidArgument, "invalid shape '%s': '%s' is not a non-negative dimension",
                                      text.str().c_str(), p.str().c_str());
     shape.push_back(d);
   }
@@ -90,7 +91,7 @@ llvm::Expected<TensorType> parseTensorType(llvm::StringRef text) {
   size_t x = text.rfind('x');
   llvm::StringRef dtype = x == llvm::StringRef::npos ? text : text.substr(x + 1);
   auto d = parseDType(std::string_view(dtype.data(), dtype.size()));
-  if (!d) return llvm::createStringError("bad tensor type '%s'", text.str().c_str());
+  if (!d) return error(ErrorCode::kInvalidArgument, "bad tensor type '%s'", text.str().c_str());
   auto shape = parseShape(x == llvm::StringRef::npos ? "" : text.substr(0, x), /*allowDynamic=*/true);
   if (!shape) return shape.takeError();
   return TensorType{*d, *shape};

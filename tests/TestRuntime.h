@@ -1,7 +1,7 @@
 // A Runtime shared by the tests of one binary (creating the JIT is not free).
 #pragma once
 
-#include "runtime/Kiln.h"
+#include "api/Kiln.h"
 #include "tests/TestUtil.h"
 
 namespace kiln::test {
@@ -10,7 +10,7 @@ namespace kiln::test {
 inline Runtime &sharedRuntime() {
   static std::unique_ptr<Runtime> rt = [] {
     RuntimeOptions options;
-    options.cacheMode = cache::CacheMode::kOff;  // hermetic: no disk cache
+    options.cacheMode = CacheMode::kOff;  // hermetic: no disk cache
     auto r = Runtime::create(options);
     if (!r) {
       ADD_FAILURE() << llvm::toString(r.takeError());

@@ -4,10 +4,11 @@
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
 //   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
 //   kiln models            list the built-in models
-#include "cache/CompileCache.h"
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
 #include "jit/Compiler.h"
 #include "runtime/Clock.h"
-#include "runtime/Kiln.h"
+#include "api/Kiln.h"
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -69,13 +70,13 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
   options.optLevel = o.optLevel;
   options.cacheDir = o.cacheDir;
   if (!o.cacheMode.empty()) {
-    auto mode = kiln::cache::parseCacheMode(o.cacheMode);
+    auto mode = kiln::parseCacheMode(o.cacheMode);
     if (!mode)
       return llvm::createStringError("--cache %s: expected off, ro or rw", o.cacheMode.c_str());
     options.cacheMode = *mode;
   }
   if (!o.opModes.empty()) {
-    auto modes = kiln::lowering::parseOpModes(o.opModes);
+    auto modes = kiln::ops::parseOpModes(o.opModes);
     if (!modes) return llvm::createStringError("--op-mode: %s", llvm::toString(modes.takeError()).c_str());
     options.placement = *modes;
   }
@@ -119,7 +120,7 @@ llvm::Expected<std::vector<kiln::TensorType>> typesFromShapes(const kiln::Functi
                                      i, sig.args[i].name.empty() ? "" : (" ('" + sig.args[i].name + "')").c_str(),
                                      sig.name.c_str(), types[i].str().c_str(),
                                      sig.args[i].name.empty() ? std::to_string(i).c_str() : sig.args[i].name.c_str());
-  if (auto err = kiln::lowering::checkInputs(sig, types)) return std::move(err);
+  if (auto err = kiln::checkInputs(sig, types)) return std::move(err);
   return types;
 }
 
@@ -173,7 +174,7 @@ int runCommand(const std::string &model, const std::string &function,
 
   std::vector<kiln::TensorType> types;
   for (auto &t : inputs) types.push_back(t.type());
-  if (auto err = kiln::lowering::checkInputs(*sig, types))
+  if (auto err = kiln::checkInputs(*sig, types))
     return fail(llvm::toString(std::move(err)));
 
   auto t0 = Clock::now();
@@ -208,9 +209,12 @@ int runCommand(const std::string &model, const std::string &function,
   }
   if (explain) {
     std::printf("placement: %s\n", (*compiled)->placementSummary().c_str());
-    for (const auto &step : (*compiled)->plan.steps)
-      std::printf("  step %-12s %s\n", step.jit ? step.name.c_str() : "kernel",
-                  step.jit ? ("JIT: " + llvm::join(step.ops, ", ")).c_str() : step.op.c_str());
+    for (const auto &step : (*compiled)->plan.steps) {
+      bool jit = step.kind == kiln::lowering::PlanStep::kJit;
+      std::printf("  step %-12s %s\n", jit ? step.name.c_str() : "kernel",
+                  jit ? ("JIT (" + step.target + "): " + llvm::join(step.ops, ", ")).c_str()
+                      : (step.kernel + " (" + step.op + ", " + step.reason + ")").c_str());
+    }
   }
   std::printf("first call (%s + run): %.2f ms  [",
               (*compiled)->stats.fromObject ? "load from disk cache" : "compile", firstMs);
@@ -268,7 +272,7 @@ int prewarmCommand(const std::string &model, const std::string &function,
   const std::vector<kiln::TensorType> *types = &target->types;
   auto t0 = Clock::now();
   if (auto err = rt->prewarm(*module, function, {*types})) return fail(llvm::toString(std::move(err)));
-  auto &cc = rt->compileCache();
+  auto &cc = rt->compileService();
   auto st = cc.stats();
   std::string sigText;
   for (auto &t : *types) sigText += (sigText.empty() ? "" : ",") + t.str();
@@ -283,7 +287,7 @@ int prewarmCommand(const std::string &model, const std::string &function,
 int cacheCommand(const std::string &what, const CommonOptions &common) {
   auto rt = makeRuntime(common);
   if (!rt) return fail(llvm::toString(rt.takeError()));
-  auto &disk = (*rt)->compileCache().disk();
+  auto &disk = (*rt)->compileService().disk();
   if (what == "clear") {
     auto n = disk.clear();
     if (!n) return fail(llvm::toString(n.takeError()));
@@ -326,7 +330,7 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
     if (v.size() > 100) v = v.substr(0, 97) + "...";
     std::printf("  %-13s %s\n", name, v.c_str());
   }
-  std::printf("%s\n", rt->compileCache().disk().explain(*key).c_str());
+  std::printf("%s\n", rt->compileService().disk().explain(*key).c_str());
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // The compile cache: signature keys, disk entries (atomic, checksummed,
 // fuzzed), warm starts without MLIR, weight-independent keys, single flight,
 // LRU bounds, degraded directories, and two processes sharing a directory.
-#include "cache/CompileCache.h"
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
 #include "cache/DiskCache.h"
 #include "jit/Compiler.h"
 #include "tests/TestRuntime.h"
@@ -34,7 +35,7 @@ std::unique_ptr<Runtime> runtimeAt(const std::string &dir, std::vector<std::stri
                                    uint64_t maxBytes = 1ull << 30, size_t memoryEntries = 512) {
   RuntimeOptions o;
   o.cacheDir = dir;
-  o.cacheMode = CacheMode::kReadWrite;
+  o.cacheMode = kiln::CacheMode::kReadWrite;
   o.cacheMaxBytes = maxBytes;
   o.memoryCacheEntries = memoryEntries;
   auto rt = Runtime::create(o);
@@ -165,7 +166,7 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
   o.dir = file + "/cache";  // its parent is a file: cannot be created
   o.warn = [&](const std::string &w) { warnings.push_back(w); };
   auto cache = DiskCache::open(o);
-  EXPECT_EQ(cache->mode(), CacheMode::kOff);
+  EXPECT_EQ(cache->mode(), cache::CacheMode::kOff);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("cannot be created"), std::string::npos);
 
@@ -180,9 +181,9 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
   warnings.clear();
   o.dir = tmp2.path;
   auto c2 = DiskCache::open(o);
-  EXPECT_EQ(c2->mode(), CacheMode::kReadWrite);
+  EXPECT_EQ(c2->mode(), cache::CacheMode::kReadWrite);
   c2->store(sampleEntry());
-  EXPECT_EQ(c2->mode(), CacheMode::kReadOnly);
+  EXPECT_EQ(c2->mode(), cache::CacheMode::kReadOnly);
   EXPECT_EQ(c2->stats().writeErrors, 1u);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("memory only"), std::string::npos);
@@ -190,7 +191,7 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
   // A runtime on such a directory still runs models.
   RuntimeOptions ro;
   ro.cacheDir = tmp2.path;
-  ro.cacheMode = CacheMode::kReadWrite;
+  ro.cacheMode = kiln::CacheMode::kReadWrite;
   auto rt = Runtime::create(ro);
   ASSERT_TRUE(bool(rt));
   auto m = KILN_TAKE((*rt)->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
@@ -211,8 +212,8 @@ TEST(CompileCache, WarmStartRunsNoMlirAndGivesIdenticalResults) {
     ASSERT_TRUE(m);
     cold = KILN_TAKE(m->call("main", {x}));
     EXPECT_GT(m->pipelineRuns(), 0u);
-    EXPECT_EQ(rt->compileCache().stats().compiles, 1u);
-    EXPECT_EQ(rt->compileCache().stats().disk.writes, 1u);
+    EXPECT_EQ(rt->compileService().stats().compiles, 1u);
+    EXPECT_EQ(rt->compileService().stats().disk.writes, 1u);
   }
   // A new runtime (as in a new process) over the same directory.
   auto rt = runtimeAt(tmp.path);
@@ -223,7 +224,7 @@ TEST(CompileCache, WarmStartRunsNoMlirAndGivesIdenticalResults) {
   EXPECT_TRUE(fn->stats.fromObject);
   auto warm = KILN_TAKE(m->call("main", {x}));
   EXPECT_EQ(m->pipelineRuns(), 0u);  // no specialization, no lowering, no LLVM codegen
-  auto stats = rt->compileCache().stats();
+  auto stats = rt->compileService().stats();
   EXPECT_EQ(stats.compiles, 0u);
   EXPECT_EQ(stats.diskHits, 1u);
   ASSERT_EQ(warm.size(), cold.size());
@@ -250,7 +251,7 @@ TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
   auto rm = KILN_TAKE(rt->loadModule(retrained, "retrained"));
   auto y1 = KILN_TAKE(rm->call("main", {x}));
   EXPECT_EQ(rm->pipelineRuns(), 0u);  // reused base's code
-  EXPECT_EQ(rt->compileCache().stats().compiles, 1u);
+  EXPECT_EQ(rt->compileService().stats().compiles, 1u);
   ASSERT_EQ(y1.size(), 1u);
   EXPECT_NE(0, std::memcmp(y0[0].rawData(), y1[0].rawData(), y0[0].byteSize()));
   // ...and it computes with its own weights: same answer as a cache-less runtime.
@@ -261,7 +262,7 @@ TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
   auto om = KILN_TAKE(rt->loadModule(other, "other"));
   auto y2 = KILN_TAKE(om->call("main", {x}));
   EXPECT_GT(om->pipelineRuns(), 0u);
-  EXPECT_EQ(rt->compileCache().stats().compiles, 2u);
+  EXPECT_EQ(rt->compileService().stats().compiles, 2u);
   auto k0 = KILN_TAKE(base->cacheKey("main", {x.type()}));
   auto k2 = KILN_TAKE(om->cacheKey("main", {x.type()}));
   EXPECT_EQ(k0.firstDifference(k2), "graph");
@@ -287,7 +288,7 @@ TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
   auto rt = runtimeAt(tmp.path);
   auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
   auto got = KILN_TAKE(m->call("main", {x}));
-  auto st = rt->compileCache().stats();
+  auto st = rt->compileService().stats();
   EXPECT_EQ(st.disk.rejected, 1u);
   EXPECT_EQ(st.compiles, 1u);
   EXPECT_EQ(st.disk.writes, 1u);
@@ -295,7 +296,7 @@ TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
   auto rt2 = runtimeAt(tmp.path);  // the rewritten entry is good
   auto m2 = KILN_TAKE(rt2->loadModule(mlp, "mlp"));
   ASSERT_TRUE(bool(m2->call("main", {x})));
-  EXPECT_EQ(rt2->compileCache().stats().diskHits, 1u);
+  EXPECT_EQ(rt2->compileService().stats().diskHits, 1u);
 }
 
 TEST(CompileCache, RacingThreadsCompileOnce) {
@@ -313,7 +314,7 @@ TEST(CompileCache, RacingThreadsCompileOnce) {
     });
   for (auto &t : threads) t.join();
   EXPECT_EQ(ok.load(), 6);
-  auto st = rt->compileCache().stats();
+  auto st = rt->compileService().stats();
   EXPECT_EQ(st.compiles, 1u);
   EXPECT_EQ(st.disk.writes, 1u);
 }
@@ -327,14 +328,14 @@ TEST(CompileCache, BoundedInMemoryAndOnDisk) {
     ASSERT_TRUE(bool(m->compile("main", {TensorType{DType::f32, {b, 64}}})));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct mtimes
   }
-  auto st = rt->compileCache().stats();
-  EXPECT_EQ(rt->compileCache().size(), 2u);
+  auto st = rt->compileService().stats();
+  EXPECT_EQ(rt->compileService().size(), 2u);
   EXPECT_EQ(st.evictions, 1u);
   EXPECT_GE(st.disk.evictions, 1u);
-  EXPECT_LE(rt->compileCache().disk().totalBytes(), 30u * 1024);
+  EXPECT_LE(rt->compileService().disk().totalBytes(), 30u * 1024);
   // The newest entry survived.
   auto key = KILN_TAKE(m->cacheKey("main", {TensorType{DType::f32, {3, 64}}}));
-  EXPECT_EQ(rt->compileCache().disk().explain(key).rfind("hit", 0), 0u);
+  EXPECT_EQ(rt->compileService().disk().explain(key).rfind("hit", 0), 0u);
 }
 
 TEST(CompileCache, ExplainNamesTheDifferingPart) {
@@ -343,7 +344,7 @@ TEST(CompileCache, ExplainNamesTheDifferingPart) {
   auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
   ASSERT_TRUE(bool(m->compile("main", {TensorType{DType::f32, {4, 64}}})));
   auto key = KILN_TAKE(m->cacheKey("main", {TensorType{DType::f32, {8, 64}}}));
-  std::string why = rt->compileCache().disk().explain(key);
+  std::string why = rt->compileService().disk().explain(key);
   EXPECT_NE(why.find("miss"), std::string::npos) << why;
   EXPECT_NE(why.find("signature: entry has '4x64xf32', request has '8x64xf32'"), std::string::npos) << why;
   EXPECT_EQ(why.find("graph:"), std::string::npos) << why;

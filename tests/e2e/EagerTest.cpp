@@ -1,11 +1,12 @@
 // Eager API: values, asynchronous results, errors at the read, the dispatch
 // cache, eager = graph for the same op, and trace capture.
-#include "runtime/Eager.h"
+#include "api/Eager.h"
 
 #include "cache/DiskCache.h"
 #include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
 
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -31,8 +32,8 @@ std::string errorOf(const EagerTensor &t) {
 }
 std::unique_ptr<Runtime> runtimeWith(const char *modes) {
   RuntimeOptions o;
-  o.cacheMode = cache::CacheMode::kOff;
-  if (*modes) o.placement = llvm::cantFail(lowering::parseOpModes(modes));
+  o.cacheMode = CacheMode::kOff;
+  if (*modes) o.placement = llvm::cantFail(ops::parseOpModes(modes));
   return llvm::cantFail(Runtime::create(o));
 }
 }  // namespace
@@ -179,4 +180,58 @@ TEST(Eager, ConcurrentDispatchFromManyThreads) {
     });
   for (auto &th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(Eager, OpModeFromTheEnvironmentReachesEagerDispatch) {
+  // $KILN_OP_MODE is resolved once into the runtime's options, which graph
+  // placement and eager dispatch both read.
+  ::setenv("KILN_OP_MODE", "tosa.add=jit", 1);
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  auto rt = Runtime::create(o);
+  ::unsetenv("KILN_OP_MODE");
+  ASSERT_TRUE(bool(rt));
+  EXPECT_EQ((*rt)->options().placement.modeFor("tosa.add"), ops::OpMode::kJit);
+  Context ctx(**rt);
+  Tensor a = test::randomTensor({4}, 1), b = test::randomTensor({4}, 2);
+  Tensor y = get(ctx.add(a, b));
+  EXPECT_EQ(ctx.stats().jitOps, 1u);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]);
+  // Explicit options win over the environment.
+  ::setenv("KILN_OP_MODE", "tosa.add=jit", 1);
+  RuntimeOptions k = o;
+  k.placement.modes["tosa.add"] = ops::OpMode::kKernel;
+  auto resolved = RuntimeOptions::fromEnvironment(k);
+  ::unsetenv("KILN_OP_MODE");
+  ASSERT_TRUE(bool(resolved));
+  EXPECT_EQ(resolved->placement.modeFor("tosa.add"), ops::OpMode::kKernel);
+}
+
+TEST(Eager, BadEnvironmentIsAnErrorNamingTheVariable) {
+  ::setenv("KILN_CACHE", "sometimes", 1);
+  auto o = RuntimeOptions::fromEnvironment();
+  ::unsetenv("KILN_CACHE");
+  ASSERT_FALSE(bool(o));
+  Status s = toStatus(o.takeError());
+  EXPECT_EQ(s.code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message, "KILN_CACHE='sometimes': expected off, ro or rw");
+}
+
+TEST(Eager, TypedAndGenericCallsShareOneDispatchEntry) {
+  // Typed ops hash their attributes exactly as AttrMap::hash does.
+  Context ctx(test::sharedRuntime());
+  Tensor x = test::randomTensor({2, 3}, 5);
+  (void)get(ctx.clamp(x, -0.5, 0.5));
+  ops::AttrMap m;
+  m.set("min_val", -0.5);
+  m.set("max_val", 0.5);
+  uint64_t missesBefore = ctx.stats().misses;
+  (void)get(ctx.execute("tosa.clamp", {x}, m));
+  EXPECT_EQ(ctx.stats().misses, missesBefore);
+  (void)get(ctx.transpose(x, {1, 0}));
+  ops::AttrMap t;
+  t.set("perms", std::vector<int64_t>{1, 0});
+  missesBefore = ctx.stats().misses;
+  (void)get(ctx.execute("tosa.transpose", {x}, t));
+  EXPECT_EQ(ctx.stats().misses, missesBefore);
 }

@@ -203,13 +203,15 @@ TEST(Models, AsyncErrorsArriveAsValues) {
   auto bad = m->callAsync("main", {test::randomTensor({2, 63}, 1)});
   ASSERT_EQ(bad.size(), 1u);
   ASSERT_TRUE(bad[0]->isError());
-  EXPECT_NE(bad[0]->error().find("expected tensor<?x64xf32>, got tensor<2x63xf32>"),
+  EXPECT_NE(bad[0]->error().message.find("expected tensor<?x64xf32>, got tensor<2x63xf32>"),
             std::string::npos);
+  EXPECT_EQ(bad[0]->error().code, ErrorCode::kInvalidArgument);
   auto missing = m->callAsync("nope", {});
   ASSERT_EQ(missing.size(), 1u);
   missing[0]->await();
   ASSERT_TRUE(missing[0]->isError());
-  EXPECT_NE(missing[0]->error().find("no public function @nope"), std::string::npos);
+  EXPECT_NE(missing[0]->error().message.find("no public function @nope"), std::string::npos);
+  EXPECT_EQ(missing[0]->error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(Models, ModuleMayDieWhileAsyncCallsAreInFlight) {

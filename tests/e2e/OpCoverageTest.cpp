@@ -1006,8 +1006,8 @@ class TosaOp : public ::testing::TestWithParam<Case> {};
 Runtime &kernelRuntime() {
   static std::unique_ptr<Runtime> rt = [] {
     RuntimeOptions o;
-    o.cacheMode = cache::CacheMode::kOff;
-    o.placement.modes["*"] = lowering::OpMode::kKernel;
+    o.cacheMode = CacheMode::kOff;
+    o.placement.modes["*"] = ops::OpMode::kKernel;
     return llvm::cantFail(Runtime::create(o));
   }();
   return *rt;

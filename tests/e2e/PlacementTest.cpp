@@ -1,13 +1,18 @@
 // Per-op placement: toggling an op between JIT and kernel changes where it
 // runs and never what it computes; ops without a lowering run on kernels;
 // a cluster whose compilation fails falls back to kernels.
-#include "cache/CompileCache.h"
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
 #include "jit/Compiler.h"
+#include "api/Eager.h"
+#include "api/Kernels.h"
 #include "kernels/KernelRegistry.h"
 #include "tests/TestRuntime.h"
 #include "tools/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
+
+#include <mutex>
 
 #include <random>
 
@@ -15,13 +20,15 @@ using namespace kiln;
 
 namespace {
 
-std::unique_ptr<Runtime> runtimeWith(const std::string &modes,
-                                     std::set<std::string> failClustersWith = {}) {
+std::unique_ptr<Runtime> runtimeWith(const std::string &modes, std::set<std::string> failClustersWith = {},
+                                     WarningSink warnings = nullptr) {
   RuntimeOptions o;
-  o.cacheMode = cache::CacheMode::kOff;
-  if (!modes.empty()) o.placement = llvm::cantFail(lowering::parseOpModes(modes));
-  o.placement.failClustersWith = std::move(failClustersWith);
-  return llvm::cantFail(Runtime::create(o));
+  o.cacheMode = CacheMode::kOff;
+  if (!modes.empty()) o.placement = llvm::cantFail(ops::parseOpModes(modes));
+  o.warnings = std::move(warnings);
+  jit::FaultInjection faults;
+  faults.failClustersWith = std::move(failClustersWith);
+  return llvm::cantFail(Runtime::createWithFaults(o, faults));
 }
 
 
@@ -99,7 +106,13 @@ func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 }
 
 TEST(Placement, FailedClusterCompileFallsBackToKernels) {
-  auto rt = runtimeWith("", {"tosa.exp"});  // compiling any cluster with tosa.exp fails
+  std::vector<std::string> warnings;
+  std::mutex warningsMu;
+  auto rt = runtimeWith("", {"tosa.exp"},  // compiling any cluster with tosa.exp fails
+                        [&](const std::string &w) {
+                          std::lock_guard<std::mutex> lock(warningsMu);
+                          warnings.push_back(w);
+                        });
   Tensor x = test::randomTensor({1, 6, 6, 2}, 5);
   auto m = KILN_TAKE(rt->loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
   ASSERT_TRUE(m);
@@ -107,11 +120,14 @@ TEST(Placement, FailedClusterCompileFallsBackToKernels) {
   auto fn = KILN_TAKE(m->compile("predict", {x.type()}));
   ASSERT_TRUE(fn);
   EXPECT_EQ(fn->stats.jitFallbacks, 1);
-  EXPECT_EQ(rt->compileCache().stats().jitFallbacks, 1u);
+  EXPECT_EQ(rt->compileService().stats().jitFallbacks, 1u);
   ASSERT_EQ(fn->stats.warnings.size(), 1u);
   EXPECT_NE(fn->stats.warnings[0].find("JIT compilation of cluster0"), std::string::npos) << fn->stats.warnings[0];
   EXPECT_NE(fn->stats.warnings[0].find("fall back to handwritten kernels"), std::string::npos);
   EXPECT_NE(fn->placementSummary().find("JIT compile failed"), std::string::npos) << fn->placementSummary();
+  // The warning went to the runtime's sink, once.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], fn->stats.warnings[0]);
   // Same numbers as the all-JIT compile.
   auto m2 = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
   auto want = KILN_TAKE(m2->call("predict", {x}));
@@ -120,16 +136,16 @@ TEST(Placement, FailedClusterCompileFallsBackToKernels) {
 }
 
 TEST(Placement, OpModesAreParsedAndKeyTheCache) {
-  auto bad = lowering::parseOpModes("tosa.conv2d=fast");
+  auto bad = ops::parseOpModes("tosa.conv2d=fast");
   ASSERT_FALSE(bool(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("mode 'fast' is not jit, kernel or auto"), std::string::npos);
-  auto bad2 = lowering::parseOpModes("conv2d=kernel");
+  auto bad2 = ops::parseOpModes("conv2d=kernel");
   ASSERT_FALSE(bool(bad2));
   EXPECT_NE(llvm::toString(bad2.takeError()).find("not an op name"), std::string::npos);
-  auto ok = llvm::cantFail(lowering::parseOpModes(" tosa.gather=jit , *=kernel "));
+  auto ok = llvm::cantFail(ops::parseOpModes(" tosa.gather=jit , *=kernel "));
   EXPECT_EQ(ok.canonical(), "*=kernel,tosa.gather=jit");
-  EXPECT_EQ(ok.modeFor("tosa.gather"), lowering::OpMode::kJit);
-  EXPECT_EQ(ok.modeFor("tosa.add"), lowering::OpMode::kKernel);
+  EXPECT_EQ(ok.modeFor("tosa.gather"), ops::OpMode::kJit);
+  EXPECT_EQ(ok.modeFor("tosa.add"), ops::OpMode::kKernel);
 
   auto a = runtimeWith("");
   auto b = runtimeWith("tosa.matmul=kernel");
@@ -147,8 +163,8 @@ TEST(Placement, MixedPlansRoundTripThroughTheDiskCache) {
   auto make = [&] {
     RuntimeOptions o;
     o.cacheDir = dir.str().str();
-    o.cacheMode = cache::CacheMode::kReadWrite;
-    o.placement = llvm::cantFail(lowering::parseOpModes("tosa.conv2d=kernel"));
+    o.cacheMode = CacheMode::kReadWrite;
+    o.placement = llvm::cantFail(ops::parseOpModes("tosa.conv2d=kernel"));
     return llvm::cantFail(Runtime::create(o));
   };
   Tensor x = test::randomTensor({1, 16, 16, 3}, 6);
@@ -163,7 +179,7 @@ TEST(Placement, MixedPlansRoundTripThroughTheDiskCache) {
   auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
   auto warm = KILN_TAKE(m->call("main", {x}));
   EXPECT_EQ(m->pipelineRuns(), 0u);
-  EXPECT_EQ(rt->compileCache().stats().diskHits, 1u);
+  EXPECT_EQ(rt->compileService().stats().diskHits, 1u);
   auto fn = KILN_TAKE(m->compile("main", {x.type()}));
   EXPECT_NE(fn->placementSummary().find("tosa.conv2d x2: mode=kernel"), std::string::npos);
   ASSERT_EQ(warm.size(), 1u);
@@ -198,4 +214,63 @@ TEST(Kernels, ShapeFunctionsRejectBadUsesWithClearMessages) {
                                none, ex);
   ASSERT_FALSE(bool(r5));
   EXPECT_NE(llvm::toString(r5.takeError()).find("index 7 at [0, 1] is outside [0, 3)"), std::string::npos);
+}
+
+namespace {
+// A user kernel: y = 2x + 1 over f32, for the custom op acme.twice_plus_one.
+llvm::Expected<std::vector<TensorType>> twiceShape(llvm::ArrayRef<TensorType> in, const ops::AttrMap &) {
+  if (in.size() != 1 || in[0].dtype != DType::f32)
+    return error(ErrorCode::kUnsupported, "acme.twice_plus_one takes one f32 tensor");
+  return std::vector<TensorType>{in[0]};
+}
+llvm::Error twiceCompute(const KernelArgs &a) {
+  const float *x = static_cast<const float *>(a.inputs[0]);
+  float *y = static_cast<float *>(a.outputs[0]);
+  for (int64_t i = 0; i < a.inputTypes[0].numElements(); ++i) y[i] = 2 * x[i] + 1;
+  return llvm::Error::success();
+}
+}  // namespace
+
+TEST(Kernels, UserKernelsRegisterOnceAndRunInGraphsAndEagerly) {
+  static const bool registered = [] {
+    llvm::cantFail(registerKernel({"tosa.custom:acme.twice_plus_one", "loops", &twiceShape, &twiceCompute}));
+    return true;
+  }();
+  (void)registered;
+  // Registering twice, or something that is not an op, is an error.
+  Status dup = toStatus(registerKernel({"tosa.custom:acme.twice_plus_one", "loops", &twiceShape, &twiceCompute}));
+  EXPECT_EQ(dup.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(dup.message.find("already has a kernel (loops)"), std::string::npos) << dup.message;
+  Status bad = toStatus(registerKernel({"twice", "loops", &twiceShape, &twiceCompute}));
+  EXPECT_NE(bad.message.find("not an op name"), std::string::npos) << bad.message;
+
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %y = tosa.custom %x {operator_name = "twice_plus_one", domain_name = "acme", implementation_attrs = ""} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir";
+  Tensor x = test::randomTensor({3, 4}, 8);
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(mlir, "user"));
+  ASSERT_TRUE(m);
+  auto out = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(out.size(), 1u);
+  for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(out[0].data<float>()[i], 2 * x.data<float>()[i] + 1);
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_EQ(fn->plan.steps.size(), 1u);
+  EXPECT_EQ(fn->plan.steps[0].kernel, "acme_twice_plus_one_f32_loops");
+  EXPECT_EQ(fn->executable->steps()[0].name, "kernel:acme_twice_plus_one_f32_loops");
+
+  eager::Context ctx(test::sharedRuntime());
+  auto y = ctx.execute("tosa.custom:acme.twice_plus_one", {x}).value();
+  ASSERT_TRUE(bool(y));
+  EXPECT_FLOAT_EQ(y->data<float>()[5], 2 * x.data<float>()[5] + 1);
+}
+
+TEST(Kernels, NamesSayOpDtypeAndImplementation) {
+  EXPECT_EQ(kernels::registry().lookup("tosa.conv2d")->nameFor({TensorType{DType::f32, {1, 8, 8, 3}}}),
+            "conv2d_f32_im2col_eigen");
+  EXPECT_EQ(kernels::registry().lookup("tosa.add")->nameFor({TensorType{DType::i32, {4}}}), "add_i32_eigen");
+  EXPECT_EQ(kernels::registry().lookup("tosa.custom:kiln.gelu")->nameFor({TensorType{DType::f32, {4}}}),
+            "kiln_gelu_f32_cpu");
 }

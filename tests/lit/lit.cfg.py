@@ -8,6 +8,7 @@ config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_bin_dir, "..", "tests", "lit-out")
 
+config.substitutions.append(("%kiln_src", config.kiln_src_dir))  # before %kiln
 config.substitutions.append(("%kiln-opt", os.path.join(config.kiln_bin_dir, "kiln-opt")))
 config.substitutions.append(("%kiln", os.path.join(config.kiln_bin_dir, "kiln")))
 config.substitutions.append(("%mlir-opt", config.mlir_opt))

@@ -43,11 +43,16 @@ TEST(AsyncValue, ConcreteErrorAndContinuationsInOrder) {
   EXPECT_EQ(order.back(), 3);
   EXPECT_EQ(v->get(), 42);
 
-  auto e = makeError<int>("boom at step 'x'");
+  // An error crosses the AsyncValue unchanged: code, message and location.
+  auto e = makeErrorValue<int>(Status{ErrorCode::kCompileFailed, "boom at step 'x'", "m.mlir:3:7"});
   EXPECT_TRUE(e->isError());
   auto r = e.awaitValue();
   ASSERT_FALSE(bool(r));
-  EXPECT_EQ(llvm::toString(r.takeError()), "boom at step 'x'");
+  Status st = toStatus(r.takeError());
+  EXPECT_EQ(st.code, ErrorCode::kCompileFailed);
+  EXPECT_EQ(st.message, "boom at step 'x'");
+  EXPECT_EQ(st.location, "m.mlir:3:7");
+  EXPECT_EQ(st.str(), "m.mlir:3:7: boom at step 'x'");
 }
 
 TEST(AsyncValue, RefCountingFreesPayloadAndPendingWaiters) {
@@ -268,7 +273,8 @@ TEST(Executable, FailedStepPoisonsOnlyItsDependents) {
   // Wrong inputs are errors too, not crashes.
   auto wrong = (*exe)->execute({Tensor::empty(DType::f32, {1})}, ex);
   ASSERT_TRUE(wrong[0]->isError());
-  EXPECT_NE(wrong[0]->error().find("expected tensor<1xi64>"), std::string::npos);
+  EXPECT_NE(wrong[0]->error().message.find("expected tensor<1xi64>"), std::string::npos);
+  EXPECT_EQ(wrong[0]->error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(Executable, CancellationStopsLaunchingSteps) {
@@ -294,7 +300,9 @@ TEST(Executable, CancellationStopsLaunchingSteps) {
   auto outs = (*exe)->execute({scalar(0)}, ex, opts);
   auto r = outs[0].awaitValue();
   ASSERT_FALSE(bool(r));
-  EXPECT_NE(llvm::toString(r.takeError()).find("cancelled before step 's5'"), std::string::npos);
+  Status st = toStatus(r.takeError());
+  EXPECT_NE(st.message.find("cancelled before step 's5'"), std::string::npos);
+  EXPECT_EQ(st.code, ErrorCode::kCancelled);
   ex.waitIdle();
   EXPECT_EQ(ran.load(), 5);
   EXPECT_EQ((*exe)->pooledExecutions(), 1u);  // buffers went back to the pool

@@ -22,9 +22,9 @@
 // Context must not outlive its Runtime.
 #pragma once
 
-#include "kernels/KernelRegistry.h"
+#include "api/Kiln.h"
+#include "ops/Attrs.h"
 #include "runtime/AsyncValue.h"
-#include "runtime/Kiln.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -53,7 +53,7 @@ public:
   /// Awaits the value; an error names the op, its operands and their shapes.
   llvm::Expected<Tensor> value() const;
   bool isReady() const { return ready_.valid() || (pending_ && pending_->isAvailable()); }
-  bool isError() const { return !error_.empty() || (pending_ && pending_->isError()); }
+  bool isError() const { return !error_.message.empty() || (pending_ && pending_->isError()); }
   bool isSymbolic() const { return traceId_ >= 0; }
 
 private:
@@ -64,7 +64,7 @@ private:
   TensorType type_;
   Tensor ready_;
   AsyncValueRef<Tensor> pending_;
-  std::string error_;
+  Status error_;  // a failed dispatch (empty message: none)
   int traceId_ = -1;
 };
 
@@ -89,8 +89,8 @@ public:
   OpHandle op(llvm::StringRef name);
   /// Generic dispatch by name.
   EagerTensor execute(llvm::StringRef op, llvm::ArrayRef<EagerTensor> inputs,
-                      const kernels::AttrMap &attrs = {});
-  EagerTensor execute(OpHandle op, llvm::ArrayRef<EagerTensor> inputs, const kernels::AttrMap &attrs = {});
+                      const ops::AttrMap &attrs = {});
+  EagerTensor execute(OpHandle op, llvm::ArrayRef<EagerTensor> inputs, const ops::AttrMap &attrs = {});
 
   // Typed ops (TOSA semantics).
   EagerTensor add(const EagerTensor &a, const EagerTensor &b);
@@ -132,12 +132,12 @@ private:
 
   using Inputs = llvm::ArrayRef<const EagerTensor *>;  // no copies on the hot path
   EagerTensor dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHash,
-                       llvm::function_ref<kernels::AttrMap()> makeAttrs);
-  EagerTensor record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap attrs);
+                       llvm::function_ref<ops::AttrMap()> makeAttrs);
+  EagerTensor record(OpHandle::Impl &op, Inputs inputs, ops::AttrMap attrs);
   Entry *lookup(OpHandle::Impl &op, uint64_t key, Inputs inputs, uint64_t attrHash) const;
   llvm::Expected<Entry *> insert(OpHandle::Impl &op, uint64_t key, Inputs inputs, uint64_t attrHash,
-                                 kernels::AttrMap attrs);
-  EagerTensor fail(llvm::StringRef op, Inputs inputs, const std::string &why) const;
+                                 ops::AttrMap attrs);
+  EagerTensor fail(llvm::StringRef op, Inputs inputs, Status why) const;
 
   Runtime &runtime_;
   llvm::StringMap<std::unique_ptr<OpHandle::Impl>> ops_;  // every registry op, built once

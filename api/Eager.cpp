@@ -1,6 +1,7 @@
-#include "runtime/Eager.h"
+#include "api/Eager.h"
 
 #include "jit/Compiler.h"
+#include "kernels/KernelRegistry.h"
 #include "lowering/EmitTosa.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -11,31 +12,9 @@
 namespace kiln::eager {
 namespace {
 
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
-
-uint64_t hashBytes(uint64_t h, llvm::StringRef s) {
-  for (char c : s) h = mix(h, uint64_t(uint8_t(c)));
-  return h;
-}
-
-uint64_t hashAttrs(const kernels::AttrMap &attrs) {
-  uint64_t h = 0x51ed2701u;
-  for (const auto &[k, v] : attrs.all()) {
-    h = hashBytes(h, k);
-    if (auto *i = std::get_if<int64_t>(&v)) h = mix(h, uint64_t(*i));
-    else if (auto *d = std::get_if<double>(&v)) {
-      uint64_t bits;
-      std::memcpy(&bits, d, 8);
-      h = mix(h, bits);
-    } else if (auto *s = std::get_if<std::string>(&v)) h = hashBytes(h, *s);
-    else
-      for (int64_t x : std::get<std::vector<int64_t>>(v)) h = mix(h, uint64_t(x));
-  }
-  return h;
-}
+using ops::hashAttr;
+using ops::hashMix;
+constexpr uint64_t kSeed = ops::kAttrHashSeed;
 
 std::string typesText(llvm::ArrayRef<const EagerTensor *> inputs) {
   std::string s;
@@ -71,7 +50,7 @@ struct Context::Counters {
 struct Context::Entry {
   uint64_t key = 0, attrHash = 0;
   llvm::SmallVector<TensorType, 4> inputTypes;
-  kernels::AttrMap attrs;
+  ops::AttrMap attrs;
   TensorType outType;
   const kernels::KernelDef *kernel = nullptr;  // kernel path
   std::unique_ptr<Module> module;              // JIT path: the single-op graph
@@ -91,7 +70,7 @@ struct OpHandle::Impl {
 struct Context::Trace {
   struct Node {
     std::string op;
-    kernels::AttrMap attrs;
+    ops::AttrMap attrs;
     std::vector<int> inputs;
     int output;
   };
@@ -102,12 +81,12 @@ struct Context::Trace {
 };
 
 llvm::Expected<Tensor> EagerTensor::value() const {
-  if (!error_.empty()) return llvm::createStringError("%s", error_.c_str());
+  if (!error_.message.empty()) return makeError(error_);
   if (ready_.valid()) return ready_;
   if (pending_) return pending_.awaitValue();
   if (traceId_ >= 0)
-    return llvm::createStringError("a symbolic tensor (being traced) has no value; call the traced function");
-  return llvm::createStringError("empty EagerTensor");
+    return error(ErrorCode::kInvalidArgument, "a symbolic tensor (being traced) has no value; call the traced function");
+  return error(ErrorCode::kInvalidArgument, "empty EagerTensor");
 }
 
 Context::Context(Runtime &runtime) : runtime_(runtime), counters_(std::make_unique<Counters>()) {
@@ -116,7 +95,7 @@ Context::Context(Runtime &runtime) : runtime_(runtime), counters_(std::make_uniq
     impl->name = name;
     impl->kernel = kernels::registry().lookup(name);
     // Eager runs kernels (the thin path) unless the op is set to JIT.
-    impl->jit = runtime.options().placement.modeFor(name) == lowering::OpMode::kJit;
+    impl->jit = runtime.options().placement.modeFor(name) == ops::OpMode::kJit;
     ops_[name] = std::move(impl);
   }
   add_ = op("tosa.add"), sub_ = op("tosa.sub"), mul_ = op("tosa.mul"), maximum_ = op("tosa.maximum");
@@ -140,9 +119,10 @@ OpHandle Context::op(llvm::StringRef name) {
   return OpHandle{it == ops_.end() ? nullptr : it->second.get()};
 }
 
-EagerTensor Context::fail(llvm::StringRef op, Inputs inputs, const std::string &why) const {
+EagerTensor Context::fail(llvm::StringRef op, Inputs inputs, Status why) const {
   EagerTensor t;
-  t.error_ = "kiln eager: " + op.str() + "(" + typesText(inputs) + "): " + why;
+  why.message = "kiln eager: " + op.str() + "(" + typesText(inputs) + "): " + why.message;
+  t.error_ = std::move(why);
   return t;
 }
 
@@ -159,7 +139,7 @@ Context::Entry *Context::lookup(OpHandle::Impl &op, uint64_t key, Inputs inputs,
 }
 
 llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t key, Inputs inputs,
-                                                 uint64_t attrHash, kernels::AttrMap attrs) {
+                                                 uint64_t attrHash, ops::AttrMap attrs) {
   std::lock_guard<std::mutex> lock(insertMu_);
   if (Entry *e = lookup(op, key, inputs, attrHash)) return e;
   for (auto &e : op.owned)  // entries that did not fit the table
@@ -177,7 +157,7 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
   // The same shape function graph placement checks.
   auto outs = op.kernel->shape(inTypes, entry->attrs);
   if (!outs) return outs.takeError();
-  if (outs->size() != 1) return llvm::createStringError("eager dispatch supports single-result ops");
+  if (outs->size() != 1) return error(ErrorCode::kUnsupported, "eager dispatch supports single-result ops");
   entry->outType = (*outs)[0];
   if (auto err = checkAllocatable(entry->outType.byteSize(), "the result tensor<" + entry->outType.str() + ">"))
     return std::move(err);
@@ -199,12 +179,13 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
     if (!fn) return fn.takeError();
     entry->module = std::move(*module);
     entry->jit = *fn;
-    const jit::ExecPlan &plan = entry->jit->plan;
-    bool simple = plan.steps.size() == 1 && plan.steps[0].jit && plan.results.size() == 1 &&
+    const lowering::ExecPlan &plan = entry->jit->plan;
+    bool simple = plan.steps.size() == 1 && plan.steps[0].kind == lowering::PlanStep::kJit &&
+                  plan.results.size() == 1 &&
                   plan.steps[0].outputs.size() == 1 && plan.steps[0].outputs[0] == plan.results[0] &&
                   plan.steps[0].inputs.size() == inTypes.size();
     for (size_t i = 0; simple && i < inTypes.size(); ++i)
-      simple = plan.values[plan.steps[0].inputs[i]].kind == jit::ExecPlan::Value::kInput &&
+      simple = plan.values[plan.steps[0].inputs[i]].kind == lowering::PlanValue::kInput &&
                plan.values[plan.steps[0].inputs[i]].index == int(i);
     if (simple) entry->direct = entry->jit->directEntry(0);
     counters_->jitOps++;
@@ -225,24 +206,24 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
 }
 
 EagerTensor Context::execute(llvm::StringRef name, llvm::ArrayRef<EagerTensor> inputs,
-                             const kernels::AttrMap &attrs) {
+                             const ops::AttrMap &attrs) {
   OpHandle h = op(name);
   llvm::SmallVector<const EagerTensor *, 4> in;
   for (const EagerTensor &t : inputs) in.push_back(&t);
   if (!h.impl)
-    return fail(name, in, "unknown op (eager ops are the ones with handwritten kernels: " +
-                              llvm::join(kernels::registry().ops(), ", ") + ")");
+    return fail(name, in, Status{ErrorCode::kInvalidArgument, "unknown op (eager ops are the ones with handwritten kernels: " +
+                              llvm::join(kernels::registry().ops(), ", ") + ")", {}});
   return execute(h, inputs, attrs);
 }
 
-EagerTensor Context::execute(OpHandle h, llvm::ArrayRef<EagerTensor> inputs, const kernels::AttrMap &attrs) {
+EagerTensor Context::execute(OpHandle h, llvm::ArrayRef<EagerTensor> inputs, const ops::AttrMap &attrs) {
   llvm::SmallVector<const EagerTensor *, 4> in;
   for (const EagerTensor &t : inputs) in.push_back(&t);
-  if (!h.impl) return fail("<unknown op>", in, "invalid op handle");
-  return dispatch(*h.impl, in, hashAttrs(attrs), [&] { return attrs; });
+  if (!h.impl) return fail("<unknown op>", in, Status{ErrorCode::kInvalidArgument, "invalid op handle", {}});
+  return dispatch(*h.impl, in, attrs.hash(), [&] { return attrs; });
 }
 
-EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap attrs) {
+EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, ops::AttrMap attrs) {
   Trace &t = *trace_;
   std::vector<TensorType> types;
   Trace::Node node;
@@ -254,14 +235,14 @@ EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap 
       continue;
     }
     auto v = in.value();  // a concrete tensor used while tracing becomes a constant
-    if (!v) return fail(op.name, inputs, llvm::toString(v.takeError()));
+    if (!v) return fail(op.name, inputs, toStatus(v.takeError()));
     int id = int(t.types.size());
     t.types.push_back(v->type());
     t.constants.push_back({id, *v});
     node.inputs.push_back(id);
   }
   auto outs = op.kernel->shape(types, attrs);
-  if (!outs) return fail(op.name, inputs, llvm::toString(outs.takeError()));
+  if (!outs) return fail(op.name, inputs, toStatus(outs.takeError()));
   node.op = op.name;
   node.attrs = std::move(attrs);
   node.output = int(t.types.size());
@@ -274,17 +255,20 @@ EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, kernels::AttrMap 
 }
 
 EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHash,
-                              llvm::function_ref<kernels::AttrMap()> makeAttrs) {
+                              llvm::function_ref<ops::AttrMap()> makeAttrs) {
   bump(counters_->dispatches);
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i]->error_.empty())
-      return fail(op.name, inputs, "input " + std::to_string(i) + " failed: " + inputs[i]->error_);
+    if (!inputs[i]->error_.message.empty()) {
+      Status s = inputs[i]->error_;
+      s.message = "input " + std::to_string(i) + " failed: " + s.message;
+      return fail(op.name, inputs, std::move(s));
+    }
   if (trace_) return record(op, inputs, makeAttrs());
 
   uint64_t key = attrHash;
   for (const EagerTensor *t : inputs) {
-    key = mix(key, uint64_t(t->type_.dtype) | (uint64_t(t->type_.shape.size()) << 8));
-    for (int64_t d : t->type_.shape) key = mix(key, uint64_t(d));
+    key = hashMix(key, uint64_t(t->type_.dtype) | (uint64_t(t->type_.shape.size()) << 8));
+    for (int64_t d : t->type_.shape) key = hashMix(key, uint64_t(d));
   }
   Entry *e = lookup(op, key, inputs, attrHash);
   if (e) {
@@ -293,9 +277,9 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     bump(counters_->misses);
     for (size_t i = 0; i < inputs.size(); ++i)
       if (!inputs[i]->ready_.valid() && !inputs[i]->pending_)
-        return fail(op.name, inputs, "input " + std::to_string(i) + " is an empty tensor");
+        return fail(op.name, inputs, Status{ErrorCode::kInvalidArgument, "input " + std::to_string(i) + " is an empty tensor", {}});
     auto inserted = insert(op, key, inputs, attrHash, makeAttrs());
-    if (!inserted) return fail(op.name, inputs, llvm::toString(inserted.takeError()));
+    if (!inserted) return fail(op.name, inputs, toStatus(inserted.takeError()));
     e = *inserted;
   }
 
@@ -314,7 +298,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       HostExecutor &ex = runtime_.executor();
       if (llvm::Error err = e->kernel->compute(kernels::KernelArgs{
               llvm::ArrayRef<const void *>(in, inputs.size()), e->inputTypes, o, e->outType, e->attrs, ex}))
-        return fail(op.name, inputs, llvm::toString(std::move(err)));
+        return fail(op.name, inputs, toStatus(std::move(err)));
       return EagerTensor(std::move(out));
     }
     if (e->direct) {
@@ -350,8 +334,8 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     for (size_t i = 0; i < p->inputs.size(); ++i) {
       auto v = p->inputs[i].value();
       if (!v) {
-        p->result->setError("kiln eager: " + p->op + "(" + typesText(p->inputs) + "): input " +
-                            std::to_string(i) + " failed: " + llvm::toString(v.takeError()));
+        p->result->setError(withContext(v.takeError(), "kiln eager: " + p->op + "(" + typesText(p->inputs) +
+                                                           "): input " + std::to_string(i) + " failed: "));
         return;
       }
       in.push_back(*v);
@@ -359,12 +343,12 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     Entry *e = p->entry;
     if (e->kernel) {
       auto outs = kernels::runKernel(e->kernel->op, in, e->attrs, *p->executor);
-      if (!outs) p->result->setError("kiln eager: " + llvm::toString(outs.takeError()));
+      if (!outs) p->result->setError(withContext(outs.takeError(), "kiln eager: "));
       else p->result->emplace((*outs)[0]);
       return;
     }
     auto outs = e->jit->executable->run(in, *p->executor);
-    if (!outs) p->result->setError("kiln eager: " + p->op + ": " + llvm::toString(outs.takeError()));
+    if (!outs) p->result->setError(withContext(outs.takeError(), "kiln eager: " + p->op + ": "));
     else p->result->emplace((*outs)[0]);
   };
   int waiting = 0;
@@ -381,20 +365,25 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
 }
 
 // --- typed ops -----------------------------------------------------------------------
+//
+// Each typed op passes the hash of exactly the attributes its makeAttrs
+// builds (ops::hashAttr over the names in sorted order, as AttrMap::hash),
+// so a typed call and a generic execute() with the same attributes share a
+// dispatch entry; the map itself is only built on a miss.
 
 namespace {
-kernels::AttrMap none() { return {}; }
+ops::AttrMap none() { return {}; }
 }  // namespace
 
 #define BINARY_OP(NAME, HANDLE)                                                             \
   EagerTensor Context::NAME(const EagerTensor &a, const EagerTensor &b) {                   \
     const EagerTensor *in[2] = {&a, &b};                                                    \
-    return dispatch(*HANDLE.impl, in, 0, none);                                             \
+    return dispatch(*HANDLE.impl, in, kSeed, none);                                         \
   }
 #define UNARY_OP(NAME, HANDLE)                                                              \
   EagerTensor Context::NAME(const EagerTensor &x) {                                         \
     const EagerTensor *in[1] = {&x};                                                        \
-    return dispatch(*HANDLE.impl, in, 0, none);                                             \
+    return dispatch(*HANDLE.impl, in, kSeed, none);                                         \
   }
 BINARY_OP(add, add_)
 BINARY_OP(sub, sub_)
@@ -408,19 +397,17 @@ UNARY_OP(reciprocal, reciprocal_)
 
 EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
   const EagerTensor *in[2] = {&a, &b};
-  return dispatch(*mul_.impl, in, 0x3a11, [] {
-    kernels::AttrMap m;
+  return dispatch(*mul_.impl, in, hashAttr(kSeed, "shift", int64_t(0)), [] {
+    ops::AttrMap m;
     m.set("shift", int64_t(0));
     return m;
   });
 }
 
 EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
-  uint64_t blo, bhi;
-  std::memcpy(&blo, &lo, 8);
-  std::memcpy(&bhi, &hi, 8);
-  return dispatch(*clamp_.impl, {&x}, mix(mix(0xc1a3, blo), bhi), [&] {
-    kernels::AttrMap m;
+  uint64_t h = hashAttr(hashAttr(kSeed, "max_val", hi), "min_val", lo);
+  return dispatch(*clamp_.impl, {&x}, h, [&] {
+    ops::AttrMap m;
     m.set("min_val", lo);
     m.set("max_val", hi);
     return m;
@@ -430,10 +417,8 @@ EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
 EagerTensor Context::relu(const EagerTensor &x) { return clamp(x, 0.0, double(FLT_MAX)); }
 
 EagerTensor Context::reshape(const EagerTensor &x, std::vector<int64_t> shape) {
-  uint64_t h = 0x7e5a;
-  for (int64_t d : shape) h = mix(h, uint64_t(d));
-  return dispatch(*reshape_.impl, {&x}, h, [&] {
-    kernels::AttrMap m;
+  return dispatch(*reshape_.impl, {&x}, hashAttr(kSeed, "shape", llvm::ArrayRef<int64_t>(shape)), [&] {
+    ops::AttrMap m;
     m.set("shape", shape);
     return m;
   });
@@ -441,33 +426,36 @@ EagerTensor Context::reshape(const EagerTensor &x, std::vector<int64_t> shape) {
 
 EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
   auto zp = [] {
-    kernels::AttrMap m;
+    ops::AttrMap m;
     m.set("a_zp", 0.0);
     m.set("b_zp", 0.0);
     return m;
   };
+  uint64_t h = hashAttr(hashAttr(kSeed, "a_zp", 0.0), "b_zp", 0.0);
   if (a.type().shape.size() == 2 && b.type().shape.size() == 2) {
     EagerTensor a3 = reshape(a, {1, a.type().shape[0], a.type().shape[1]});
     EagerTensor b3 = reshape(b, {1, b.type().shape[0], b.type().shape[1]});
     const EagerTensor *in[2] = {&a3, &b3};
-    EagerTensor y = dispatch(*matmul_.impl, in, 0x3a7, zp);
+    EagerTensor y = dispatch(*matmul_.impl, in, h, zp);
     if (y.isError()) return y;
     return reshape(y, {a.type().shape[0], b.type().shape[1]});
   }
   const EagerTensor *in[2] = {&a, &b};
-  return dispatch(*matmul_.impl, in, 0x3a7, zp);
+  return dispatch(*matmul_.impl, in, h, zp);
 }
 
 EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const EagerTensor &bias,
                             std::array<int64_t, 4> pad, std::array<int64_t, 2> stride,
                             std::array<int64_t, 2> dilation) {
-  uint64_t h = 0xc02d;
-  for (int64_t v : pad) h = mix(h, uint64_t(v));
-  for (int64_t v : stride) h = mix(h, uint64_t(v));
-  for (int64_t v : dilation) h = mix(h, uint64_t(v));
+  uint64_t h = hashAttr(kSeed, "acc_type", llvm::StringRef("f32"));
+  h = hashAttr(h, "dilation", llvm::ArrayRef<int64_t>(dilation));
+  h = hashAttr(h, "input_zp", 0.0);
+  h = hashAttr(h, "pad", llvm::ArrayRef<int64_t>(pad));
+  h = hashAttr(h, "stride", llvm::ArrayRef<int64_t>(stride));
+  h = hashAttr(h, "weight_zp", 0.0);
   const EagerTensor *in[3] = {&x, &w, &bias};
   return dispatch(*conv2d_.impl, in, h, [&] {
-    kernels::AttrMap m;
+    ops::AttrMap m;
     m.set("pad", std::vector<int64_t>(pad.begin(), pad.end()));
     m.set("stride", std::vector<int64_t>(stride.begin(), stride.end()));
     m.set("dilation", std::vector<int64_t>(dilation.begin(), dilation.end()));
@@ -480,12 +468,11 @@ EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const Ea
 
 EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                                std::array<int64_t, 4> pad) {
-  uint64_t h = 0x9001;
-  for (int64_t v : kernel) h = mix(h, uint64_t(v));
-  for (int64_t v : stride) h = mix(h, uint64_t(v));
-  for (int64_t v : pad) h = mix(h, uint64_t(v));
+  uint64_t h = hashAttr(kSeed, "kernel", llvm::ArrayRef<int64_t>(kernel));
+  h = hashAttr(h, "pad", llvm::ArrayRef<int64_t>(pad));
+  h = hashAttr(h, "stride", llvm::ArrayRef<int64_t>(stride));
   return dispatch(*maxPool2d_.impl, {&x}, h, [&] {
-    kernels::AttrMap m;
+    ops::AttrMap m;
     m.set("kernel", std::vector<int64_t>(kernel.begin(), kernel.end()));
     m.set("stride", std::vector<int64_t>(stride.begin(), stride.end()));
     m.set("pad", std::vector<int64_t>(pad.begin(), pad.end()));
@@ -494,26 +481,24 @@ EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kern
 }
 
 EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceSum_.impl, {&x}, mix(0x5a5, uint64_t(axis)), [&] {
-    kernels::AttrMap m;
+  return dispatch(*reduceSum_.impl, {&x}, hashAttr(kSeed, "axis", axis), [&] {
+    ops::AttrMap m;
     m.set("axis", axis);
     return m;
   });
 }
 
 EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceMax_.impl, {&x}, mix(0x3a5, uint64_t(axis)), [&] {
-    kernels::AttrMap m;
+  return dispatch(*reduceMax_.impl, {&x}, hashAttr(kSeed, "axis", axis), [&] {
+    ops::AttrMap m;
     m.set("axis", axis);
     return m;
   });
 }
 
 EagerTensor Context::transpose(const EagerTensor &x, std::vector<int64_t> perms) {
-  uint64_t h = 0x7a5;
-  for (int64_t v : perms) h = mix(h, uint64_t(v));
-  return dispatch(*transpose_.impl, {&x}, h, [&] {
-    kernels::AttrMap m;
+  return dispatch(*transpose_.impl, {&x}, hashAttr(kSeed, "perms", llvm::ArrayRef<int64_t>(perms)), [&] {
+    ops::AttrMap m;
     m.set("perms", perms);
     return m;
   });
@@ -530,12 +515,12 @@ EagerTensor Context::softmax(const EagerTensor &x, int64_t axis) {
 llvm::Expected<TracedFunction>
 trace(Context &ctx, const std::function<std::vector<EagerTensor>(Context &, llvm::ArrayRef<EagerTensor>)> &fn,
       llvm::ArrayRef<TensorType> exampleTypes) {
-  if (ctx.trace_) return llvm::createStringError("kiln::eager::trace: this context is already tracing");
+  if (ctx.trace_) return error(ErrorCode::kInvalidArgument, "kiln::eager::trace: this context is already tracing");
   Context::Trace t;
   std::vector<EagerTensor> args;
   for (const TensorType &type : exampleTypes) {
     if (!type.isStatic())
-      return llvm::createStringError("kiln::eager::trace: example input tensor<%s> must be static",
+      return error(ErrorCode::kInvalidArgument, "kiln::eager::trace: example input tensor<%s> must be static",
                                      type.str().c_str());
     EagerTensor a;
     a.type_ = type;
@@ -547,11 +532,11 @@ trace(Context &ctx, const std::function<std::vector<EagerTensor>(Context &, llvm
   ctx.trace_ = &t;
   std::vector<EagerTensor> outs = fn(ctx, args);
   ctx.trace_ = nullptr;
-  if (outs.empty()) return llvm::createStringError("kiln::eager::trace: the function returned no tensors");
+  if (outs.empty()) return error(ErrorCode::kInvalidArgument, "kiln::eager::trace: the function returned no tensors");
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].isError()) return llvm::createStringError("kiln::eager::trace: output %zu: %s", i, outs[i].error_.c_str());
+    if (outs[i].isError()) return withContext(makeError(outs[i].error_), "kiln::eager::trace: output " + std::to_string(i) + ": ");
     if (outs[i].traceId_ < 0)
-      return llvm::createStringError("kiln::eager::trace: output %zu does not depend on the traced inputs", i);
+      return error(ErrorCode::kInvalidArgument, "kiln::eager::trace: output %zu does not depend on the traced inputs", i);
   }
   // The recorded graph as TOSA MLIR.
   auto name = [](int id) { return "%v" + std::to_string(id); };

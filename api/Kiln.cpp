@@ -1,0 +1,262 @@
+#include "api/Kiln.h"
+#include "api/Kernels.h"
+
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
+#include "jit/HostTarget.h"
+#include "lowering/Program.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <shared_mutex>
+
+namespace kiln {
+namespace {
+
+std::vector<AsyncValueRef<Tensor>> errorValues(size_t n, const Status &status) {
+  std::vector<AsyncValueRef<Tensor>> v;
+  for (size_t i = 0; i < std::max<size_t>(n, 1); ++i) v.push_back(makeErrorValue<Tensor>(status));
+  return v;
+}
+
+cache::CacheMode toStoreMode(CacheMode m) {
+  switch (m) {
+  case CacheMode::kOff: return cache::CacheMode::kOff;
+  case CacheMode::kReadOnly: return cache::CacheMode::kReadOnly;
+  case CacheMode::kReadWrite: return cache::CacheMode::kReadWrite;
+  }
+  return cache::CacheMode::kOff;
+}
+
+}  // namespace
+
+llvm::Error registerKernel(KernelDef def) { return kernels::registry().add(std::move(def)); }
+
+// --- Runtime -----------------------------------------------------------------
+
+llvm::Expected<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
+  return make(std::move(options), nullptr);
+}
+
+llvm::Expected<std::unique_ptr<Runtime>> Runtime::createWithFaults(RuntimeOptions options,
+                                                                   const jit::FaultInjection &faults) {
+  return make(std::move(options), &faults);
+}
+
+llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, const jit::FaultInjection *faults) {
+  if (given.threads < 0)
+    return error(ErrorCode::kInvalidArgument, "RuntimeOptions.threads must be >= 0, got %d", given.threads);
+  auto options = RuntimeOptions::fromEnvironment(std::move(given));
+  if (!options) return options.takeError();
+  std::unique_ptr<Runtime> rt(new Runtime());
+  rt->options_ = std::move(*options);
+  const RuntimeOptions &o = rt->options_;
+  rt->executor_ = std::make_shared<HostExecutor>(o.threads, o.blockingThreads);
+
+  jit::HostTargetOptions host;
+  host.codegen.optLevel = o.optLevel;
+  host.dumpIRDir = o.dumpIRDir;
+  auto target = jit::HostTarget::create(host);
+  if (!target) return target.takeError();
+
+  jit::CompileServiceOptions service;
+  service.memoryEntries = o.memoryCacheEntries;
+  service.disk.dir = o.cacheDir;
+  service.disk.mode = toStoreMode(*o.cacheMode);
+  service.disk.maxBytes = o.cacheMaxBytes;
+  service.disk.warn = o.warnings;
+  service.placement = o.placement;
+  service.warn = o.warnings;
+  if (faults) service.faults = *faults;
+  rt->service_ = std::make_shared<jit::CompileService>(std::shared_ptr<jit::Target>(std::move(*target)),
+                                                       std::move(service));
+  return std::move(rt);
+}
+
+Runtime::~Runtime() = default;
+
+std::string Runtime::targetDescription() const { return service_->target().description(); }
+
+// --- Module ------------------------------------------------------------------
+
+struct Module::Impl {
+  using Compiled = std::shared_ptr<const jit::CompiledFunction>;
+  std::shared_ptr<jit::CompileService> service;
+  std::shared_ptr<HostExecutor> executor;
+  std::unique_ptr<lowering::Program> program;
+  // (function, signature) -> code; read-mostly: the call fast path.
+  mutable std::shared_mutex tableMu;
+  llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>
+      tables;
+  std::mutex mu;
+  std::condition_variable idle;
+  int firstCallsInFlight = 0;  // callAsync compiles that still use this module
+
+  /// Compiled code for (function, signature), or null.
+  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const {
+    std::shared_lock<std::shared_mutex> lock(tableMu);
+    auto t = tables.find(function);
+    if (t == tables.end()) return nullptr;
+    auto b = t->second.find(sig.hash());
+    if (b == t->second.end()) return nullptr;
+    for (const auto &[s, fn] : b->second)
+      if (s == sig) return fn;
+    return nullptr;
+  }
+};
+
+Module::Module(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Module::~Module() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->idle.wait(lock, [&] { return impl_->firstCallsInFlight == 0; });
+  // Executions still running hold their code and weights themselves.
+}
+
+std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program) const {
+  auto impl = std::make_unique<Module::Impl>();
+  impl->service = service_;
+  impl->executor = executor_;
+  impl->program = std::move(program);
+  return std::unique_ptr<Module>(new Module(std::move(impl)));
+}
+
+llvm::Expected<std::unique_ptr<Module>> Runtime::loadModuleFromFile(llvm::StringRef path) {
+  auto program = lowering::Program::parseFile(path);
+  if (!program) return program.takeError();
+  return wrap(std::move(*program));
+}
+
+llvm::Expected<std::unique_ptr<Module>> Runtime::loadModule(llvm::StringRef source, llvm::StringRef name) {
+  auto program = lowering::Program::parse(source, name);
+  if (!program) return program.takeError();
+  return wrap(std::move(*program));
+}
+
+llvm::Error Runtime::prewarm(Module &module, llvm::StringRef function,
+                             llvm::ArrayRef<std::vector<TensorType>> signatures) {
+  for (const auto &sig : signatures) {
+    auto fn = module.compile(function, sig);
+    if (!fn) return fn.takeError();
+  }
+  return llvm::Error::success();
+}
+
+const std::vector<FunctionSignature> &Module::functions() const { return impl_->program->functions(); }
+
+const FunctionSignature *Module::signature(llvm::StringRef function) const {
+  return impl_->program->lookup(function);
+}
+
+uint64_t Module::pipelineRuns() const { return impl_->program->pipelineRuns(); }
+
+size_t Module::numCompiled() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->tableMu);
+  size_t n = 0;
+  for (const auto &t : impl_->tables)
+    for (const auto &bucket : t.second) n += bucket.second.size();
+  return n;
+}
+
+llvm::Expected<cache::CacheKeyParts> Module::cacheKey(llvm::StringRef function,
+                                                      llvm::ArrayRef<TensorType> inputTypes) {
+  return impl_->service->cacheKey(*impl_->program, function, inputTypes);
+}
+
+llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
+Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes) {
+  cache::ShapeSignature sig = cache::ShapeSignature::of(inputTypes);
+  if (Impl::Compiled fn = impl_->find(function, sig)) return fn;
+  auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes);
+  if (!code) return code.takeError();
+  std::unique_lock<std::shared_mutex> lock(impl_->tableMu);
+  auto &bucket = impl_->tables[function][sig.hash()];
+  for (const auto &[s2, existing] : bucket)
+    if (s2 == sig) return existing;
+  bucket.push_back({sig, *code});
+  return *code;
+}
+
+std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                                 bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].valid())
+      return errorValues(1, Status{ErrorCode::kInvalidArgument,
+                                   "@" + function.str() + ": input " + std::to_string(i) +
+                                       " is an empty (default-constructed) tensor",
+                                   {}});
+  ExecuteOptions opts;
+  opts.runFirstStepInline = inlineFirstStep;
+  opts.cancel = cancel;
+  cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
+  if (Impl::Compiled fn = impl_->find(function, sig))  // fast path: no MLIR, no strings, a shared lock
+    return fn->executable->execute(inputs, *impl_->executor, opts);
+
+  const FunctionSignature *s = impl_->program->lookup(function);
+  size_t numResults = s ? s->results.size() : 1;
+  std::vector<TensorType> types;
+  for (const Tensor &t : inputs) types.push_back(t.type());
+  if (s)  // cheap checks before any compile; an unknown function errors in compile()
+    if (auto err = checkInputs(*s, types)) return errorValues(numResults, toStatus(std::move(err)));
+
+  // First call for this signature: compile (or load from disk) on the
+  // blocking pool, then run.
+  std::vector<AsyncValueRef<Tensor>> results;
+  for (size_t i = 0; i < numResults; ++i) results.push_back(makeUnavailable<Tensor>());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++impl_->firstCallsInFlight;
+  }
+  impl_->executor->spawnBlocking([this, fn = function.str(), args = std::vector<Tensor>(inputs.begin(), inputs.end()),
+                                  types = std::move(types), results, opts]() mutable {
+    auto done = llvm::make_scope_exit([this] {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      --impl_->firstCallsInFlight;
+      impl_->idle.notify_all();
+    });
+    auto compiled = compile(fn, types);
+    if (!compiled) {
+      Status status = toStatus(compiled.takeError());
+      for (auto &r : results) r->setError(status);
+      return;
+    }
+    opts.runFirstStepInline = false;
+    auto outs = (*compiled)->executable->execute(args, *impl_->executor, opts);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i >= outs.size()) {
+        results[i]->setError(Status{ErrorCode::kInternal,
+                                    "@" + fn + " produced fewer results than its signature declares", {}});
+        continue;
+      }
+      AsyncValueRef<Tensor> from = outs[i], to = results[i];
+      from->andThen([from, to] {
+        if (from->isError()) to->setError(from->error());
+        else to->emplace(from->get());
+      });
+    }
+  });
+  return results;
+}
+
+std::vector<AsyncValueRef<Tensor>> Module::callAsync(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                                     std::shared_ptr<CancellationToken> cancel) {
+  return start(function, inputs, /*inlineFirstStep=*/false, std::move(cancel));
+}
+
+llvm::Expected<std::vector<Tensor>> Module::call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs) {
+  auto futures = start(function, inputs, /*inlineFirstStep=*/true, nullptr);
+  std::vector<Tensor> out;
+  out.reserve(futures.size());
+  for (auto &f : futures) {
+    auto v = f.awaitValue();
+    if (!v) return v.takeError();
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,126 @@
+// kiln's public C++ API.
+//
+//   auto rt = kiln::Runtime::create({});                 // Expected<unique_ptr<Runtime>>
+//   auto m  = (*rt)->loadModuleFromFile("model.mlir");   // TOSA / linalg on tensors
+//   auto y  = (*m)->call("main", {x});                   // JIT-compiles on the first call
+//   auto fs = (*m)->callAsync("main", {x});              // futures; returns at once
+//
+// This header exposes tensors, futures, options and errors; nothing of MLIR,
+// the compile cache or the JIT. Introspection (compiled code, plans, cache
+// keys and statistics) is reached through the opaque types declared below;
+// include jit/CompileService.h or cache/CacheKey.h to look inside them.
+//
+// Thread-safety: Runtime and Module are thread-safe; several threads may call
+// the same Module at once. The first call for a shape signature compiles
+// (concurrent first calls for one signature compile once); later calls reuse
+// the compiled code. A Module keeps what it needs of its Runtime alive.
+#pragma once
+
+#include "api/Options.h"
+#include "runtime/AsyncValue.h"
+#include "runtime/Error.h"
+#include "runtime/Executable.h"
+#include "runtime/Executor.h"
+#include "runtime/Signature.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace jit {
+class CompileService;
+class CompiledFunction;
+struct FaultInjection;
+}  // namespace jit
+namespace cache {
+struct CacheKeyParts;
+}  // namespace cache
+namespace lowering {
+class Program;
+}  // namespace lowering
+
+class Module;
+
+class Runtime {
+public:
+  /// Options are completed from the environment (RuntimeOptions::fromEnvironment).
+  static llvm::Expected<std::unique_ptr<Runtime>> create(RuntimeOptions options = {});
+  ~Runtime();
+  /// The resolved options (environment applied).
+  const RuntimeOptions &options() const { return options_; }
+  /// "x86_64-pc-linux-gnu znver5 +avx2,..." — what generated code targets.
+  std::string targetDescription() const;
+  /// The host executor every module of this runtime runs on.
+  HostExecutor &executor() const { return *executor_; }
+  /// The compile service (memory + disk cache, compiler, target) shared by
+  /// this runtime's modules; for introspection (jit/CompileService.h).
+  jit::CompileService &compileService() const { return *service_; }
+
+  /// Compiles `function` of `module` for each signature (input types), so
+  /// that later calls, here or in another process sharing the disk cache,
+  /// start warm.
+  llvm::Error prewarm(Module &module, llvm::StringRef function,
+                      llvm::ArrayRef<std::vector<TensorType>> signatures);
+
+  /// Loads MLIR (text or bytecode) from a file or from memory.
+  llvm::Expected<std::unique_ptr<Module>> loadModuleFromFile(llvm::StringRef path);
+  llvm::Expected<std::unique_ptr<Module>> loadModule(llvm::StringRef source,
+                                                     llvm::StringRef name = "<string>");
+
+  /// For tests: a runtime whose compiles fail as `faults` says.
+  static llvm::Expected<std::unique_ptr<Runtime>> createWithFaults(RuntimeOptions options,
+                                                                   const jit::FaultInjection &faults);
+
+private:
+  friend class Module;
+  Runtime() = default;
+  static llvm::Expected<std::unique_ptr<Runtime>> make(RuntimeOptions options, const jit::FaultInjection *faults);
+  std::unique_ptr<Module> wrap(std::unique_ptr<lowering::Program> program) const;
+  RuntimeOptions options_;
+  std::shared_ptr<HostExecutor> executor_;
+  std::shared_ptr<jit::CompileService> service_;
+};
+
+class Module {
+public:
+  ~Module();
+  const std::vector<FunctionSignature> &functions() const;
+  const FunctionSignature *signature(llvm::StringRef function) const;
+
+  /// Runs `function` and waits for its results; compiles it first if this
+  /// shape signature is new.
+  llvm::Expected<std::vector<Tensor>> call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs);
+  /// Starts `function` and returns one future per result at once (a first
+  /// call compiles on the blocking pool). Errors, including bad inputs and
+  /// compile failures, arrive as error values; for an unknown function the
+  /// vector holds a single error value. Cancelling `cancel` stops launching
+  /// the call's remaining steps; their outputs become errors.
+  std::vector<AsyncValueRef<Tensor>> callAsync(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                               std::shared_ptr<CancellationToken> cancel = nullptr);
+  /// Compiles (or finds) `function` for these input types without running it
+  /// (blocks; call it from a thread that may block, not an executor worker).
+  llvm::Expected<std::shared_ptr<const jit::CompiledFunction>> compile(llvm::StringRef function,
+                                                                      llvm::ArrayRef<TensorType> inputTypes);
+
+  /// Number of distinct (function, signature) compilations so far.
+  size_t numCompiled() const;
+  /// The persistent-cache key of `function` at these input types
+  /// (cache/CacheKey.h).
+  llvm::Expected<cache::CacheKeyParts> cacheKey(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes);
+  /// How many times MLIR pipelines ran for this module (0 on a warm start).
+  uint64_t pipelineRuns() const;
+
+private:
+  friend class Runtime;
+  struct Impl;
+  explicit Module(std::unique_ptr<Impl> impl);
+  std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                           bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,62 @@
+#include "api/Options.h"
+#include "runtime/Error.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace kiln {
+namespace {
+/// The value of an environment variable, or null when unset or empty.
+const char *env(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+}  // namespace
+
+std::optional<CacheMode> parseCacheMode(llvm::StringRef t) {
+  if (t == "off" || t == "0" || t == "none") return CacheMode::kOff;
+  if (t == "ro" || t == "read-only" || t == "readonly") return CacheMode::kReadOnly;
+  if (t == "rw" || t == "read-write" || t == "on" || t == "1") return CacheMode::kReadWrite;
+  return std::nullopt;
+}
+
+const char *cacheModeName(CacheMode m) {
+  switch (m) {
+  case CacheMode::kOff: return "off";
+  case CacheMode::kReadOnly: return "read-only";
+  case CacheMode::kReadWrite: return "read-write";
+  }
+  return "?";
+}
+
+void warnToStderr(const std::string &message) { std::fprintf(stderr, "kiln: warning: %s\n", message.c_str()); }
+
+llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o) {
+  if (o.cacheDir.empty()) {
+    if (const char *d = env("KILN_CACHE_DIR")) o.cacheDir = d;
+    else if (const char *x = env("XDG_CACHE_HOME")) o.cacheDir = std::string(x) + "/kiln";
+    else if (const char *h = env("HOME")) o.cacheDir = std::string(h) + "/.cache/kiln";
+    else o.cacheDir = "/tmp/kiln-cache";
+  }
+  if (!o.cacheMode) {
+    if (const char *m = env("KILN_CACHE")) {
+      o.cacheMode = parseCacheMode(m);
+      if (!o.cacheMode)
+        return error(ErrorCode::kInvalidArgument, "KILN_CACHE='%s': expected off, ro or rw", m);
+    } else {
+      o.cacheMode = CacheMode::kReadWrite;
+    }
+  }
+  if (const char *m = env("KILN_OP_MODE")) {
+    auto parsed = ops::parseOpModes(m);
+    if (!parsed) return withContext(parsed.takeError(), "KILN_OP_MODE: ");
+    parsed->merge(o.placement);  // explicit entries win
+    o.placement = std::move(*parsed);
+  }
+  if (o.dumpIRDir.empty())
+    if (const char *d = env("KILN_DUMP_IR")) o.dumpIRDir = d;
+  if (!o.warnings) o.warnings = warnToStderr;
+  return o;
+}
+
+}  // namespace kiln

@@ -1,0 +1,75 @@
+// Options of a kiln Runtime, and where the environment comes in.
+//
+//   auto options = kiln::RuntimeOptions::fromEnvironment();  // $KILN_* over defaults
+//   options->threads = 4;                                    // code wins over the environment
+//   auto rt = kiln::Runtime::create(*options);
+//
+// Runtime::create resolves its options once through fromEnvironment (the
+// options given win over the environment), so graph calls, eager dispatch
+// and the CLI all see the same resolved options: Runtime::options().
+// fromEnvironment is the only place kiln reads environment variables.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include "ops/Placement.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+using ops::OpMode;
+using ops::PlacementOptions;
+
+/// The persistent compile cache: off, lookups only, or lookups and stores.
+enum class CacheMode { kOff, kReadOnly, kReadWrite };
+/// "off" | "ro"/"read-only" | "rw"/"read-write"
+std::optional<CacheMode> parseCacheMode(llvm::StringRef text);
+const char *cacheModeName(CacheMode mode);
+
+/// Receives warnings (a JIT cluster fell back to kernels, an unusable cache
+/// entry or directory). Called from any thread.
+using WarningSink = std::function<void(const std::string &message)>;
+/// Prints "kiln: warning: <message>" to stderr.
+void warnToStderr(const std::string &message);
+
+struct RuntimeOptions {
+  /// Worker threads for the executor (0 = the machine's cores).
+  int threads = 0;
+  /// Threads for blocking work (compiles, file I/O), off the compute workers.
+  int blockingThreads = 2;
+  /// Persistent compile cache directory ("" = $KILN_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).
+  std::string cacheDir;
+  /// Unset = $KILN_CACHE, else read-write.
+  std::optional<CacheMode> cacheMode;
+  /// Size cap of the disk cache (least recently used entries go first).
+  uint64_t cacheMaxBytes = 2ull << 30;
+  /// Compiled functions kept in memory (least recently used go first).
+  size_t memoryCacheEntries = 512;
+  /// Per-op placement: JIT, handwritten kernel or auto, by op name ("*" =
+  /// default). Combined with $KILN_OP_MODE ("tosa.conv2d=kernel,..."); entries
+  /// here win. Applies to graphs and to eager dispatch.
+  PlacementOptions placement;
+  /// LLVM optimization level for generated code (0..3).
+  int optLevel = 3;
+  /// Write the IR after each lowering stage into this directory ("" =
+  /// $KILN_DUMP_IR, else off).
+  std::string dumpIRDir;
+  /// Where warnings go (null = stderr).
+  WarningSink warnings;
+
+  /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
+  /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
+  /// $KILN_OP_MODE, $KILN_DUMP_IR. What `explicitOptions` sets wins. Errors
+  /// name the variable and what it should hold.
+  static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
+  static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }
+};
+
+}  // namespace kiln

@@ -1,0 +1,167 @@
+#include "jit/CompileService.h"
+
+#include "jit/PlanJson.h"
+#include "runtime/Clock.h"
+#include "runtime/Error.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln::jit {
+
+CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOptions options)
+    : target_(std::move(target)), options_(std::move(options)), compiler_(target_),
+      disk_(cache::DiskCache::open(options_.disk)), memory_(options_.memoryEntries) {
+  targetText_ = target_->description();
+  pipelineId_ = cache::hash128Hex(target_->name().str() + "\n" + target_->pipelineText());
+}
+
+CompileServiceStats CompileService::stats() const {
+  CompileServiceStats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = stats_;
+  }
+  s.evictions = memory_.evictions();
+  s.disk = disk_->stats();
+  return s;
+}
+
+llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program &program,
+                                                              llvm::StringRef function,
+                                                              llvm::ArrayRef<TensorType> inputTypes) {
+  auto graph = program.canonicalGraph(function);
+  if (!graph) return graph.takeError();
+  cache::CacheKeyParts key;
+  key.graph = cache::hash128Hex(*graph);
+  key.function = function.str();
+  key.signature = cache::ShapeSignature::of(inputTypes).str();
+  key.target = targetText_;
+  key.pipeline = pipelineId_;
+  key.opModes = options_.placement.canonical();
+  key.kilnVersion = cache::kilnVersion();
+  key.llvmVersion = LLVM_VERSION_STRING;
+  return key;
+}
+
+llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::Program &program,
+                                                                      llvm::StringRef function,
+                                                                      llvm::ArrayRef<TensorType> inputTypes) {
+  const FunctionSignature *sig = program.lookup(function);
+  if (!sig) return noSuchFunction(function, program.functions());
+  if (auto err = checkInputs(*sig, inputTypes)) return std::move(err);
+  auto key = cacheKey(program, function, inputTypes);
+  if (!key) return key.takeError();
+  std::string digest = key->digest();
+
+  // Memory, else single flight: the first caller produces, the others wait.
+  Compiled code = memory_.get(digest);
+  if (!code) {
+    AsyncValueRef<Compiled> pending;
+    bool producer = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      code = memory_.get(digest);  // stored while we took the lock
+      if (!code) {
+        auto [it, inserted] = inFlight_.try_emplace(digest);
+        if (inserted) it->second = makeUnavailable<Compiled>();
+        producer = inserted;
+        pending = it->second;
+        ++stats_.memoryMisses;
+      } else {
+        ++stats_.memoryHits;
+      }
+    }
+    if (!code && !producer) {
+      auto v = pending.awaitValue();
+      if (!v) return v.takeError();
+      code = *v;
+    } else if (!code) {
+      auto produced = produce(program, function, inputTypes, *key);
+      std::lock_guard<std::mutex> lock(mu_);
+      inFlight_.erase(digest);
+      if (!produced) {  // not cached: a later call retries
+        Status status = toStatus(produced.takeError());
+        pending->setError(status);
+        return makeError(std::move(status));
+      }
+      code = *produced;
+      memory_.put(digest, code);
+      pending->emplace(code);
+    }
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.memoryHits;
+  }
+
+  // The cache holds code, not weights: modules that share a graph (e.g.
+  // re-trained weights) share code and each bind their own.
+  auto weights = program.weights(function);
+  if (!weights) return weights.takeError();
+  bool same = weights->size() == code->weights.size();
+  for (size_t i = 0; same && i < weights->size(); ++i)
+    same = (*weights)[i].rawData() == code->weights[i].rawData();
+  if (same) return code;
+  auto bound = compiler_.bind(*code, std::move(*weights));
+  if (!bound) return bound.takeError();
+  return Compiled(std::move(*bound));
+}
+
+llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Program &program,
+                                                                 llvm::StringRef function,
+                                                                 llvm::ArrayRef<TensorType> types,
+                                                                 const cache::CacheKeyParts &key) {
+  auto t0 = Clock::now();
+  if (auto entry = disk_->load(key)) {
+    // Warm start: the objects from disk, the weights from this program; no MLIR pass runs.
+    auto weights = program.weights(function);
+    bool typesMatch = weights && entry->inputs == std::vector<TensorType>(types.begin(), types.end()) &&
+                      entry->weights.size() == weights->size();
+    for (size_t i = 0; typesMatch && i < weights->size(); ++i)
+      typesMatch = (*weights)[i].type() == entry->weights[i];
+    auto plan = planFromJson(entry->plan);
+    std::string problem;
+    if (!weights) problem = toStatus(weights.takeError()).str();
+    else if (!plan) problem = toStatus(plan.takeError()).str();
+    else if (!typesMatch) problem = "its types do not match the module";
+    if (problem.empty()) {
+      std::vector<llvm::SmallVector<char, 0>> objects;
+      for (const std::string &o : entry->objects) objects.emplace_back(o.begin(), o.end());
+      auto loaded = compiler_.load(function, entry->inputs, entry->results, *weights, std::move(*plan),
+                                   std::move(objects));
+      if (loaded) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.diskHits;
+        stats_.diskLoadMs += msSince(t0);
+        return Compiled(std::move(*loaded));
+      }
+      problem = toStatus(loaded.takeError()).str();
+    }
+    if (options_.warn)
+      options_.warn("compile cache entry for @" + function.str() + " (" + key.signature +
+                    ") cannot be used (" + problem + "); compiling instead");
+  }
+  t0 = Clock::now();
+  auto compiled = compiler_.compile(program, function, types, options_.placement, options_.faults);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.compiles;
+    stats_.compileMs += msSince(t0);
+    stats_.compileFailures += !compiled;
+    if (compiled) stats_.jitFallbacks += uint64_t((*compiled)->stats.jitFallbacks);
+  }
+  if (!compiled) return compiled.takeError();
+  if (options_.warn)
+    for (const std::string &w : (*compiled)->stats.warnings) options_.warn(w);
+  cache::CachedFunction entry;
+  entry.key = key;
+  entry.inputs = (*compiled)->inputTypes;
+  for (const Tensor &w : (*compiled)->weights) entry.weights.push_back(w.type());
+  entry.results = (*compiled)->resultTypes;
+  entry.plan = planToJson((*compiled)->plan);
+  for (const auto &o : (*compiled)->objects) entry.objects.emplace_back(o.begin(), o.end());
+  disk_->store(entry);
+  return Compiled(std::move(*compiled));
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,89 @@
+// CompileService: JIT on first call. The one place that decides how a
+// (program, function, shape signature) becomes runnable code:
+//
+//   memory (LRU of compiled code, by full key) -> single flight (concurrent
+//   requests for one key wait for one producer) -> disk (load the objects
+//   and plan, link, no MLIR) -> compile (Compiler + target) -> store (disk)
+//   -> bind the caller's weights (code is shared by modules whose graphs
+//   are equal; each binds its own weight values).
+//
+// Cache keys: the program's canonical graph, the signature, the target's
+// description and pipeline, per-op modes, kiln's and LLVM's versions.
+// A compile that falls back from JIT to kernels reports warnings to the
+// sink in its options.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include "cache/CacheKey.h"
+#include "cache/DiskCache.h"
+#include "cache/MemoryCache.h"
+#include "jit/Compiler.h"
+#include "jit/Target.h"
+#include "ops/Placement.h"
+#include "runtime/AsyncValue.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace kiln::jit {
+
+struct CompileServiceOptions {
+  size_t memoryEntries = 512;
+  cache::DiskCacheOptions disk;
+  ops::PlacementOptions placement;
+  FaultInjection faults;  // tests only; not part of cache keys
+  /// Receives warnings (JIT fallbacks); null: dropped.
+  std::function<void(const std::string &)> warn;
+};
+
+struct CompileServiceStats {
+  uint64_t memoryHits = 0, memoryMisses = 0;  // by full key
+  uint64_t diskHits = 0, compiles = 0, compileFailures = 0, evictions = 0;
+  uint64_t jitFallbacks = 0;  // JIT clusters that failed to compile and ran on kernels
+  double compileMs = 0;       // total time spent compiling
+  double diskLoadMs = 0;      // total time loading entries from disk
+  cache::DiskCacheStats disk;
+};
+
+class CompileService {
+public:
+  using Compiled = std::shared_ptr<const CompiledFunction>;
+  CompileService(std::shared_ptr<Target> target, CompileServiceOptions options);
+
+  /// Runnable code for `function` of `program` at `inputTypes`, bound to the
+  /// program's weights. Blocks while compiling; call it from a thread that
+  /// may block (not an executor worker).
+  llvm::Expected<Compiled> getOrCompile(lowering::Program &program, llvm::StringRef function,
+                                        llvm::ArrayRef<TensorType> inputTypes);
+  /// The full cache key of that request.
+  llvm::Expected<cache::CacheKeyParts> cacheKey(lowering::Program &program, llvm::StringRef function,
+                                                llvm::ArrayRef<TensorType> inputTypes);
+
+  Target &target() const { return *target_; }
+  const ops::PlacementOptions &placement() const { return options_.placement; }
+  cache::DiskCache &disk() { return *disk_; }
+  /// Compiled functions held in memory.
+  size_t size() const { return memory_.size(); }
+  CompileServiceStats stats() const;
+
+private:
+  /// Memory miss: disk, else compile (and store).
+  llvm::Expected<Compiled> produce(lowering::Program &program, llvm::StringRef function,
+                                   llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key);
+
+  std::shared_ptr<Target> target_;
+  CompileServiceOptions options_;
+  Compiler compiler_;
+  std::string targetText_, pipelineId_;
+  std::unique_ptr<cache::DiskCache> disk_;
+  cache::MemoryCache<CompiledFunction> memory_;
+  mutable std::mutex mu_;
+  llvm::StringMap<AsyncValueRef<Compiled>> inFlight_;  // by key digest
+  CompileServiceStats stats_;
+};
+
+}  // namespace kiln::jit

@@ -1,0 +1,89 @@
+#include "jit/HostTarget.h"
+
+#include "lowering/Passes.h"
+#include "lowering/Pipelines.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::jit {
+
+LoadedCode::~LoadedCode() = default;
+Target::~Target() = default;
+
+namespace {
+class HostCode final : public LoadedCode {
+public:
+  explicit HostCode(std::unique_ptr<LoadedObject> object) : object_(std::move(object)) {}
+  llvm::Expected<void *> lookup(llvm::StringRef symbol) const override { return object_->lookup(symbol); }
+
+private:
+  std::unique_ptr<LoadedObject> object_;
+};
+}  // namespace
+
+llvm::Expected<std::unique_ptr<HostTarget>> HostTarget::create(HostTargetOptions options) {
+  std::unique_ptr<HostTarget> t(new HostTarget());
+  t->options_ = std::move(options);
+  auto cg = codegen::HostCodegen::create(t->options_.codegen);
+  if (!cg) return cg.takeError();
+  t->codegen_ = std::move(*cg);
+  auto engine = JitEngine::create();
+  if (!engine) return engine.takeError();
+  t->engine_ = std::move(*engine);
+  return std::move(t);
+}
+
+std::string HostTarget::description() const {
+  const auto &m = codegen_->target();
+  return m.triple + " " + m.cpu + " " + m.features;
+}
+
+std::string HostTarget::pipelineText() const {
+  std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
+                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements);
+  for (const auto &stage : lowering::cpuPipelineStages())
+    text += std::string("\n") + stage.name + ": " + stage.pipeline;
+  return text;
+}
+
+std::string HostTarget::entrySymbol() const { return lowering::kEntryName.str(); }
+
+llvm::Expected<llvm::SmallVector<char, 0>> HostTarget::compile(lowering::Program &program,
+                                                              lowering::SpecializedFunction &cluster,
+                                                              lowering::StageTimes &times) {
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = program.lowerToLLVMIR(cluster, llvmContext, times, options_.dumpIRDir);
+  if (!llvmModule) return llvmModule.takeError();
+  codegen::ObjectTimes objTimes;
+  auto obj = codegen_->emitObject(**llvmModule, &objTimes);
+  if (!obj) return obj.takeError();
+  times.push_back({"llvm-opt", objTimes.optimizeMs});
+  times.push_back({"llvm-codegen", objTimes.emitMs});
+  return std::move(*obj);
+}
+
+llvm::Expected<std::shared_ptr<LoadedCode>> HostTarget::load(llvm::ArrayRef<char> object, llvm::StringRef name) {
+  auto loaded = engine_->load(object, name);
+  if (!loaded) return loaded.takeError();
+  return std::make_shared<HostCode>(std::move(*loaded));
+}
+
+llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol) {
+  auto entry = code->lookup(symbol);
+  if (!entry) return entry.takeError();
+  auto fn = reinterpret_cast<void (*)(void **)>(*entry);
+  Launch l;
+  l.direct = fn;
+  // The step keeps its code loaded while any execution may still run it.
+  l.fn = [fn, code = std::move(code)](const StepContext &ctx) {
+    llvm::SmallVector<void *, 16> buffers;
+    for (unsigned i = 0; i < ctx.numInputs(); ++i) buffers.push_back(ctx.in(i));
+    for (unsigned i = 0; i < ctx.numOutputs(); ++i) buffers.push_back(ctx.out(i));
+    fn(buffers.data());
+    return llvm::Error::success();
+  };
+  return l;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,40 @@
+// Per-op placement: whether an op runs as JIT-compiled code or as a
+// handwritten kernel. The vocabulary shared by the public options, the
+// partitioner (lowering), eager dispatch and the cache key.
+//
+//   auto   -> JIT when MLIR lowers the op, else a kernel ("no lowering")
+//   kernel -> a kernel when one accepts this use of the op, else JIT
+//   jit    -> JIT when lowerable, else a kernel
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::ops {
+
+enum class OpMode { kAuto, kJit, kKernel };
+
+/// "auto" | "jit" | "kernel"
+const char *opModeName(OpMode mode);
+
+struct PlacementOptions {
+  /// Mode by op name ("tosa.conv2d"); the key "*" sets the default.
+  std::map<std::string, OpMode> modes;
+
+  OpMode modeFor(llvm::StringRef op) const;
+  /// "tosa.conv2d=kernel,*=jit" (sorted): the cache key's op-mode part.
+  std::string canonical() const;
+  bool empty() const { return modes.empty(); }
+  /// `other`'s entries override this one's.
+  void merge(const PlacementOptions &other);
+};
+
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto" (also $KILN_OP_MODE).
+llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
+
+}  // namespace kiln::ops

@@ -1,0 +1,37 @@
+// The calling convention of a model's public function, in tensors: what a
+// caller must pass and what it gets back. Built by the importer (lowering),
+// checked by the API before any compile; no MLIR.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include "runtime/Tensor.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ArgumentInfo {
+  std::string name;  // from kiln.name / tf_saved_model.index_path / tf.entry_function; may be empty
+  TensorType type;   // dims may be kDynamic
+};
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<ArgumentInfo> args;
+  std::vector<TensorType> results;  // as declared; may be dynamic
+  std::string location;             // "file:line:col" of the func.func
+  std::string unsupported;          // why kiln cannot call it (empty if callable)
+};
+
+/// Checks a call's inputs against a signature (count, dtype, rank, static
+/// dims): kInvalidArgument (kUnsupported when the function cannot be called).
+llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs);
+
+/// "no public function @f in the module (it has: @a, @b)".
+llvm::Error noSuchFunction(llvm::StringRef function, llvm::ArrayRef<FunctionSignature> functions);
+
+}  // namespace kiln

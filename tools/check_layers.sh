@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Checks kiln's layering: every #include of a kiln header points down (or
+# sideways within its own folder), and the public API's headers pull in no
+# MLIR, no LLVM IR/ORC, and nothing of the compile cache, JIT or lowering
+# (kernels/KernelRegistry.h is public: users write kernels against it).
+#   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> tools
+# Usage: check_layers.sh [ROOT] (default: this checkout). Exit status 1 and
+# one line per violation when something points up.
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+declare -A level=([runtime]=0 [ops]=1 [kernels]=2 [lowering]=2 [codegen]=2 [cache]=3 [jit]=4 [api]=5 [tools]=6)
+bad=0
+for dir in "${!level[@]}"; do
+  while IFS= read -r line; do
+    file=${line%%:*}
+    inc=$(sed -E 's/.*#include "([a-z]+)\/.*/\1/' <<<"$line")
+    [[ -n "${level[$inc]+x}" ]] || continue  # generated or third-party
+    if [[ "$inc" != "$dir" && ${level[$inc]} -ge ${level[$dir]} ]]; then
+      echo "layering: $file includes $inc/ (${dir} is level ${level[$dir]}, ${inc} is level ${level[$inc]})"
+      bad=1
+    fi
+  done < <(grep -HE '^#include "[a-z]+/' -r "$dir" --include='*.h' --include='*.cpp' || true)
+done
+# The public API's headers: tensors, futures, options, errors only.
+while IFS= read -r line; do
+  echo "public header: $line"
+  bad=1
+done < <(grep -HE '^#include "(mlir|cache|jit|lowering|codegen)/|^#include "llvm/(IR|ExecutionEngine|Target|MC|CodeGen)/' \
+           api/*.h || true)
+exit $bad
