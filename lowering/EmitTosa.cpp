@@ -1,4 +1,6 @@
 #include "lowering/EmitTosa.h"
+#include "ops/OpTable.h"
+#include "runtime/Error.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -9,30 +11,6 @@
 namespace kiln::lowering {
 
 std::string mlirTensorType(const TensorType &t) { return "tensor<" + t.str() + ">"; }
-
-const std::vector<std::string> *tosaOperandNames(llvm::StringRef op) {
-  static const std::map<std::string, std::vector<std::string>, std::less<>> names = {
-      {"tosa.mul", {"input1", "input2", "shift"}},
-      {"tosa.conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.depthwise_conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.conv3d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.transpose_conv2d", {"input", "weight", "bias", "input_zp", "weight_zp"}},
-      {"tosa.matmul", {"a", "b", "a_zp", "b_zp"}},
-      {"tosa.avg_pool2d", {"input", "input_zp", "output_zp"}},
-      {"tosa.negate", {"input1", "input1_zp", "output_zp"}},
-      {"tosa.reshape", {"input1", "shape"}},
-      {"tosa.slice", {"input1", "start", "size"}},
-      {"tosa.pad", {"input1", "padding", "pad_const"}},
-      {"tosa.tile", {"input1", "multiples"}},
-  };
-  auto it = names.find(op);
-  return it == names.end() ? nullptr : &it->second;
-}
-
-bool isFoldedOperand(llvm::StringRef name) {
-  return name == "shift" || name.ends_with("_zp") || name == "shape" || name == "start" ||
-         name == "size" || name == "padding" || name == "pad_const" || name == "multiples";
-}
 
 namespace {
 
@@ -51,22 +29,50 @@ std::string floatText(double d) {
   return s;
 }
 
-/// A property value typed as the TOSA op expects it.
-llvm::Expected<std::string> property(llvm::StringRef name, const ops::Attr &v, DType elem) {
-  if (name == "axis") return std::to_string(std::get<int64_t>(v)) + " : i32";
-  if (name == "perms") return "array<i32: " + intList(std::get<std::vector<int64_t>>(v)) + ">";
-  if (name == "pad" || name == "stride" || name == "dilation" || name == "kernel" || name == "out_pad")
-    return "array<i64: " + intList(std::get<std::vector<int64_t>>(v)) + ">";
-  if (name == "acc_type") return std::get<std::string>(v);
-  if (name == "round" || name == "local_bound") return std::string(std::get<int64_t>(v) ? "true" : "false");
-  if (name == "min_val" || name == "max_val") {
-    double d = std::holds_alternative<double>(v) ? std::get<double>(v) : double(std::get<int64_t>(v));
-    if (isFloat(elem)) return floatText(d) + " : " + std::string(dtypeName(elem));
-    return std::to_string(int64_t(d)) + " : " + std::string(dtypeName(elem));
+/// A property value typed as the op table says the TOSA op expects it.
+llvm::Expected<std::string> property(const ops::OpSpec &op, llvm::StringRef name, const ops::Attr &v, DType elem) {
+  const ops::AttrSpec *spec = op.attr(name);
+  if (!spec)
+    return error(ErrorCode::kInvalidArgument, "%s has no attribute '%s' (ops/Ops.def)", op.name.c_str(),
+                 name.str().c_str());
+  auto ints = [&]() -> llvm::Expected<std::vector<int64_t>> {
+    if (auto *l = std::get_if<std::vector<int64_t>>(&v)) return *l;
+    return error(ErrorCode::kInvalidArgument, "%s: attribute '%s' must be an integer list", op.name.c_str(),
+                 name.str().c_str());
+  };
+  auto number = [&]() -> double {
+    return std::holds_alternative<double>(v) ? std::get<double>(v)
+           : std::holds_alternative<int64_t>(v) ? double(std::get<int64_t>(v))
+                                                : 0.0;
+  };
+  auto text = [&]() -> llvm::Expected<std::string> {
+    if (auto *t = std::get_if<std::string>(&v)) return *t;
+    return error(ErrorCode::kInvalidArgument, "%s: attribute '%s' must be a string", op.name.c_str(),
+                 name.str().c_str());
+  };
+  switch (spec->type) {
+  case ops::AttrType::kI32:
+    return std::to_string(int64_t(number())) + " : i32";
+  case ops::AttrType::kBool:
+    return std::string(number() != 0 ? "true" : "false");
+  case ops::AttrType::kI32Array:
+  case ops::AttrType::kI64Array: {
+    auto l = ints();
+    if (!l) return l.takeError();
+    return std::string(spec->type == ops::AttrType::kI32Array ? "array<i32: " : "array<i64: ") + intList(*l) + ">";
   }
-  if (name == "operator_name" || name == "domain_name" || name == "implementation_attrs")
-    return "\"" + std::get<std::string>(v) + "\"";
-  return error(ErrorCode::kInvalidArgument, "attribute '%s' cannot be written as MLIR here", name.str().c_str());
+  case ops::AttrType::kTypeName:
+    return text();
+  case ops::AttrType::kString: {
+    auto t = text();
+    if (!t) return t.takeError();
+    return "\"" + *t + "\"";
+  }
+  case ops::AttrType::kElement:
+    if (isFloat(elem)) return floatText(number()) + " : " + std::string(dtypeName(elem));
+    return std::to_string(int64_t(number())) + " : " + std::string(dtypeName(elem));
+  }
+  return error(ErrorCode::kInternal, "unknown attribute type");
 }
 
 }  // namespace
@@ -86,16 +92,16 @@ llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std:
     props.set("implementation_attrs", std::string());
   }
   DType elem = operandTypes.empty() ? DType::f32 : operandTypes[0].dtype;
+  const ops::OpSpec *spec = ops::lookupOp(opName);
+  if (!spec) return error(ErrorCode::kUnsupported, "'%s' is not in kiln's op table (ops/Ops.def)", opName.c_str());
   // Operands, with folded constants materialized in order.
   std::vector<std::string> ops;
   std::vector<std::string> types;
-  const auto *names = tosaOperandNames(opName);
   size_t next = 0;
-  size_t count = names ? names->size() : operands.size();
-  if (opName == "tosa.concat" || opName == "tosa.select" || !names) count = operands.size();
+  size_t count = spec->hasFoldedOperands() ? spec->operands.size() : operands.size();
   for (size_t i = 0; i < count; ++i) {
-    std::string name = names && i < names->size() ? (*names)[i] : "";
-    if (!name.empty() && isFoldedOperand(name)) {
+    std::string name = spec->hasFoldedOperands() ? spec->operands[i].name : "";
+    if (spec->hasFoldedOperands() && spec->operands[i].folded) {
       std::string ssa = "%" + prefix.str() + "_" + name;
       if (name == "shape" || name == "start" || name == "size" || name == "padding" || name == "multiples") {
         auto v = attrs.getInts(name);
@@ -135,7 +141,7 @@ llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std:
   std::string propText;
   for (const auto &[k, v] : props.all()) {
     if (k == "to") continue;  // cast's target comes from its result type
-    auto p = property(k, v, elem);
+    auto p = property(*spec, k, v, elem);
     if (!p) return p.takeError();
     propText += (propText.empty() ? "" : ", ") + k + " = " + *p;
   }

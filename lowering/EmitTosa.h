@@ -1,6 +1,8 @@
 // Writes one TOSA op as MLIR text (generic form) from its registry name,
 // operand values/types, kernel-style attributes and result types: the inverse
-// of the kernel view the partitioner takes of an op. Eager JIT dispatch
+// of the kernel view the partitioner takes of an op. Which operands fold into
+// attributes and how each attribute is typed come from the op table
+// (ops/Ops.def). Eager JIT dispatch
 // (single-op graphs) and eager tracing (captured graphs) use it, so a traced
 // graph, an eager op and a graph op all mean the same thing.
 #pragma once
@@ -24,10 +26,5 @@ llvm::Error emitTosaOp(std::string &out, llvm::StringRef op, llvm::ArrayRef<std:
 /// "tensor<1x8xf32>"
 std::string mlirTensorType(const TensorType &t);
 
-/// ODS operand names of ops whose operands include compile-time constants
-/// (shift, zero points, shapes, padding...), in operand order; null if none.
-const std::vector<std::string> *tosaOperandNames(llvm::StringRef op);
-/// Whether an operand with this name is folded into attributes.
-bool isFoldedOperand(llvm::StringRef name);
 
 }  // namespace kiln::lowering

@@ -1,6 +1,7 @@
 //===- Partition.cpp - place ops on JIT or kernels, outline JIT clusters --===//
 #include "lowering/Partition.h"
 #include "lowering/EmitTosa.h"
+#include "ops/OpTable.h"
 #include "lowering/Passes.h"
 #include "lowering/ProgramImpl.h"
 #include "runtime/Error.h"
@@ -12,7 +13,6 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <sstream>
@@ -22,23 +22,8 @@ namespace kiln::lowering {
 KernelOracle::~KernelOracle() = default;
 
 bool tosaOpHasLowering(llvm::StringRef op) {
-  // The ops MLIR 22's tosa-to-{linalg,linalg-named,tensor,arith,scf} convert.
-  static const llvm::StringSet<> lowered = {
-      "tosa.abs", "tosa.add", "tosa.apply_scale", "tosa.argmax", "tosa.arithmetic_right_shift",
-      "tosa.avg_pool2d", "tosa.bitwise_and", "tosa.bitwise_not", "tosa.bitwise_or",
-      "tosa.bitwise_xor", "tosa.cast", "tosa.ceil", "tosa.clamp", "tosa.clz", "tosa.concat",
-      "tosa.cond_if", "tosa.const", "tosa.const_shape", "tosa.conv2d", "tosa.conv3d", "tosa.cos",
-      "tosa.depthwise_conv2d", "tosa.equal", "tosa.erf", "tosa.exp", "tosa.fft2d", "tosa.floor",
-      "tosa.gather", "tosa.greater", "tosa.greater_equal", "tosa.identity", "tosa.intdiv",
-      "tosa.log", "tosa.logical_and", "tosa.logical_left_shift", "tosa.logical_not",
-      "tosa.logical_or", "tosa.logical_right_shift", "tosa.logical_xor", "tosa.matmul",
-      "tosa.max_pool2d", "tosa.maximum", "tosa.minimum", "tosa.mul", "tosa.negate", "tosa.pad",
-      "tosa.pow", "tosa.reciprocal", "tosa.reduce_all", "tosa.reduce_any", "tosa.reduce_max",
-      "tosa.reduce_min", "tosa.reduce_product", "tosa.reduce_sum", "tosa.rescale", "tosa.reshape",
-      "tosa.resize", "tosa.reverse", "tosa.rfft2d", "tosa.rsqrt", "tosa.scatter", "tosa.select",
-      "tosa.sigmoid", "tosa.sin", "tosa.slice", "tosa.sub", "tosa.table", "tosa.tanh", "tosa.tile",
-      "tosa.transpose", "tosa.transpose_conv2d", "tosa.while_loop", "tosa.yield"};
-  return lowered.contains(op);
+  const ops::OpSpec *spec = ops::lookupOp(op);
+  return spec && spec->lowers;
 }
 
 std::string PlacementSummary::str() const {
@@ -124,10 +109,11 @@ KernelView kernelView(Operation *op) {
       if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
   for (NamedAttribute a : op->getDiscardableAttrs())
     if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
-  const auto *names = tosaOperandNames(op->getName().getStringRef());
+  const ops::OpSpec *spec = ops::lookupOp(op->getName().getStringRef());
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    std::string name = names && i < names->size() ? (*names)[i] : "";
-    if (!name.empty() && isFoldedOperand(name)) {
+    const ops::OperandSpec *o = spec && i < spec->operands.size() ? &spec->operands[i] : nullptr;
+    if (o && o->folded) {
+      const std::string &name = o->name;
       auto folded = foldConstant(operand);
       if (!folded) {
         v.whyNot = "operand '" + name + "' is not a constant";

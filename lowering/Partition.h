@@ -60,7 +60,7 @@ struct PartitionedFunction {
   PlacementSummary summary;
 };
 
-/// True when MLIR 22's TOSA conversions lower `op` (by name).
+/// True when MLIR 22's TOSA conversions lower `op` (the op table's `lowers`).
 bool tosaOpHasLowering(llvm::StringRef op);
 
 }  // namespace kiln::lowering

@@ -7,6 +7,8 @@
 #include "api/Eager.h"
 #include "api/Kernels.h"
 #include "kernels/KernelRegistry.h"
+#include "lowering/Partition.h"
+#include "ops/OpTable.h"
 #include "tests/TestRuntime.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -273,4 +275,28 @@ TEST(Kernels, NamesSayOpDtypeAndImplementation) {
   EXPECT_EQ(kernels::registry().lookup("tosa.add")->nameFor({TensorType{DType::i32, {4}}}), "add_i32_eigen");
   EXPECT_EQ(kernels::registry().lookup("tosa.custom:kiln.gelu")->nameFor({TensorType{DType::f32, {4}}}),
             "kiln_gelu_f32_cpu");
+}
+
+TEST(OpTable, EveryKernelOpIsDeclaredAndEveryOpIsWellFormed) {
+  for (const std::string &op : kernels::registry().ops())
+    EXPECT_NE(ops::lookupOp(op), nullptr) << op << " has a kernel but is not in ops/Ops.def";
+  std::set<std::string> names;
+  for (const ops::OpSpec &s : ops::opTable()) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name << " is declared twice";
+    EXPECT_EQ(s.name.rfind("tosa.", 0), 0u) << s.name;
+    for (size_t i = 0; i < s.operands.size(); ++i)
+      EXPECT_TRUE(!s.operands[i].variadic || i + 1 == s.operands.size()) << s.name << ": variadic operand not last";
+    // What placement believes is exactly the table.
+    EXPECT_EQ(lowering::tosaOpHasLowering(s.name), s.lowers) << s.name;
+  }
+  EXPECT_FALSE(lowering::tosaOpHasLowering("tosa.custom:kiln.gelu"));
+  EXPECT_EQ(ops::lookupOp("tosa.custom:acme.x"), ops::lookupOp("tosa.custom"));
+  // Folded operands and attribute types drive the IR writer.
+  const ops::OpSpec *conv = ops::lookupOp("tosa.conv2d");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_TRUE(conv->operands[3].folded && conv->operands[3].name == "input_zp");
+  EXPECT_FALSE(conv->operands[0].folded);
+  ASSERT_NE(conv->attr("pad"), nullptr);
+  EXPECT_EQ(conv->attr("pad")->type, ops::AttrType::kI64Array);
+  EXPECT_EQ(ops::lookupOp("tosa.transpose")->attr("perms")->type, ops::AttrType::kI32Array);
 }
