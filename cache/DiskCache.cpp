@@ -74,13 +74,6 @@ bool writeAll(int fd, llvm::StringRef data) {
 
 }  // namespace
 
-std::optional<CacheMode> parseCacheMode(llvm::StringRef t) {
-  if (t == "off" || t == "0" || t == "none") return CacheMode::kOff;
-  if (t == "ro" || t == "read-only" || t == "readonly") return CacheMode::kReadOnly;
-  if (t == "rw" || t == "read-write" || t == "on" || t == "1") return CacheMode::kReadWrite;
-  return std::nullopt;
-}
-
 llvm::StringRef cacheModeName(CacheMode m) {
   switch (m) {
   case CacheMode::kOff: return "off";

@@ -35,8 +35,7 @@
 namespace kiln::cache {
 
 enum class CacheMode { kOff, kReadOnly, kReadWrite };
-/// "off" | "ro"/"read-only" | "rw"/"read-write"
-std::optional<CacheMode> parseCacheMode(llvm::StringRef text);
+/// Parsing modes from text is the API's business (kiln::parseCacheMode).
 llvm::StringRef cacheModeName(CacheMode mode);
 
 struct DiskCacheOptions {
