@@ -2,7 +2,8 @@
 
 #include "jit/Compiler.h"
 #include "kernels/KernelRegistry.h"
-#include "lowering/EmitTosa.h"
+#include "lowering/GraphBuilder.h"
+#include "lowering/Program.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -162,18 +163,16 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
   if (auto err = checkAllocatable(entry->outType.byteSize(), "the result tensor<" + entry->outType.str() + ">"))
     return std::move(err);
   if (op.jit) {
-    // A single-op graph, compiled (and disk-cached) like any model.
-    std::string text = "func.func @main(";
-    std::vector<std::string> names;
-    for (size_t i = 0; i < inTypes.size(); ++i) {
-      names.push_back("%a" + std::to_string(i));
-      text += (i ? ", " : "") + names.back() + ": " + lowering::mlirTensorType(inTypes[i]);
-    }
-    text += ") -> " + lowering::mlirTensorType(entry->outType) + " {\n";
-    if (auto err = lowering::emitTosaOp(text, op.name, names, inTypes, entry->attrs, {"%r"}, {entry->outType}, "c"))
-      return std::move(err);
-    text += "  return %r : " + lowering::mlirTensorType(entry->outType) + "\n}\n";
-    auto module = runtime_.loadModule(text, "eager:" + op.name);
+    // A single-op graph, built with MLIR builders and compiled (and
+    // disk-cached) like any model.
+    lowering::GraphBuilder g("main", "eager:" + op.name);
+    std::vector<lowering::GraphBuilder::Value> args;
+    for (const TensorType &t : inTypes) args.push_back(g.argument(t));
+    auto result = g.op(op.name, args, entry->attrs, {entry->outType});
+    if (!result) return result.takeError();
+    auto program = g.finish(*result);
+    if (!program) return program.takeError();
+    auto module = runtime_.loadProgram(std::move(*program));
     if (!module) return module.takeError();
     auto fn = (*module)->compile("main", inTypes);
     if (!fn) return fn.takeError();
@@ -538,36 +537,29 @@ trace(Context &ctx, const std::function<std::vector<EagerTensor>(Context &, llvm
     if (outs[i].traceId_ < 0)
       return error(ErrorCode::kInvalidArgument, "kiln::eager::trace: output %zu does not depend on the traced inputs", i);
   }
-  // The recorded graph as TOSA MLIR.
-  auto name = [](int id) { return "%v" + std::to_string(id); };
-  std::string text = "// captured by kiln::eager::trace\nfunc.func @main(";
-  for (size_t i = 0; i < t.numArgs; ++i)
-    text += (i ? ", " : "") + name(int(i)) + ": " + lowering::mlirTensorType(t.types[i]);
-  text += ") -> (";
-  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + lowering::mlirTensorType(outs[i].type());
-  text += ") {\n";
-  for (const auto &[id, value] : t.constants) {
-    std::string hex = llvm::toHex(llvm::StringRef(static_cast<const char *>(value.rawData()), value.byteSize()));
-    std::string ty = lowering::mlirTensorType(value.type());
-    text += "  " + name(id) + " = \"tosa.const\"() <{values = dense<\"0x" + hex + "\"> : " + ty + "}> : () -> " + ty + "\n";
+  // The recorded graph, built with MLIR builders: arguments, then the
+  // constants captured from concrete tensors, then the ops in call order.
+  lowering::GraphBuilder g("main", "trace");
+  std::vector<lowering::GraphBuilder::Value> value(t.types.size(), -1);
+  for (size_t i = 0; i < t.numArgs; ++i) value[i] = g.argument(t.types[i]);
+  for (const auto &[id, tensor] : t.constants) {
+    auto c = g.constant(tensor);
+    if (!c) return c.takeError();
+    value[id] = *c;
   }
   for (const Context::Trace::Node &n : t.nodes) {
-    std::vector<std::string> operands;
-    std::vector<TensorType> types;
-    for (int in : n.inputs) {
-      operands.push_back(name(in));
-      types.push_back(t.types[in]);
-    }
-    if (auto err = lowering::emitTosaOp(text, n.op, operands, types, n.attrs, {name(n.output)},
-                                        {t.types[n.output]}, "k" + std::to_string(n.output)))
-      return std::move(err);
+    std::vector<lowering::GraphBuilder::Value> operands;
+    for (int in : n.inputs) operands.push_back(value[in]);
+    auto r = g.op(n.op, operands, n.attrs, {t.types[n.output]});
+    if (!r) return withContext(r.takeError(), "kiln::eager::trace: ");
+    value[n.output] = (*r)[0];
   }
-  text += "  return ";
-  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + name(outs[i].traceId_);
-  text += " : ";
-  for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + lowering::mlirTensorType(outs[i].type());
-  text += "\n}\n";
-  auto module = ctx.runtime().loadModule(text, "trace");
+  std::vector<lowering::GraphBuilder::Value> results;
+  for (const EagerTensor &o : outs) results.push_back(value[o.traceId_]);
+  std::string text = g.str();
+  auto program = g.finish(results);
+  if (!program) return program.takeError();
+  auto module = ctx.runtime().loadProgram(std::move(*program));
   if (!module) return module.takeError();
   TracedFunction f;
   f.mlir = text;

@@ -137,6 +137,11 @@ llvm::Expected<std::unique_ptr<Module>> Runtime::loadModule(llvm::StringRef sour
   return wrap(std::move(*program));
 }
 
+llvm::Expected<std::unique_ptr<Module>> Runtime::loadProgram(std::unique_ptr<lowering::Program> program) {
+  if (!program) return error(ErrorCode::kInvalidArgument, "Runtime::loadProgram: no program");
+  return wrap(std::move(program));
+}
+
 llvm::Error Runtime::prewarm(Module &module, llvm::StringRef function,
                              llvm::ArrayRef<std::vector<TensorType>> signatures) {
   for (const auto &sig : signatures) {

@@ -71,6 +71,10 @@ public:
   llvm::Expected<std::unique_ptr<Module>> loadModule(llvm::StringRef source,
                                                      llvm::StringRef name = "<string>");
 
+  /// A module from a program built in memory (lowering/GraphBuilder.h):
+  /// no MLIR text in between.
+  llvm::Expected<std::unique_ptr<Module>> loadProgram(std::unique_ptr<lowering::Program> program);
+
   /// For tests: a runtime whose compiles fail as `faults` says.
   static llvm::Expected<std::unique_ptr<Runtime>> createWithFaults(RuntimeOptions options,
                                                                    const jit::FaultInjection &faults);

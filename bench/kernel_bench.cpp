@@ -6,6 +6,7 @@
 // GFLOP/s (compute ops) or GB/s (memory-bound ops) for each and their ratio.
 #include "bench/BenchCommon.h"
 #include "api/Kiln.h"
+#include "lowering/GraphBuilder.h"
 
 #include <benchmark/benchmark.h>
 
@@ -16,60 +17,61 @@ using namespace kiln;
 namespace {
 
 struct Case {
-  const char *name;
-  std::string mlir;
+  const char *name;  // op-table name
+  ops::AttrMap attrs;
   std::vector<TensorType> inputs;
+  TensorType output;
   double flops;  // 0 = memory-bound: report GB/s over inputs + outputs
   double bytes;
 };
 
-std::string t(const TensorType &tt) { return "tensor<" + tt.str() + ">"; }
+TensorType f32(std::vector<int64_t> shape) { return {DType::f32, Shape(shape.begin(), shape.end())}; }
 
 Case unary(const char *op, std::vector<int64_t> shape) {
-  TensorType x{DType::f32, Shape(shape.begin(), shape.end())};
-  std::string m = "func.func @main(%x: " + t(x) + ") -> " + t(x) + " {\n  %r = " + op + " %x : (" + t(x) +
-                  ") -> " + t(x) + "\n  return %r : " + t(x) + "\n}\n";
-  return {op, m, {x}, 0, 2.0 * x.byteSize()};
+  TensorType x = f32(shape);
+  return {op, {}, {x}, x, 0, 2.0 * x.byteSize()};
 }
 
 Case add(std::vector<int64_t> shape) {
-  TensorType x{DType::f32, Shape(shape.begin(), shape.end())};
-  std::string m = "func.func @main(%x: " + t(x) + ", %y: " + t(x) + ") -> " + t(x) + " {\n  %r = tosa.add %x, %y : (" +
-                  t(x) + ", " + t(x) + ") -> " + t(x) + "\n  return %r : " + t(x) + "\n}\n";
-  return {"tosa.add", m, {x, x}, 0, 3.0 * x.byteSize()};
+  TensorType x = f32(shape);
+  return {"tosa.add", {}, {x, x}, x, 0, 3.0 * x.byteSize()};
 }
 
 Case matmul(int64_t n, int64_t m, int64_t k) {
-  TensorType a{DType::f32, {1, m, k}}, b{DType::f32, {1, k, n}}, o{DType::f32, {1, m, n}};
-  std::string s = "func.func @main(%a: " + t(a) + ", %b: " + t(b) + ") -> " + t(o) + " {\n" +
-                  "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n" +
-                  "  %r = tosa.matmul %a, %b, %zp, %zp : (" + t(a) + ", " + t(b) +
-                  ", tensor<1xf32>, tensor<1xf32>) -> " + t(o) + "\n  return %r : " + t(o) + "\n}\n";
-  return {"tosa.matmul", s, {a, b}, 2.0 * m * n * k, 0};
+  ops::AttrMap zp;
+  zp.set("a_zp", 0.0);
+  zp.set("b_zp", 0.0);
+  return {"tosa.matmul", zp, {f32({1, m, k}), f32({1, k, n})}, f32({1, m, n}), 2.0 * m * n * k, 0};
 }
 
 Case conv(int64_t hw, int64_t c, int64_t f, int64_t k) {
-  TensorType x{DType::f32, {1, hw, hw, c}}, w{DType::f32, {f, k, k, c}}, b{DType::f32, {f}};
-  TensorType o{DType::f32, {1, hw, hw, f}};
   int64_t p = k / 2;
-  std::string pad = std::to_string(p);
-  std::string s = "func.func @main(%x: " + t(x) + ", %w: " + t(w) + ", %b: " + t(b) + ") -> " + t(o) + " {\n" +
-                  "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n" +
-                  "  %r = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, pad = array<i64: " + pad + ", " + pad +
-                  ", " + pad + ", " + pad + ">, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (" + t(x) +
-                  ", " + t(w) + ", " + t(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + t(o) + "\n  return %r : " +
-                  t(o) + "\n}\n";
-  return {"tosa.conv2d", s, {x, w, b}, 2.0 * hw * hw * f * k * k * c, 0};
+  ops::AttrMap a;
+  a.set("acc_type", std::string("f32"));
+  a.set("pad", std::vector<int64_t>{p, p, p, p});
+  a.set("stride", std::vector<int64_t>{1, 1});
+  a.set("dilation", std::vector<int64_t>{1, 1});
+  a.set("input_zp", 0.0);
+  a.set("weight_zp", 0.0);
+  return {"tosa.conv2d", a, {f32({1, hw, hw, c}), f32({f, k, k, c}), f32({f})}, f32({1, hw, hw, f}),
+          2.0 * hw * hw * f * k * k * c, 0};
 }
 
 Case reduce(std::vector<int64_t> shape) {
-  TensorType x{DType::f32, Shape(shape.begin(), shape.end())};
-  TensorType o = x;
+  TensorType x = f32(shape), o = x;
   o.shape.back() = 1;
-  std::string s = "func.func @main(%x: " + t(x) + ") -> " + t(o) + " {\n  %r = tosa.reduce_sum %x {axis = " +
-                  std::to_string(shape.size() - 1) + " : i32} : (" + t(x) + ") -> " + t(o) + "\n  return %r : " +
-                  t(o) + "\n}\n";
-  return {"tosa.reduce_sum", s, {x}, 0, double(x.byteSize())};
+  ops::AttrMap a;
+  a.set("axis", int64_t(shape.size() - 1));
+  return {"tosa.reduce_sum", a, {x}, o, 0, double(x.byteSize())};
+}
+
+/// The case as a one-op module, built with the graph builder.
+std::unique_ptr<Module> load(Runtime &rt, const Case &c) {
+  lowering::GraphBuilder g("main", std::string("bench:") + c.name);
+  std::vector<lowering::GraphBuilder::Value> args;
+  for (const TensorType &t : c.inputs) args.push_back(g.argument(t));
+  auto r = llvm::cantFail(g.op(c.name, args, c.attrs, {c.output}));
+  return llvm::cantFail(rt.loadProgram(llvm::cantFail(g.finish(r))));
 }
 
 const std::vector<Case> &cases() {
@@ -90,8 +92,8 @@ static void BM_JitVsKernel(benchmark::State &state) {
   const Case &c = cases()[size_t(state.range(0))];
   static auto jitRt = bench::makeRuntime("*=jit");
   static auto kernelRt = bench::makeRuntime("*=kernel");
-  auto mj = llvm::cantFail(jitRt->loadModule(c.mlir, "jit"));
-  auto mk = llvm::cantFail(kernelRt->loadModule(c.mlir, "kernel"));
+  auto mj = load(*jitRt, c);
+  auto mk = load(*kernelRt, c);
   std::vector<Tensor> in;
   for (const TensorType &tt : c.inputs) {
     Tensor x = Tensor::empty(tt.dtype, tt.shape);

@@ -1,6 +1,5 @@
 //===- Partition.cpp - place ops on JIT or kernels, outline JIT clusters --===//
 #include "lowering/Partition.h"
-#include "lowering/EmitTosa.h"
 #include "ops/OpTable.h"
 #include "lowering/Passes.h"
 #include "lowering/ProgramImpl.h"

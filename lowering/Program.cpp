@@ -77,7 +77,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
         return success(bool(I.module));
       }))
     return std::move(err);
+  if (auto err = I.import(bufferName)) return std::move(err);
+  return std::move(p);
+}
 
+llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
+  Impl &I = *this;
   // Only dialects kiln lowers may appear.
   if (auto err = I.diagnose(ErrorCode::kUnsupported, "unsupported operation in '" + bufferName.str() + "'", [&] {
         WalkResult r = I.module->walk([&](Operation *op) {
@@ -114,7 +119,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
     }
     I.functions.push_back(std::move(sig));
   }
-  return std::move(p);
+  return llvm::Error::success();
 }
 
 const std::vector<FunctionSignature> &Program::functions() const { return impl->functions; }

@@ -116,6 +116,7 @@ public:
   static const std::vector<std::string> &supportedDialects();
 
 private:
+  friend class GraphBuilder;
   Program();
   struct Impl;
   std::unique_ptr<Impl> impl;

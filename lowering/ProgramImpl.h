@@ -129,6 +129,9 @@ struct Program::Impl {
   }
 
   llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
+  /// After `module` is set: rejects dialects kiln does not lower and reads
+  /// the public functions' signatures.
+  llvm::Error import(llvm::StringRef bufferName);
 };
 
 
