@@ -1,16 +1,18 @@
 // Placement and partitioning of a specialized function: each op runs as
-// JIT-compiled code or as a handwritten kernel.
+// JIT-compiled code or as a handwritten kernel, and the function becomes an
+// execution plan. Two passes do the work (Passes.td, lit-tested through
+// kiln-opt): kiln-place-ops records each op's placement, asking a
+// KernelOracle (injected; lowering knows no kernel registry) which kernels
+// take it; kiln-outline-clusters moves connected JIT ops into
+// @kiln_cluster<N> functions. Program::partition runs both and reads the
+// plan (lowering/Plan.h) off the result; each cluster is then compiled by a
+// target as its own module.
 //
 // Placement (per op name): mode jit | kernel | auto (default auto).
-//   auto   -> JIT when MLIR lowers the op, else a kernel ("no lowering")
+//   auto   -> JIT when MLIR lowers the op (the op table), else a kernel ("no lowering")
 //   kernel -> a kernel when one accepts this use of the op (shape function
-//             agrees with the specialized types), else JIT with the reason
+//             agrees with the specialized types), else JIT with a note
 //   jit    -> JIT when lowerable, else a kernel
-// JIT-placed ops are grouped into clusters: connected groups of JIT ops,
-// grown greedily in program order while the group graph stays acyclic.
-// Each cluster is outlined into its own module (func @kiln_fn over the
-// values it reads and writes) and compiled by the usual CPU pipeline; each
-// kernel op becomes one step.
 #pragma once
 
 #include "lowering/Plan.h"

@@ -1,11 +1,15 @@
 // kiln's own MLIR passes (declared in Passes.td, one per file).
 #pragma once
 
+#include "lowering/Partition.h"
 #include "lowering/Program.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+
+#include <set>
+#include <string>
 
 namespace kiln::lowering {
 
@@ -14,6 +18,15 @@ namespace kiln::lowering {
 
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
+
+/// kiln-place-ops asking `oracle` which kernels exist (the runtime's
+/// registry, injected by the compile service).
+std::unique_ptr<mlir::Pass> createKilnPlaceOps(const ops::PlacementOptions &modes,
+                                               const std::set<std::string> &forceKernel,
+                                               const KernelOracle *oracle);
+
+/// Prefix of the functions kiln-outline-clusters creates.
+inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
 
 /// Attribute on a hoisted weight argument that carries its value.
 inline constexpr llvm::StringLiteral kWeightAttrName = "kiln.weight";

@@ -47,4 +47,41 @@ def KilnEntryWrapper : Pass<"kiln-entry-wrapper", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def KilnPlaceOps : Pass<"kiln-place-ops", "mlir::ModuleOp"> {
+  let summary = "Place each op of kiln_fn on JIT code or a handwritten kernel";
+  let description = [{
+    For every op of `kiln_fn` except constants, decides where it runs and
+    records it: `kiln.placement = "jit" | "kernel"`, and for kernels the
+    kernel's name (`kiln.kernel`) and why (`kiln.reason`: mode=kernel, no
+    lowering, JIT compile failed). Per-op modes come from `modes`
+    (`tosa.conv2d=kernel,*=auto`): auto = JIT when MLIR lowers the op (the op
+    table), else a kernel; kernel = a kernel when one takes this use of the
+    op, else JIT with a `kiln.note`; jit = JIT when lowerable. Ops in
+    `force-kernel` go to kernels (a failed JIT compile). Which kernels exist
+    is asked of an injected KernelOracle; without one (kiln-opt), `kernels`
+    lists the ops that have a kernel taking any use. Fails at an op that has
+    neither a lowering nor a kernel.
+  }];
+  let options = [
+    Option<"modes", "modes", "std::string", "\"\"", "per-op modes, e.g. tosa.conv2d=kernel,*=auto">,
+    Option<"forceKernel", "force-kernel", "std::string", "\"\"",
+           "comma-separated ops whose JIT compile failed">,
+    Option<"kernels", "kernels", "std::string", "\"\"",
+           "without an injected oracle: comma-separated ops that have a kernel">,
+  ];
+}
+
+def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
+  let summary = "Outline connected JIT-placed ops of kiln_fn into cluster functions";
+  let description = [{
+    After kiln-place-ops: groups JIT-placed ops into clusters (connected
+    groups grown greedily in program order while the graph of clusters and
+    kernel ops stays acyclic), moves each into `func.func private
+    @kiln_cluster<N>` (with copies of the constants it uses) and replaces it
+    by a `func.call`; kernel ops stay. kiln_fn's body is left in a
+    topological order of calls and kernel ops: the execution plan's steps.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 #endif

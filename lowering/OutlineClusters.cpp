@@ -1,0 +1,235 @@
+//===- OutlineClusters.cpp - JIT-placed ops into cluster functions ---------===//
+//
+// kiln-outline-clusters: after kiln-place-ops, groups JIT-placed ops of
+// kiln_fn into clusters — connected groups grown greedily in program order,
+// merged while the graph of clusters and kernel ops stays acyclic — and
+// moves each into `func.func private @kiln_cluster<N>(reads...) -> writes...`
+// (with copies of the constants it uses), called from kiln_fn. Kernel ops
+// stay in place. kiln_fn's body ends up in a topological order of calls and
+// kernel ops (ties by first op): the order of the execution plan's steps.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/OpView.h"
+#include "lowering/Passes.h"
+#include "lowering/ProgramImpl.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+
+namespace kiln::lowering {
+#define GEN_PASS_DEF_KILNOUTLINECLUSTERS
+#include "lowering/Passes.h.inc"
+}  // namespace kiln::lowering
+
+using namespace mlir;
+
+namespace kiln::lowering {
+namespace {
+
+/// Groups of placed ops with transitively closed dependencies.
+struct Grouping {
+  struct Group {
+    bool jit;
+    std::vector<Operation *> ops;
+    llvm::BitVector deps;  // groups this one (transitively) reads from
+    bool dead = false;
+  };
+  std::vector<Group> groups;
+  llvm::DenseMap<Operation *, int> groupOf;
+
+  void grow(size_t n) {
+    for (Group &g : groups) g.deps.resize(n);
+  }
+  int create(bool jit, Operation *op, const llvm::BitVector &deps) {
+    groups.push_back({jit, {op}, deps});
+    grow(groups.size());
+    groupOf[op] = int(groups.size() - 1);
+    return int(groups.size() - 1);
+  }
+  /// Keeps every group's deps closed after `c`'s deps grew.
+  void close(int c) {
+    for (Group &g : groups)
+      if (!g.dead && g.deps.size() > size_t(c) && g.deps.test(c)) g.deps |= groups[c].deps;
+  }
+  bool canMerge(int c, int d) const {
+    for (size_t x = 0; x < groups.size(); ++x) {
+      if (int(x) == c || int(x) == d || groups[x].dead) continue;
+      if (groups[x].deps.test(d) && groups[c].deps.test(x)) return false;
+      if (groups[x].deps.test(c) && groups[d].deps.test(x)) return false;
+    }
+    return true;
+  }
+  void merge(int c, int d) {  // d into c
+    Group &gd = groups[d];
+    for (Operation *op : gd.ops) groupOf[op] = c;
+    groups[c].ops.insert(groups[c].ops.end(), gd.ops.begin(), gd.ops.end());
+    groups[c].deps |= gd.deps;
+    groups[c].deps.reset(c);
+    groups[c].deps.reset(d);
+    gd.ops.clear();
+    gd.dead = true;
+    for (Group &g : groups)
+      if (!g.dead && g.deps.test(d)) {
+        g.deps.reset(d);
+        g.deps.set(c);
+      }
+    close(c);
+  }
+};
+
+
+struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "kiln-outline-clusters: no @" << kSpecializedFnName;
+      return signalPassFailure();
+    }
+    Block &body = fn.getBody().front();
+    Grouping g;
+    llvm::DenseMap<Operation *, size_t> order;
+    for (Operation &op : body.without_terminator()) {
+      order[&op] = order.size();
+      if (isFreeOp(&op)) continue;
+      auto placement = op.getAttrOfType<StringAttr>(kPlacementAttr);
+      if (!placement) {
+        op.emitError() << "kiln-outline-clusters: op is not placed (run kiln-place-ops first)";
+        return signalPassFailure();
+      }
+      bool kernel = placement.getValue() == "kernel";
+      // Producer groups of this op.
+      llvm::SmallVector<int> producers;
+      for (Value v : externalOperands(&op))
+        if (Operation *d = v.getDefiningOp())
+          if (auto it = g.groupOf.find(d); it != g.groupOf.end())
+            if (!llvm::is_contained(producers, it->second)) producers.push_back(it->second);
+      auto depsExcept = [&](int skip) {
+        llvm::BitVector d(g.groups.size() + 1);
+        for (int p : producers)
+          if (p != skip) {
+            llvm::BitVector pd = g.groups[p].deps;
+            pd.resize(d.size());
+            d |= pd;
+            d.set(p);
+          }
+        return d;
+      };
+      if (kernel) {
+        g.create(false, &op, depsExcept(-1));
+        continue;
+      }
+      int chosen = -1;
+      for (int c : producers)
+        if (g.groups[c].jit && !depsExcept(c).test(c)) {
+          chosen = c;
+          break;
+        }
+      if (chosen < 0) {
+        g.create(true, &op, depsExcept(-1));
+        continue;
+      }
+      llvm::BitVector nd = depsExcept(chosen);
+      nd.resize(g.groups.size());
+      g.groups[chosen].ops.push_back(&op);
+      g.groupOf[&op] = chosen;
+      g.groups[chosen].deps |= nd;
+      g.close(chosen);
+      for (int d : producers)  // merge other JIT producers when the graph stays acyclic
+        if (d != chosen && g.groups[d].jit && !g.groups[d].dead && g.canMerge(chosen, d)) g.merge(chosen, d);
+    }
+
+    // Topological order of live groups (Kahn; ties by first op).
+    std::vector<int> live;
+    for (size_t i = 0; i < g.groups.size(); ++i)
+      if (!g.groups[i].dead) {
+        auto &ops = g.groups[i].ops;
+        std::sort(ops.begin(), ops.end(), [&](Operation *a, Operation *b) { return order[a] < order[b]; });
+        live.push_back(int(i));
+      }
+    std::vector<int> sorted;
+    std::vector<bool> placed(g.groups.size(), false);
+    while (sorted.size() < live.size()) {
+      int pick = -1;
+      for (int c : live) {
+        if (placed[c]) continue;
+        bool ready = true;
+        for (int d : live)
+          if (d != c && !placed[d] && g.groups[c].deps.test(d)) ready = false;
+        if (ready && (pick < 0 || order[g.groups[c].ops[0]] < order[g.groups[pick].ops[0]])) pick = c;
+      }
+      if (pick < 0) {
+        fn.emitError() << "kiln-outline-clusters: internal error: the clusters form a cycle";
+        return signalPassFailure();
+      }
+      placed[pick] = true;
+      sorted.push_back(pick);
+    }
+
+    // Constants first, then each group in order: kernel ops move, clusters
+    // become calls.
+    Operation *terminator = body.getTerminator();
+    std::vector<Operation *> freeOps;
+    for (Operation &op : body.without_terminator())
+      if (isFreeOp(&op)) freeOps.push_back(&op);
+    for (Operation *op : freeOps) op->moveBefore(terminator);
+    OpBuilder b(module.getContext());
+    int clusterIndex = 0;
+    for (int c : sorted) {
+      auto &grp = g.groups[c];
+      if (!grp.jit) {
+        grp.ops[0]->moveBefore(terminator);
+        continue;
+      }
+      llvm::DenseSet<Operation *> inside;
+      for (Operation *op : grp.ops) op->walk([&](Operation *o) { inside.insert(o); });
+      llvm::SetVector<Value> ext;
+      llvm::SetVector<Operation *> usedFree;
+      for (Operation *op : grp.ops)
+        for (Value v : externalOperands(op)) {
+          Operation *d = v.getDefiningOp();
+          if (d && inside.count(d)) continue;
+          if (d && isFreeOp(d)) usedFree.insert(d);
+          else ext.insert(v);
+        }
+      llvm::SmallVector<Value> results;
+      for (Operation *op : grp.ops)
+        for (Value r : op->getResults())
+          if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !inside.count(u); })) results.push_back(r);
+      llvm::SmallVector<Type> argTypes, resTypes;
+      for (Value v : ext) argTypes.push_back(v.getType());
+      for (Value v : results) resTypes.push_back(v.getType());
+      std::string name = (kClusterPrefix + llvm::Twine(clusterIndex++)).str();
+      b.setInsertionPointToEnd(module.getBody());
+      auto cf = func::FuncOp::create(b, grp.ops[0]->getLoc(), name, b.getFunctionType(argTypes, resTypes));
+      cf.setPrivate();
+      Block *entry = cf.addEntryBlock();
+      b.setInsertionPointToStart(entry);
+      IRMapping map;
+      for (auto [i, v] : llvm::enumerate(ext)) map.map(v, entry->getArgument(i));
+      std::vector<Operation *> freeSorted(usedFree.begin(), usedFree.end());
+      std::sort(freeSorted.begin(), freeSorted.end(), [&](Operation *a, Operation *c2) { return order[a] < order[c2]; });
+      for (Operation *op : freeSorted) b.clone(*op, map);
+      for (Operation *op : grp.ops) b.clone(*op, map);
+      llvm::SmallVector<Value> mapped;
+      for (Value r : results) mapped.push_back(map.lookup(r));
+      func::ReturnOp::create(b, cf.getLoc(), mapped);
+      // The call replaces the cluster in kiln_fn.
+      b.setInsertionPoint(terminator);
+      auto call = func::CallOp::create(b, grp.ops[0]->getLoc(), cf, llvm::SmallVector<Value>(ext.begin(), ext.end()));
+      for (auto [r, v] : llvm::zip(results, call.getResults())) r.replaceAllUsesWith(v);
+      for (auto it = grp.ops.rbegin(); it != grp.ops.rend(); ++it) (*it)->erase();
+    }
+    // Constants only clusters used are dead in kiln_fn now.
+    for (Operation *op : freeOps)
+      if (op->use_empty()) op->erase();
+  }
+};
+
+}  // namespace
+}  // namespace kiln::lowering

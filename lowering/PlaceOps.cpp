@@ -1,0 +1,135 @@
+//===- PlaceOps.cpp - each op on JIT code or a handwritten kernel ----------===//
+//
+// kiln-place-ops: for every op of kiln_fn except constants, records where it
+// runs (kiln.placement), and for kernel-placed ops which kernel and why
+// (kiln.kernel, kiln.reason); a kernel requested but not available leaves
+// the op on JIT with a kiln.note. Modes per op name (auto | jit | kernel)
+// come from the options; lowerability from the op table; kernels from an
+// injected KernelOracle (or, in kiln-opt, the `kernels` list).
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/OpView.h"
+#include "lowering/Passes.h"
+#include "lowering/ProgramImpl.h"
+#include "runtime/Error.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace kiln::lowering {
+#define GEN_PASS_DEF_KILNPLACEOPS
+#include "lowering/Passes.h.inc"
+}  // namespace kiln::lowering
+
+using namespace mlir;
+
+namespace kiln::lowering {
+namespace {
+
+std::set<std::string> splitList(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef> items;
+  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  std::set<std::string> out;
+  for (llvm::StringRef i : items) out.insert(i.trim().str());
+  return out;
+}
+
+/// kiln-opt's stand-in for the kernel registry: the listed ops have a
+/// kernel that takes any use ("<op>_kernel").
+class ListedKernels final : public KernelOracle {
+public:
+  explicit ListedKernels(std::set<std::string> ops) : ops_(std::move(ops)) {}
+  llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType>, const ops::AttrMap &,
+                                        llvm::ArrayRef<TensorType>) const override {
+    if (!ops_.count(op.str())) return error(ErrorCode::kUnsupported, "no kernel");
+    std::string name = op.str() + "_kernel";
+    for (char &c : name)
+      if (c == '.' || c == ':') c = '_';
+    return name;
+  }
+
+private:
+  std::set<std::string> ops_;
+};
+
+struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
+  using KilnPlaceOpsBase::KilnPlaceOpsBase;
+  PlaceOps(const ops::PlacementOptions &m, const std::set<std::string> &force, const KernelOracle *o)
+      : placement(m), forced(force), oracle(o), injected(true) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "kiln-place-ops: no @" << kSpecializedFnName << " to place";
+      return signalPassFailure();
+    }
+    ops::PlacementOptions modes = placement;
+    std::set<std::string> force = forced;
+    std::unique_ptr<ListedKernels> listed;
+    const KernelOracle *kernels = oracle;
+    if (!injected) {  // options from the pipeline text (kiln-opt)
+      auto parsed = ops::parseOpModes(this->modes);
+      if (!parsed) {
+        module.emitError() << "kiln-place-ops: " << toStatus(parsed.takeError()).message;
+        return signalPassFailure();
+      }
+      modes = *parsed;
+      force = splitList(forceKernel);
+      listed = std::make_unique<ListedKernels>(splitList(this->kernels));
+      kernels = listed.get();
+    }
+    Builder b(module.getContext());
+    for (Operation &op : fn.getBody().front().without_terminator()) {
+      if (isFreeOp(&op)) continue;
+      bool isTosa = op.getDialect() && op.getDialect()->getNamespace() == "tosa";
+      KernelView view = kernelView(&op);
+      std::string why;
+      std::string kernel = kernelFor(&op, view, *kernels, why);
+      bool canKernel = !kernel.empty();
+      bool canJit = !isTosa || tosaOpHasLowering(op.getName().getStringRef());
+      bool forcedKernel = force.count(view.key) != 0;
+      OpMode mode = forcedKernel ? OpMode::kKernel : modes.modeFor(view.key);
+      bool onKernel;
+      std::string reason;
+      if (mode == OpMode::kKernel) {
+        onKernel = canKernel;
+        reason = forcedKernel ? "JIT compile failed" : "mode=kernel";
+        if (!canKernel && !canJit) {
+          op.emitError() << "'" << view.key << "' has no lowering and no kernel: " << why;
+          return signalPassFailure();
+        }
+        if (!canKernel)
+          op.setAttr(kNoteAttr, b.getStringAttr(view.key + ": mode=kernel, kept on JIT (" + why + ")"));
+      } else {
+        onKernel = !canJit;
+        reason = "no lowering";
+        if (!canJit && !canKernel) {
+          op.emitError() << "'" << view.key << "' has no lowering and no kernel (" << why << ")";
+          return signalPassFailure();
+        }
+      }
+      op.setAttr(kPlacementAttr, b.getStringAttr(onKernel ? "kernel" : "jit"));
+      if (onKernel) {
+        op.setAttr(kKernelAttr, b.getStringAttr(kernel));
+        op.setAttr(kReasonAttr, b.getStringAttr(reason));
+      }
+    }
+  }
+
+  ops::PlacementOptions placement;
+  std::set<std::string> forced;
+  const KernelOracle *oracle = nullptr;
+  bool injected = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createKilnPlaceOps(const ops::PlacementOptions &modes, const std::set<std::string> &forceKernel,
+                                         const KernelOracle *oracle) {
+  return std::make_unique<PlaceOps>(modes, forceKernel, oracle);
+}
+
+}  // namespace kiln::lowering
