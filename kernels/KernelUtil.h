@@ -11,21 +11,9 @@
 
 namespace kiln::kernels::util {
 
-/// Calls f(T{}) for the C++ type of `t`; i1 maps to bool (stored as uint8_t).
-/// Returns false for dtypes without a plain C++ type (f16, bf16).
-template <typename F> bool dispatch(DType t, F &&f) {
-  switch (t) {
-  case DType::f32: f(float()); return true;
-  case DType::f64: f(double()); return true;
-  case DType::i64: f(int64_t()); return true;
-  case DType::i32: f(int32_t()); return true;
-  case DType::i16: f(int16_t()); return true;
-  case DType::i8: f(int8_t()); return true;
-  case DType::u8: f(uint8_t()); return true;
-  case DType::i1: f(bool()); return true;
-  default: return false;
-  }
-}
+/// Calls f(T{}) for the C++ type of `t` (the dtype table's compute type);
+/// i1 maps to bool (stored as uint8_t). False for f16, bf16.
+template <typename F> bool dispatch(DType t, F &&f) { return visitComputeType(t, std::forward<F>(f)); }
 
 /// Storage type: bool is stored as uint8_t.
 template <typename T> using Store = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;

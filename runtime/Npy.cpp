@@ -10,37 +10,6 @@ namespace {
 
 const char kMagic[] = "\x93NUMPY";
 
-std::string_view npyDescr(DType t) {
-  switch (t) {
-  case DType::f32: return "<f4";
-  case DType::f16: return "<f2";
-  case DType::f64: return "<f8";
-  case DType::i64: return "<i8";
-  case DType::i32: return "<i4";
-  case DType::i16: return "<i2";
-  case DType::i8: return "|i1";
-  case DType::u8: return "|u1";
-  case DType::i1: return "|b1";
-  case DType::bf16: return "<V2";  // NumPy has no bf16; raw 2-byte void.
-  }
-  return "";
-}
-
-std::optional<DType> dtypeFromDescr(llvm::StringRef d) {
-  if (d.size() == 3 && (d[0] == '<' || d[0] == '|' || d[0] == '=')) d = d.drop_front();
-  if (d == "f4") return DType::f32;
-  if (d == "f2") return DType::f16;
-  if (d == "f8") return DType::f64;
-  if (d == "i8") return DType::i64;
-  if (d == "i4") return DType::i32;
-  if (d == "i2") return DType::i16;
-  if (d == "i1") return DType::i8;
-  if (d == "u1") return DType::u8;
-  if (d == "b1") return DType::i1;
-  if (d == "V2") return DType::bf16;
-  return std::nullopt;
-}
-
 // Value of `'key': <value>` in the header dict, up to the next top-level ',' or '}'.
 llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
   std::string pat = "'" + key.str() + "'";
@@ -78,7 +47,7 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   if (headerStart + headerLen > bytes.size()) return fail("truncated header");
   llvm::StringRef header = bytes.substr(headerStart, headerLen);
   llvm::StringRef descr = dictValue(header, "descr").trim("'\" ");
-  auto dtype = dtypeFromDescr(descr);
+  auto dtype = dtypeFromNpyDescr(descr);
   if (!dtype) return fail("unsupported dtype '" + descr + "'");
   if (descr.starts_with(">")) return fail("big-endian data is not supported");
   if (dictValue(header, "fortran_order") != "False")
