@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/AsmParser/AsmParser.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -139,6 +140,10 @@ struct GraphBuilder::Impl {
       if (auto *s = std::get_if<std::string>(&v))
         if (auto dt = parseDType(*s)) return Attribute(TypeAttr::get(element(*dt)));
       return wrong("a type name such as f32");
+    case ops::AttrType::kAttrText:
+      if (auto *s = std::get_if<std::string>(&v))
+        if (Attribute a = parseAttribute(*s, ctx.get())) return a;
+      return wrong("MLIR attribute text such as #tosa.rounding_mode<SINGLE_ROUND>");
     case ops::AttrType::kElement: {
       auto n = number();
       if (!n) return wrong("a number");

@@ -15,10 +15,13 @@ namespace kiln::lowering {
 llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
   static const PipelineStage stages[] = {
       // include-apply-rescale: tosa.rescale lowers through tosa.apply_scale.
+      // convert-elementwise-to-linalg: tosa-to-arith leaves arith ops on
+      // tensors (a tensor-level tosa.apply_scale), which bufferization cannot take.
       {"kiln-tosa-to-linalg",
        "builtin.module(func.func(tosa-optional-decompositions),"
        "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),"
-       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor),"
+       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
+       "convert-elementwise-to-linalg),"
        "canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"},
       // allow-return-allocs-from-loops: tosa.while_loop bodies yield new buffers.
       // inline: the deallocation helper takes dynamic memrefs, which the

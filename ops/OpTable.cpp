@@ -29,6 +29,7 @@ AttrType parseType(llvm::StringRef op, llvm::StringRef t) {
   if (t == "str") return AttrType::kString;
   if (t == "type") return AttrType::kTypeName;
   if (t == "elem") return AttrType::kElement;
+  if (t == "attr") return AttrType::kAttrText;
   llvm::report_fatal_error(llvm::Twine("Ops.def: ") + op + ": unknown attribute type '" + t + "'");
 }
 

@@ -12,7 +12,7 @@
 
 namespace kiln::ops {
 
-enum class AttrType { kI32, kI32Array, kI64Array, kBool, kString, kTypeName, kElement };
+enum class AttrType { kI32, kI32Array, kI64Array, kBool, kString, kTypeName, kElement, kAttrText };
 
 struct OperandSpec {
   std::string name;
