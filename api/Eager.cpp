@@ -99,9 +99,16 @@ Context::Context(Runtime &runtime) : runtime_(runtime), counters_(std::make_uniq
     impl->jit = runtime.options().placement.modeFor(name) == ops::OpMode::kJit;
     ops_[name] = std::move(impl);
   }
-  add_ = op("tosa.add"), sub_ = op("tosa.sub"), mul_ = op("tosa.mul"), maximum_ = op("tosa.maximum");
-  exp_ = op("tosa.exp"), tanh_ = op("tosa.tanh"), sigmoid_ = op("tosa.sigmoid");
-  reciprocal_ = op("tosa.reciprocal"), clamp_ = op("tosa.clamp"), matmul_ = op("tosa.matmul");
+#define KILN_HANDLE_none(NAME, METHOD)
+#define KILN_HANDLE_unary(NAME, METHOD) METHOD##_ = op(NAME);
+#define KILN_HANDLE_binary(NAME, METHOD) METHOD##_ = op(NAME);
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) KILN_HANDLE_##EAGER(NAME, METHOD)
+#include "ops/Ops.def"
+#undef KILN_OP
+#undef KILN_HANDLE_none
+#undef KILN_HANDLE_unary
+#undef KILN_HANDLE_binary
+  mul_ = op("tosa.mul"), clamp_ = op("tosa.clamp"), matmul_ = op("tosa.matmul");
   conv2d_ = op("tosa.conv2d"), maxPool2d_ = op("tosa.max_pool2d"), reduceSum_ = op("tosa.reduce_sum");
   reduceMax_ = op("tosa.reduce_max"), transpose_ = op("tosa.transpose"), reshape_ = op("tosa.reshape");
 }
@@ -374,25 +381,25 @@ namespace {
 ops::AttrMap none() { return {}; }
 }  // namespace
 
-#define BINARY_OP(NAME, HANDLE)                                                             \
-  EagerTensor Context::NAME(const EagerTensor &a, const EagerTensor &b) {                   \
-    const EagerTensor *in[2] = {&a, &b};                                                    \
-    return dispatch(*HANDLE.impl, in, kSeed, none);                                         \
-  }
-#define UNARY_OP(NAME, HANDLE)                                                              \
-  EagerTensor Context::NAME(const EagerTensor &x) {                                         \
+#define KILN_EAGER_none(NAME, METHOD)
+#define KILN_EAGER_unary(NAME, METHOD)                                                      \
+  EagerTensor Context::METHOD(const EagerTensor &x) {                                       \
     const EagerTensor *in[1] = {&x};                                                        \
-    return dispatch(*HANDLE.impl, in, kSeed, none);                                         \
+    if (!METHOD##_.impl) return fail(NAME, in, Status{ErrorCode::kUnsupported, "no kernel", {}}); \
+    return dispatch(*METHOD##_.impl, in, kSeed, none);                                      \
   }
-BINARY_OP(add, add_)
-BINARY_OP(sub, sub_)
-BINARY_OP(maximum, maximum_)
-UNARY_OP(exp, exp_)
-UNARY_OP(tanh, tanh_)
-UNARY_OP(sigmoid, sigmoid_)
-UNARY_OP(reciprocal, reciprocal_)
-#undef BINARY_OP
-#undef UNARY_OP
+#define KILN_EAGER_binary(NAME, METHOD)                                                     \
+  EagerTensor Context::METHOD(const EagerTensor &a, const EagerTensor &b) {                 \
+    const EagerTensor *in[2] = {&a, &b};                                                    \
+    if (!METHOD##_.impl) return fail(NAME, in, Status{ErrorCode::kUnsupported, "no kernel", {}}); \
+    return dispatch(*METHOD##_.impl, in, kSeed, none);                                      \
+  }
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) KILN_EAGER_##EAGER(NAME, METHOD)
+#include "ops/Ops.def"
+#undef KILN_OP
+#undef KILN_EAGER_none
+#undef KILN_EAGER_unary
+#undef KILN_EAGER_binary
 
 EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
   const EagerTensor *in[2] = {&a, &b};

@@ -93,14 +93,22 @@ public:
   EagerTensor execute(OpHandle op, llvm::ArrayRef<EagerTensor> inputs, const ops::AttrMap &attrs = {});
 
   // Typed ops (TOSA semantics).
-  EagerTensor add(const EagerTensor &a, const EagerTensor &b);
-  EagerTensor sub(const EagerTensor &a, const EagerTensor &b);
+  // Ops without attributes, one method per op the op table (ops/Ops.def)
+  // marks unary or binary: add, sub, maximum, minimum, pow, intdiv, equal,
+  // greater, greaterEqual, bitwise*/logical* ops and shifts; abs, ceil,
+  // floor, exp, log, sin, cos, tanh, erf, sigmoid, rsqrt, reciprocal,
+  // identity, bitwiseNot, clz, logicalNot.
+#define KILN_EAGER_none(METHOD)
+#define KILN_EAGER_unary(METHOD) EagerTensor METHOD(const EagerTensor &x);
+#define KILN_EAGER_binary(METHOD) EagerTensor METHOD(const EagerTensor &a, const EagerTensor &b);
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) KILN_EAGER_##EAGER(METHOD)
+#include "ops/Ops.def"
+#undef KILN_OP
+#undef KILN_EAGER_none
+#undef KILN_EAGER_unary
+#undef KILN_EAGER_binary
+  // Ops with attributes.
   EagerTensor mul(const EagerTensor &a, const EagerTensor &b);
-  EagerTensor maximum(const EagerTensor &a, const EagerTensor &b);
-  EagerTensor exp(const EagerTensor &x);
-  EagerTensor tanh(const EagerTensor &x);
-  EagerTensor sigmoid(const EagerTensor &x);
-  EagerTensor reciprocal(const EagerTensor &x);
   EagerTensor relu(const EagerTensor &x);
   EagerTensor clamp(const EagerTensor &x, double lo, double hi);
   /// [N,H,C] x [N,C,W]; rank-2 operands are treated as N = 1.
@@ -146,7 +154,16 @@ private:
   struct Counters;
   std::unique_ptr<Counters> counters_;
   Trace *trace_ = nullptr;                                // set while tracing
-  OpHandle add_, sub_, mul_, maximum_, exp_, tanh_, sigmoid_, reciprocal_, clamp_, matmul_, conv2d_,
+#define KILN_HANDLE_none(METHOD)
+#define KILN_HANDLE_unary(METHOD) OpHandle METHOD##_;
+#define KILN_HANDLE_binary(METHOD) OpHandle METHOD##_;
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) KILN_HANDLE_##EAGER(METHOD)
+#include "ops/Ops.def"
+#undef KILN_OP
+#undef KILN_HANDLE_none
+#undef KILN_HANDLE_unary
+#undef KILN_HANDLE_binary
+  OpHandle mul_, clamp_, matmul_, conv2d_,
       maxPool2d_, reduceSum_, reduceMax_, transpose_, reshape_;
 };
 

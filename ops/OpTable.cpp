@@ -16,7 +16,7 @@ struct Row {
 };
 
 constexpr Row kRows[] = {
-#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS) {NAME, LOWERS, OPERANDS, ATTRS},
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) {NAME, LOWERS, OPERANDS, ATTRS},
 #include "ops/Ops.def"
 #undef KILN_OP
 };

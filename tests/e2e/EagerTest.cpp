@@ -2,6 +2,8 @@
 // cache, eager = graph for the same op, and trace capture.
 #include "api/Eager.h"
 
+#include "kernels/KernelRegistry.h"
+
 #include "cache/DiskCache.h"
 #include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
@@ -234,4 +236,64 @@ TEST(Eager, TypedAndGenericCallsShareOneDispatchEntry) {
   missesBefore = ctx.stats().misses;
   (void)get(ctx.execute("tosa.transpose", {x}, t));
   EXPECT_EQ(ctx.stats().misses, missesBefore);
+}
+
+namespace {
+struct TypedOp {
+  const char *name;
+  EagerTensor (Context::*unary)(const EagerTensor &);
+  EagerTensor (Context::*binary)(const EagerTensor &, const EagerTensor &);
+};
+// Every typed op the op table generates, with its table name.
+const std::vector<TypedOp> &typedOps() {
+  static const std::vector<TypedOp> all = {
+#define KILN_EAGER_none(NAME, METHOD)
+#define KILN_EAGER_unary(NAME, METHOD) {NAME, &Context::METHOD, nullptr},
+#define KILN_EAGER_binary(NAME, METHOD) {NAME, nullptr, &Context::METHOD},
+#define KILN_OP(NAME, LOWERS, OPERANDS, ATTRS, EAGER, METHOD) KILN_EAGER_##EAGER(NAME, METHOD)
+#include "ops/Ops.def"
+#undef KILN_OP
+#undef KILN_EAGER_none
+#undef KILN_EAGER_unary
+#undef KILN_EAGER_binary
+  };
+  return all;
+}
+}  // namespace
+
+TEST(Eager, TypedOpsFromTheOpTableMatchGenericCalls) {
+  Context ctx(test::sharedRuntime());
+  ASSERT_GE(typedOps().size(), 30u);
+  for (const TypedOp &op : typedOps()) {
+    // The first dtype the op's kernel takes.
+    const kernels::KernelDef *def = kernels::registry().lookup(op.name);
+    ASSERT_NE(def, nullptr) << op.name;
+    size_t arity = op.unary ? 1 : 2;
+    std::optional<DType> dtype;
+    for (DType d : {DType::f32, DType::i32, DType::i1}) {
+      auto outs = def->shape(std::vector<TensorType>(arity, TensorType{d, {2, 3}}), {});
+      if (outs) {
+        dtype = d;
+        break;
+      }
+      llvm::consumeError(outs.takeError());
+    }
+    ASSERT_TRUE(dtype) << op.name;
+    Tensor a = Tensor::empty(*dtype, {2, 3}), b = Tensor::empty(*dtype, {2, 3});
+    Tensor r = test::randomTensor({2, 3}, 11, 0.1f, 4);
+    for (int i = 0; i < 6; ++i) {
+      float v = r.data<float>()[i];
+      if (*dtype == DType::f32) a.data<float>()[i] = v, b.data<float>()[i] = 1 + v;
+      if (*dtype == DType::i32) a.data<int32_t>()[i] = int32_t(v * 5), b.data<int32_t>()[i] = 1 + i % 3;  // small non-zero divisors and shifts
+      if (*dtype == DType::i1) a.data<uint8_t>()[i] = i % 2, b.data<uint8_t>()[i] = i % 3 == 0;
+    }
+    EagerTensor typed = op.unary ? (ctx.*op.unary)(a) : (ctx.*op.binary)(a, b);
+    uint64_t misses = ctx.stats().misses;
+    EagerTensor generic = op.unary ? ctx.execute(op.name, {a}) : ctx.execute(op.name, {a, b});
+    EXPECT_EQ(ctx.stats().misses, misses) << op.name << ": the typed and generic calls should share an entry";
+    Tensor x = get(typed), y = get(generic);
+    ASSERT_TRUE(x.valid() && y.valid()) << op.name;
+    ASSERT_EQ(x.type(), y.type()) << op.name;
+    EXPECT_EQ(0, std::memcmp(x.rawData(), y.rawData(), x.byteSize())) << op.name;
+  }
 }
