@@ -1,7 +1,6 @@
 // Helpers shared by kiln's benchmarks.
 #pragma once
 
-#include "cache/DiskCache.h"
 #include "api/Kiln.h"
 
 namespace kiln::bench {

@@ -7,7 +7,9 @@
 #include "runtime/Error.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
@@ -28,7 +30,8 @@ struct GraphBuilder::Impl {
   std::string source;
   std::vector<mlir::Value> values;
   std::vector<TensorType> types;
-  std::vector<std::pair<unsigned, std::string>> argNames;  // set in finish(), when all arguments exist
+  std::vector<std::pair<unsigned, std::string>> argNames;  // set with the results, when all arguments exist
+  bool returned = false;
   int ops = 0;
 
   /// `source`:N:1 for the N-th op written, named after it ("tosa.add#3").
@@ -161,7 +164,7 @@ GraphBuilder::GraphBuilder(llvm::StringRef function, llvm::StringRef source) : i
   registerKilnDialects(registry);
   Impl &I = *impl_;
   I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  I.ctx->loadDialect<func::FuncDialect, tosa::TosaDialect>();
+  I.ctx->loadDialect<func::FuncDialect, tosa::TosaDialect, tensor::TensorDialect>();
   I.source = source.str();
   I.module = ModuleOp::create(I.loc(source));
   I.b = std::make_unique<OpBuilder>(I.ctx.get());
@@ -180,7 +183,7 @@ const TensorType &GraphBuilder::type(Value v) const { return impl_->types.at(siz
 GraphBuilder::Value GraphBuilder::argument(const TensorType &type, llvm::StringRef name) {
   Impl &I = *impl_;
   mlir::Value arg = I.body->addArgument(I.tensor(type), I.loc(I.source));
-  unsigned index = cast<BlockArgument>(arg).getArgNumber();
+  unsigned index = llvm::cast<BlockArgument>(arg).getArgNumber();
   llvm::SmallVector<Type> inputs(I.body->getArgumentTypes());
   I.fn.setFunctionType(I.b->getFunctionType(inputs, {}));
   if (!name.empty()) I.argNames.push_back({index, name.str()});
@@ -205,10 +208,45 @@ llvm::Expected<GraphBuilder::Value> GraphBuilder::constant(const Tensor &value) 
   return I.add(v, value.type());
 }
 
+llvm::Expected<GraphBuilder::Value> GraphBuilder::resourceConstant(llvm::StringRef key, const Tensor &value) {
+  Impl &I = *impl_;
+  if (!value.valid() || value.dtype() == DType::i1)
+    return error(ErrorCode::kInvalidArgument, "resource constant '%s' must be a tensor of bytes-sized elements",
+                 key.str().c_str());
+  RankedTensorType type = I.tensor(value.type());
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      llvm::ArrayRef<char>(static_cast<const char *>(value.rawData()), value.byteSize()), dtypeSize(value.dtype()));
+  auto attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
+  mlir::Value v = I.create("tosa.const", {}, type, I.b->getDictionaryAttr({I.b->getNamedAttr("values", attr)}),
+                           key);
+  ++I.ops;
+  return I.add(v, value.type());
+}
+
+llvm::Expected<GraphBuilder::Value> GraphBuilder::cast(Value v, const TensorType &type) {
+  Impl &I = *impl_;
+  if (v < 0 || size_t(v) >= I.values.size())
+    return error(ErrorCode::kInvalidArgument, "tensor.cast: operand %d is not a value of this graph", v);
+  const TensorType &from = I.types[v];
+  bool compatible = from.dtype == type.dtype && from.shape.size() == type.shape.size();
+  for (size_t d = 0; compatible && d < type.shape.size(); ++d)
+    compatible = from.shape[d] == kDynamic || type.shape[d] == kDynamic || from.shape[d] == type.shape[d];
+  if (!compatible)
+    return error(ErrorCode::kInvalidArgument, "tensor.cast: tensor<%s> cannot become tensor<%s>", from.str().c_str(),
+                 type.str().c_str());
+  OperationState state(I.loc("tensor.cast#" + std::to_string(I.ops)), "tensor.cast");
+  state.addOperands(I.values[v]);
+  state.addTypes(I.tensor(type));
+  Operation *op = I.b->create(state);
+  ++I.ops;
+  return I.add(op->getResult(0), type);
+}
+
 llvm::Expected<std::vector<GraphBuilder::Value>>
 GraphBuilder::op(llvm::StringRef name, llvm::ArrayRef<Value> operands, const ops::AttrMap &attrs,
                  llvm::ArrayRef<TensorType> results) {
   Impl &I = *impl_;
+  if (I.returned || !I.module) return error(ErrorCode::kInternal, "GraphBuilder: the graph is already complete");
   std::string opName = name.str();
   ops::AttrMap props = attrs;
   if (name.starts_with("tosa.custom:")) {  // "tosa.custom:domain.name"
@@ -284,9 +322,10 @@ GraphBuilder::op(llvm::StringRef name, llvm::ArrayRef<Value> operands, const ops
   return out;
 }
 
-llvm::Expected<std::unique_ptr<Program>> GraphBuilder::finish(llvm::ArrayRef<Value> results) {
+llvm::Error GraphBuilder::setResults(llvm::ArrayRef<Value> results) {
   Impl &I = *impl_;
-  if (!I.module) return error(ErrorCode::kInternal, "GraphBuilder::finish called twice");
+  if (!I.module) return error(ErrorCode::kInternal, "GraphBuilder: the graph was already finished");
+  if (I.returned) return error(ErrorCode::kInternal, "GraphBuilder: the results were already set");
   llvm::SmallVector<mlir::Value> returned;
   llvm::SmallVector<Type> resultTypes;
   for (Value v : results) {
@@ -299,7 +338,19 @@ llvm::Expected<std::unique_ptr<Program>> GraphBuilder::finish(llvm::ArrayRef<Val
   llvm::SmallVector<Type> inputs(I.body->getArgumentTypes());
   I.fn.setFunctionType(I.b->getFunctionType(inputs, resultTypes));
   for (const auto &[index, name] : I.argNames) I.fn.setArgAttr(index, "kiln.name", I.b->getStringAttr(name));
+  I.returned = true;
+  return llvm::Error::success();
+}
 
+llvm::Expected<std::unique_ptr<Program>> GraphBuilder::finish(llvm::ArrayRef<Value> results) {
+  if (auto err = setResults(results)) return std::move(err);
+  return finish();
+}
+
+llvm::Expected<std::unique_ptr<Program>> GraphBuilder::finish() {
+  Impl &I = *impl_;
+  if (!I.module) return error(ErrorCode::kInternal, "GraphBuilder::finish called twice");
+  if (!I.returned) return error(ErrorCode::kInternal, "GraphBuilder::finish: the results are not set");
   std::unique_ptr<Program> p(new Program());
   Program::Impl &P = *p->impl;
   P.ctx = I.ctx;

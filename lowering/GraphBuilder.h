@@ -1,6 +1,7 @@
 // GraphBuilder: builds a TOSA graph (one public function) with MLIR's
 // builders and hands it over as a Program, with no MLIR text in between.
-// Eager single-op graphs, eager trace capture and the built-in models use it.
+// Eager single-op graphs, eager trace capture, the built-in models and the
+// kernel benchmarks use it.
 //
 //   GraphBuilder g("main", "eager:tosa.add");
 //   auto x = g.argument(type), y = g.argument(type);
@@ -44,6 +45,12 @@ public:
   /// A constant with this tensor's bytes (large ones are hoisted as weights
   /// like any model's).
   llvm::Expected<Value> constant(const Tensor &value);
+  /// A constant held as a `dense_resource<key>` blob (the form exporters
+  /// use for weights; loaded without copying).
+  llvm::Expected<Value> resourceConstant(llvm::StringRef key, const Tensor &value);
+  /// `tensor.cast` of `v` to `type` (same dtype and rank; dims may become
+  /// dynamic or static).
+  llvm::Expected<Value> cast(Value v, const TensorType &type);
   /// One op by its op-table name with kernel-style attributes; `results`
   /// are its result types. Errors name the op and what is wrong.
   llvm::Expected<std::vector<Value>> op(llvm::StringRef name, llvm::ArrayRef<Value> operands,
@@ -51,9 +58,12 @@ public:
   /// The type of a value.
   const TensorType &type(Value v) const;
 
-  /// Returns `results`, verifies the module and makes it a Program (the
-  /// builder is spent afterwards).
+  /// Ends the function, returning `results` (no op can be added after).
+  llvm::Error setResults(llvm::ArrayRef<Value> results);
+  /// Verifies the module and makes it a Program (the builder is spent
+  /// afterwards); with `results`, calls setResults first.
   llvm::Expected<std::unique_ptr<Program>> finish(llvm::ArrayRef<Value> results);
+  llvm::Expected<std::unique_ptr<Program>> finish();
   /// The graph as MLIR text (generic form); empty after finish().
   std::string str() const;
 

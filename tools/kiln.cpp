@@ -84,8 +84,11 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
 }
 
 llvm::Expected<std::unique_ptr<kiln::Module>> loadModel(kiln::Runtime &rt, const std::string &model) {
-  if (const auto *m = kiln::models::findBuiltinModel(model))
-    return rt.loadModule(m->mlir, "builtin:" + m->name);
+  if (const auto *m = kiln::models::findBuiltinModel(model)) {  // built in memory, no text
+    auto program = m->build();
+    if (!program) return program.takeError();
+    return rt.loadProgram(std::move(*program));
+  }
   if (!llvm::sys::fs::exists(model))
     return llvm::createStringError("'%s' is neither a file nor a built-in model (built-in: mlp, cnn)",
                                    model.c_str());

@@ -234,15 +234,19 @@ TEST(CompileCache, WarmStartRunsNoMlirAndGivesIdenticalResults) {
 TEST(CompileCache, RetrainedWeightsReuseCodeOtherGraphsDoNot) {
   TempDir tmp;
   const std::string mlp = models::findBuiltinModel("mlp")->mlir;
-  // Same graph, other weights: change bytes inside w1's hex blob.
+  // Same graph, other weights: change bytes inside w1's hex blob (the
+  // model's first large constant).
   std::string retrained = mlp;
-  size_t w1 = retrained.find("%w1 = ");
-  size_t hex = retrained.find("0x", w1) + 10;
+  size_t hex = retrained.find("dense<\"0x");
+  ASSERT_NE(hex, std::string::npos);
+  hex += 10;
   for (size_t i = 0; i < 64; ++i) retrained[hex + i] = retrained[hex + i] == '0' ? '1' : '0';
   // Another graph: a different clamp bound (compiled into the code).
   std::string other = mlp;
-  size_t clamp = other.find("max_val = 3.40282347e+38");
-  other.replace(clamp, strlen("max_val = 3.40282347e+38"), "max_val = 1.0");
+  const std::string bound = "max_val = 3.40282347E+38 : f32";
+  size_t clamp = other.find(bound);
+  ASSERT_NE(clamp, std::string::npos);
+  other.replace(clamp, bound.size(), "max_val = 1.0 : f32");
   Tensor x = test::randomTensor({2, 64}, 9);
 
   auto rt = runtimeAt(tmp.path);

@@ -1,5 +1,9 @@
 #include "tools/models/BuiltinModels.h"
 
+#include "lowering/GraphBuilder.h"
+
+#include <cfloat>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,107 +28,133 @@ std::vector<float> deterministicValues(size_t count, unsigned seed, float scale)
 
 namespace {
 
-std::string hexBytes(const std::vector<float> &v) {
-  static const char *digits = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(v.size() * 8);
-  const auto *p = reinterpret_cast<const unsigned char *>(v.data());
-  for (size_t i = 0; i < v.size() * 4; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
+using lowering::GraphBuilder;
+using V = GraphBuilder::Value;
+
+Tensor weights(std::vector<int64_t> shape, unsigned seed, float scale) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return Tensor::fromVector<float>(DType::f32, Shape(shape.begin(), shape.end()),
+                                   deterministicValues(size_t(n), seed, scale));
+}
+TensorType f32(std::vector<int64_t> shape) { return {DType::f32, Shape(shape.begin(), shape.end())}; }
+ops::AttrMap attrs(std::initializer_list<std::pair<const char *, ops::Attr>> list) {
+  ops::AttrMap m;
+  for (const auto &[k, v] : list) m.set(k, v);
+  return m;
+}
+/// One result of one op; errors propagate through `err`.
+struct Writer {
+  GraphBuilder &g;
+  llvm::Error err = llvm::Error::success();
+  ~Writer() { llvm::consumeError(std::move(err)); }
+  V take(llvm::Expected<V> v) {
+    if (v) return *v;
+    if (!err) err = v.takeError();
+    else llvm::consumeError(v.takeError());
+    return -1;
   }
-  return out;
+  V op(const char *name, std::vector<V> in, ops::AttrMap a, TensorType out) {
+    if (err) return -1;
+    auto r = g.op(name, in, a, {out});
+    if (!r) return take(r.takeError());
+    return (*r)[0];
+  }
+};
+
+/// %logits : ?x10 -> softmax over axis 1.
+V softmax(Writer &w, V logits) {
+  TensorType t = f32({kDynamic, 10}), r = f32({kDynamic, 1});
+  V mx = w.op("tosa.reduce_max", {logits}, attrs({{"axis", int64_t(1)}}), r);
+  V shifted = w.op("tosa.sub", {logits, mx}, {}, t);
+  V ex = w.op("tosa.exp", {shifted}, {}, t);
+  V sum = w.op("tosa.reduce_sum", {ex}, attrs({{"axis", int64_t(1)}}), r);
+  V inv = w.op("tosa.reciprocal", {sum}, {}, r);
+  return w.op("tosa.mul", {ex, inv}, attrs({{"shift", int64_t(0)}}), t);
 }
 
-/// `dense<"0x...">` inline constant.
-std::string denseConst(const std::string &name, const std::string &type,
-                       const std::vector<float> &v) {
-  return "  %" + name + " = \"tosa.const\"() <{values = dense<\"0x" + hexBytes(v) + "\"> : " +
-         type + "}> : () -> " + type + "\n";
+/// x: ?x64 -> dense 64->128, relu -> dense 128->10 -> softmax. Batch is dynamic.
+llvm::Expected<std::vector<V>> writeMlp(GraphBuilder &g) {
+  Writer w{g};
+  auto zp = attrs({{"a_zp", 0.0}, {"b_zp", 0.0}});
+  V x = g.argument(f32({kDynamic, 64}), "x");
+  V w1 = w.take(g.constant(weights({1, 64, 128}, 1, 0.125f)));
+  V b1 = w.take(g.constant(weights({1, 1, 128}, 2, 0.05f)));
+  V w2 = w.take(g.constant(weights({1, 128, 10}, 3, 0.088f)));
+  V b2 = w.take(g.constant(weights({1, 1, 10}, 4, 0.05f)));
+  V x3 = w.op("tosa.reshape", {x}, attrs({{"shape", std::vector<int64_t>{1, -1, 64}}}), f32({1, kDynamic, 64}));
+  V h0 = w.op("tosa.matmul", {x3, w1}, zp, f32({1, kDynamic, 128}));
+  V h1 = w.op("tosa.add", {h0, b1}, {}, f32({1, kDynamic, 128}));
+  V h = w.op("tosa.clamp", {h1}, attrs({{"min_val", 0.0}, {"max_val", double(FLT_MAX)}}), f32({1, kDynamic, 128}));
+  V o0 = w.op("tosa.matmul", {h, w2}, zp, f32({1, kDynamic, 10}));
+  V o1 = w.op("tosa.add", {o0, b2}, {}, f32({1, kDynamic, 10}));
+  V logits = w.op("tosa.reshape", {o1}, attrs({{"shape", std::vector<int64_t>{-1, 10}}}), f32({kDynamic, 10}));
+  V probs = softmax(w, logits);
+  if (w.err) return std::move(w.err);
+  return std::vector<V>{probs};
 }
 
-/// `dense_resource<key>` constant; the blob goes into `resources`.
-std::string resourceConst(const std::string &name, const std::string &type,
-                          const std::vector<float> &v, std::string &resources) {
-  resources += "      " + name + ": \"0x04000000" + hexBytes(v) + "\",\n";
-  return "  %" + name + " = \"tosa.const\"() <{values = dense_resource<" + name + "> : " + type +
-         "}> : () -> " + type + "\n";
+/// x: 1x16x16x3 -> conv3x3(8)+relu6 -> maxpool2 -> conv3x3/s2(16)+relu6
+///   -> avgpool4 -> dense 16->10 -> softmax. Weights as dense_resource blobs.
+llvm::Expected<std::vector<V>> writeCnn(GraphBuilder &g) {
+  Writer w{g};
+  auto conv = [](std::vector<int64_t> pad, std::vector<int64_t> stride) {
+    return attrs({{"acc_type", std::string("f32")}, {"pad", pad}, {"stride", stride},
+                  {"dilation", std::vector<int64_t>{1, 1}}, {"input_zp", 0.0}, {"weight_zp", 0.0}});
+  };
+  auto relu6 = attrs({{"min_val", 0.0}, {"max_val", 6.0}});
+  V x = g.argument(f32({1, 16, 16, 3}), "image");
+  V cw1 = w.take(g.resourceConstant("cw1", weights({8, 3, 3, 3}, 11, 0.27f)));
+  V cb1 = w.take(g.resourceConstant("cb1", weights({8}, 12, 0.05f)));
+  V cw2 = w.take(g.resourceConstant("cw2", weights({16, 3, 3, 8}, 13, 0.118f)));
+  V cb2 = w.take(g.resourceConstant("cb2", weights({16}, 14, 0.05f)));
+  V fw = w.take(g.resourceConstant("fw", weights({1, 16, 10}, 15, 0.25f)));
+  V fb = w.take(g.constant(weights({1, 10}, 16, 0.05f)));
+  V c1 = w.op("tosa.conv2d", {x, cw1, cb1}, conv({1, 1, 1, 1}, {1, 1}), f32({1, 16, 16, 8}));
+  V r1 = w.op("tosa.clamp", {c1}, relu6, f32({1, 16, 16, 8}));
+  V p1 = w.op("tosa.max_pool2d", {r1},
+              attrs({{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}},
+                     {"pad", std::vector<int64_t>{0, 0, 0, 0}}}),
+              f32({1, 8, 8, 8}));
+  V c2 = w.op("tosa.conv2d", {p1, cw2, cb2}, conv({0, 1, 0, 1}, {2, 2}), f32({1, 4, 4, 16}));
+  V r2 = w.op("tosa.clamp", {c2}, relu6, f32({1, 4, 4, 16}));
+  V p2 = w.op("tosa.avg_pool2d", {r2},
+              attrs({{"acc_type", std::string("f32")}, {"kernel", std::vector<int64_t>{4, 4}},
+                     {"stride", std::vector<int64_t>{4, 4}}, {"pad", std::vector<int64_t>{0, 0, 0, 0}},
+                     {"input_zp", 0.0}, {"output_zp", 0.0}}),
+              f32({1, 1, 1, 16}));
+  V f = w.op("tosa.reshape", {p2}, attrs({{"shape", std::vector<int64_t>{1, 1, 16}}}), f32({1, 1, 16}));
+  V d = w.op("tosa.matmul", {f, fw}, attrs({{"a_zp", 0.0}, {"b_zp", 0.0}}), f32({1, 1, 10}));
+  V d2 = w.op("tosa.reshape", {d}, attrs({{"shape", std::vector<int64_t>{1, 10}}}), f32({1, 10}));
+  V lg = w.op("tosa.add", {d2, fb}, {}, f32({1, 10}));
+  // Shape-erasing casts around the softmax, as exporters write them.
+  V logits = w.take(g.cast(lg, f32({kDynamic, 10})));
+  V probs = softmax(w, logits);
+  V out = w.take(g.cast(probs, f32({1, 10})));
+  if (w.err) return std::move(w.err);
+  return std::vector<V>{out};
 }
 
-std::string withResources(std::string body, std::string resources) {
-  if (resources.empty()) return body;
-  resources.erase(resources.size() - 2);  // trailing ",\n"
-  return body + "{-#\n  dialect_resources: {\n    builtin: {\n" + resources +
-         "\n    }\n  }\n#-}\n";
-}
+using Writer_ = llvm::Expected<std::vector<V>> (*)(GraphBuilder &);
 
-const char *kSoftmax =
-    // %logits : tensor<?x10xf32> -> %probs
-    "  %mx = tosa.reduce_max %logits {axis = 1 : i32} : (tensor<?x10xf32>) -> tensor<?x1xf32>\n"
-    "  %shifted = tosa.sub %logits, %mx : (tensor<?x10xf32>, tensor<?x1xf32>) -> tensor<?x10xf32>\n"
-    "  %ex = tosa.exp %shifted : (tensor<?x10xf32>) -> tensor<?x10xf32>\n"
-    "  %sum = tosa.reduce_sum %ex {axis = 1 : i32} : (tensor<?x10xf32>) -> tensor<?x1xf32>\n"
-    "  %inv = tosa.reciprocal %sum : (tensor<?x1xf32>) -> tensor<?x1xf32>\n"
-    "  %probs = tosa.mul %ex, %inv, %shift : (tensor<?x10xf32>, tensor<?x1xf32>, tensor<1xi8>) -> tensor<?x10xf32>\n";
-
-BuiltinModel makeMlp() {
-  // x: ?x64 -> dense 64->128, relu -> dense 128->10 -> softmax. Batch is dynamic.
-  std::string res;
-  std::ostringstream m;
-  m << "// kiln built-in model 'mlp': 64 -> 128 (relu) -> 10 (softmax), dynamic batch\n"
-    << "func.func @main(%x: tensor<?x64xf32> {kiln.name = \"x\"}) -> tensor<?x10xf32> {\n"
-    << "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
-    << "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
-    << denseConst("w1", "tensor<1x64x128xf32>", deterministicValues(64 * 128, 1, 0.125f))
-    << denseConst("b1", "tensor<1x1x128xf32>", deterministicValues(128, 2, 0.05f))
-    << denseConst("w2", "tensor<1x128x10xf32>", deterministicValues(128 * 10, 3, 0.088f))
-    << denseConst("b2", "tensor<1x1x10xf32>", deterministicValues(10, 4, 0.05f))
-    << "  %s3 = tosa.const_shape {values = dense<[1, -1, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>\n"
-    << "  %x3 = tosa.reshape %x, %s3 : (tensor<?x64xf32>, !tosa.shape<3>) -> tensor<1x?x64xf32>\n"
-    << "  %h0 = tosa.matmul %x3, %w1, %zp, %zp : (tensor<1x?x64xf32>, tensor<1x64x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x128xf32>\n"
-    << "  %h1 = tosa.add %h0, %b1 : (tensor<1x?x128xf32>, tensor<1x1x128xf32>) -> tensor<1x?x128xf32>\n"
-    << "  %h = tosa.clamp %h1 {min_val = 0.0 : f32, max_val = 3.40282347e+38 : f32} : (tensor<1x?x128xf32>) -> tensor<1x?x128xf32>\n"
-    << "  %o0 = tosa.matmul %h, %w2, %zp, %zp : (tensor<1x?x128xf32>, tensor<1x128x10xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x10xf32>\n"
-    << "  %o1 = tosa.add %o0, %b2 : (tensor<1x?x10xf32>, tensor<1x1x10xf32>) -> tensor<1x?x10xf32>\n"
-    << "  %s2 = tosa.const_shape {values = dense<[-1, 10]> : tensor<2xindex>} : () -> !tosa.shape<2>\n"
-    << "  %logits = tosa.reshape %o1, %s2 : (tensor<1x?x10xf32>, !tosa.shape<2>) -> tensor<?x10xf32>\n"
-    << kSoftmax << "  return %probs : tensor<?x10xf32>\n}\n";
-  return {"mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", m.str()};
-}
-
-BuiltinModel makeCnn() {
-  // x: 1x16x16x3 -> conv3x3(8)+relu6 -> maxpool2 -> conv3x3/s2(16)+relu6
-  //   -> avgpool4 -> dense 16->10 -> softmax. Weights as dense_resource blobs.
-  std::string res;
-  std::ostringstream m;
-  m << "// kiln built-in model 'cnn': two convolutions, pooling, a dense layer, softmax\n"
-    << "func.func @main(%x: tensor<1x16x16x3xf32> {kiln.name = \"image\"}) -> tensor<1x10xf32> {\n"
-    << "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
-    << "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
-    << resourceConst("cw1", "tensor<8x3x3x3xf32>", deterministicValues(8 * 27, 11, 0.27f), res)
-    << resourceConst("cb1", "tensor<8xf32>", deterministicValues(8, 12, 0.05f), res)
-    << resourceConst("cw2", "tensor<16x3x3x8xf32>", deterministicValues(16 * 72, 13, 0.118f), res)
-    << resourceConst("cb2", "tensor<16xf32>", deterministicValues(16, 14, 0.05f), res)
-    << resourceConst("fw", "tensor<1x16x10xf32>", deterministicValues(160, 15, 0.25f), res)
-    << denseConst("fb", "tensor<1x10xf32>", deterministicValues(10, 16, 0.05f))
-    << "  %c1 = tosa.conv2d %x, %cw1, %cb1, %zp, %zp {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x16x16x3xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x16x8xf32>\n"
-    << "  %r1 = tosa.clamp %c1 {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<1x16x16x8xf32>) -> tensor<1x16x16x8xf32>\n"
-    << "  %p1 = tosa.max_pool2d %r1 {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>} : (tensor<1x16x16x8xf32>) -> tensor<1x8x8x8xf32>\n"
-    << "  %c2 = tosa.conv2d %p1, %cw2, %cb2, %zp, %zp {acc_type = f32, pad = array<i64: 0, 1, 0, 1>, stride = array<i64: 2, 2>, dilation = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x3x3x8xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x16xf32>\n"
-    << "  %r2 = tosa.clamp %c2 {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>\n"
-    << "  %p2 = tosa.avg_pool2d %r2, %zp, %zp {acc_type = f32, kernel = array<i64: 4, 4>, stride = array<i64: 4, 4>, pad = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1x16xf32>\n"
-    << "  %s3 = tosa.const_shape {values = dense<[1, 1, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>\n"
-    << "  %f = tosa.reshape %p2, %s3 : (tensor<1x1x1x16xf32>, !tosa.shape<3>) -> tensor<1x1x16xf32>\n"
-    << "  %d = tosa.matmul %f, %fw, %zp, %zp : (tensor<1x1x16xf32>, tensor<1x16x10xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x10xf32>\n"
-    << "  %s2 = tosa.const_shape {values = dense<[1, 10]> : tensor<2xindex>} : () -> !tosa.shape<2>\n"
-    << "  %d2 = tosa.reshape %d, %s2 : (tensor<1x1x10xf32>, !tosa.shape<2>) -> tensor<1x10xf32>\n"
-    << "  %lg = tosa.add %d2, %fb : (tensor<1x10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>\n"
-    << "  %logits = tensor.cast %lg : tensor<1x10xf32> to tensor<?x10xf32>\n"
-    << kSoftmax
-    << "  %out = tensor.cast %probs : tensor<?x10xf32> to tensor<1x10xf32>\n"
-    << "  return %out : tensor<1x10xf32>\n}\n";
-  return {"cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32",
-          withResources(m.str(), res)};
+BuiltinModel make(const char *name, const char *description, Writer_ write) {
+  BuiltinModel m;
+  m.name = name;
+  m.description = description;
+  GraphBuilder g("main", std::string("builtin:") + name);
+  auto results = write(g);
+  if (!results)  // a bug in this file, caught by every test that loads a model
+    llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(results.takeError()));
+  if (auto err = g.setResults(*results))
+    llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(std::move(err)));
+  m.mlir = "// kiln built-in model '" + std::string(name) + "': " + description + "\n" + g.str();
+  m.build = [name = std::string(name), write]() -> llvm::Expected<std::unique_ptr<lowering::Program>> {
+    GraphBuilder g("main", "builtin:" + name);
+    auto results = write(g);
+    if (!results) return results.takeError();
+    return g.finish(*results);
+  };
+  return m;
 }
 
 }  // namespace
@@ -132,7 +162,9 @@ BuiltinModel makeCnn() {
 std::vector<std::string> builtinModelNames() { return {"mlp", "cnn"}; }
 
 const BuiltinModel *findBuiltinModel(const std::string &name) {
-  static const BuiltinModel models[] = {makeMlp(), makeCnn()};
+  static const BuiltinModel models[] = {
+      make("mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", &writeMlp),
+      make("cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32", &writeCnn)};
   for (const BuiltinModel &m : models)
     if (m.name == name) return &m;
   return nullptr;

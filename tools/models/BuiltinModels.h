@@ -1,8 +1,15 @@
-// Built-in models, generated in code as TOSA MLIR text with deterministic
-// weights (the same bytes on every run and machine). Used by `kiln run mlp`,
-// tests and benchmarks.
+// Built-in models, built in code with the graph builder (lowering/GraphBuilder.h)
+// from deterministic weights (the same bytes on every run and machine). Used
+// by `kiln run mlp`, tests and benchmarks: as a Program built in memory, or
+// as the same module's MLIR text.
 #pragma once
 
+#include "lowering/Program.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,7 +18,9 @@ namespace kiln::models {
 struct BuiltinModel {
   std::string name;         // "mlp", "cnn"
   std::string description;
-  std::string mlir;         // the module text
+  std::string mlir;         // the module as MLIR text (generic form)
+  /// The module built in memory (no text in between).
+  std::function<llvm::Expected<std::unique_ptr<lowering::Program>>()> build;
 };
 
 /// Names of the built-in models.
