@@ -61,7 +61,6 @@ struct Context::Entry {
 
 struct OpHandle::Impl {
   std::string name;
-  const kernels::KernelDef *kernel = nullptr;
   bool jit = false;
   static constexpr size_t kSlots = 64;
   std::array<std::atomic<Context::Entry *>, kSlots> slots{};
@@ -94,7 +93,6 @@ Context::Context(Runtime &runtime) : runtime_(runtime), counters_(std::make_uniq
   for (const std::string &name : kernels::registry().ops()) {
     auto impl = std::make_unique<OpHandle::Impl>();
     impl->name = name;
-    impl->kernel = kernels::registry().lookup(name);
     // Eager runs kernels (the thin path) unless the op is set to JIT.
     impl->jit = runtime.options().placement.modeFor(name) == ops::OpMode::kJit;
     ops_[name] = std::move(impl);
@@ -162,11 +160,11 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
   for (const EagerTensor *t : inputs) entry->inputTypes.push_back(t->type());
   entry->attrs = std::move(attrs);
   std::vector<TensorType> inTypes(entry->inputTypes.begin(), entry->inputTypes.end());
-  // The same shape function graph placement checks.
-  auto outs = op.kernel->shape(inTypes, entry->attrs);
-  if (!outs) return outs.takeError();
-  if (outs->size() != 1) return error(ErrorCode::kUnsupported, "eager dispatch supports single-result ops");
-  entry->outType = (*outs)[0];
+  // The same kernel choice and shape function graph placement makes.
+  auto choice = kernels::registry().select(op.name, inTypes, entry->attrs);
+  if (!choice) return choice.takeError();
+  if (choice->results.size() != 1) return error(ErrorCode::kUnsupported, "eager dispatch supports single-result ops");
+  entry->outType = choice->results[0];
   if (auto err = checkAllocatable(entry->outType.byteSize(), "the result tensor<" + entry->outType.str() + ">"))
     return std::move(err);
   if (op.jit) {
@@ -196,7 +194,7 @@ llvm::Expected<Context::Entry *> Context::insert(OpHandle::Impl &op, uint64_t ke
     if (simple) entry->direct = entry->jit->directEntry(0);
     counters_->jitOps++;
   } else {
-    entry->kernel = op.kernel;
+    entry->kernel = choice->def;
   }
   Entry *raw = entry.get();
   bool placed = false;
@@ -247,15 +245,15 @@ EagerTensor Context::record(OpHandle::Impl &op, Inputs inputs, ops::AttrMap attr
     t.constants.push_back({id, *v});
     node.inputs.push_back(id);
   }
-  auto outs = op.kernel->shape(types, attrs);
+  auto outs = kernels::registry().select(op.name, types, attrs);
   if (!outs) return fail(op.name, inputs, toStatus(outs.takeError()));
   node.op = op.name;
   node.attrs = std::move(attrs);
   node.output = int(t.types.size());
-  t.types.push_back((*outs)[0]);
+  t.types.push_back(outs->results[0]);
   t.nodes.push_back(std::move(node));
   EagerTensor r;
-  r.type_ = (*outs)[0];
+  r.type_ = outs->results[0];
   r.traceId_ = t.nodes.back().output;
   return r;
 }
@@ -347,10 +345,15 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       in.push_back(*v);
     }
     Entry *e = p->entry;
-    if (e->kernel) {
-      auto outs = kernels::runKernel(e->kernel->op, in, e->attrs, *p->executor);
-      if (!outs) p->result->setError(withContext(outs.takeError(), "kiln eager: "));
-      else p->result->emplace((*outs)[0]);
+    if (e->kernel) {  // the kernel and output type chosen at dispatch
+      Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
+      llvm::SmallVector<const void *, 8> ptrs;
+      for (const Tensor &t : in) ptrs.push_back(t.rawData());
+      void *o[1] = {out.rawData()};
+      if (llvm::Error err = e->kernel->compute(
+              kernels::KernelArgs{ptrs, e->inputTypes, o, e->outType, e->attrs, *p->executor}))
+        p->result->setError(withContext(std::move(err), "kiln eager: " + p->op + ": "));
+      else p->result->emplace(std::move(out));
       return;
     }
     auto outs = e->jit->executable->run(in, *p->executor);

@@ -7,6 +7,11 @@
 //   llvm::Error compute(const KernelArgs &args);   // writes args.outputs
 //   kiln::registerKernel({"tosa.custom:acme.swish", "avx2", &shape, &compute});
 //
+// A kernel may be registered for some dtypes only (KernelDef::dtypes, by the
+// first operand's dtype), beside an op's general kernel: it then runs those
+// uses (`{"tosa.add", "fp16_fma", &shape, &compute, {DType::f16}}` is named
+// add_f16_fp16_fma), and the general kernel the rest.
+//
 // The shape function is shared by graph placement (it must agree with the
 // graph's types) and eager dispatch (it types the result). Kernels run on the
 // runtime's executor (KernelArgs::executor) and must be thread-safe.
@@ -22,7 +27,8 @@ using kernels::KernelDef;
 using kernels::ShapeFn;
 
 /// Registers `def` process-wide. Errors (kInvalidArgument): a missing field,
-/// a name that is not an op, or an op that already has a kernel.
+/// a name that is not an op, a second general kernel for an op, or a dtype
+/// another kernel of the op is registered for.
 llvm::Error registerKernel(KernelDef def);
 
 }  // namespace kiln

@@ -15,15 +15,13 @@ public:
   llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
                                         const ops::AttrMap &attrs,
                                         llvm::ArrayRef<TensorType> results) const override {
-    const kernels::KernelDef *def = kernels::registry().lookup(op);
-    if (!def) return error(ErrorCode::kUnsupported, "no kernel");
-    auto got = def->shape(inputs, attrs);
-    if (!got) return got.takeError();
-    if (*got != std::vector<TensorType>(results.begin(), results.end()))  // must agree with MLIR's inference
+    auto choice = kernels::registry().select(op, inputs, attrs);
+    if (!choice) return choice.takeError();
+    if (choice->results != std::vector<TensorType>(results.begin(), results.end()))  // must agree with MLIR
       return error(ErrorCode::kUnsupported, "kernel shape function gives %s, the graph has %s",
-                   got->empty() ? "nothing" : (*got)[0].str().c_str(),
+                   choice->results.empty() ? "nothing" : choice->results[0].str().c_str(),
                    results.empty() ? "nothing" : results[0].str().c_str());
-    return def->nameFor(inputs);
+    return choice->name;
   }
 };
 
@@ -176,13 +174,19 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
       name = "jit:@" + out.function + "." + step.name;
       kind = StepKind::kJit;
     } else {
-      const kernels::KernelDef *def = kernels::registry().lookup(step.op);
-      if (!def)
-        return error(ErrorCode::kUnsupported, "@%s: no handwritten kernel '%s' in this build", out.function.c_str(),
-                     step.op.c_str());
       std::vector<TensorType> inTypes, outTypes;
       for (int v : step.inputs) inTypes.push_back(plan.values[v].type);
       for (int v : step.outputs) outTypes.push_back(plan.values[v].type);
+      // The kernel placement chose (a plan from the cache names it; this
+      // process must have it too).
+      auto choice = kernels::registry().select(step.op, inTypes, step.attrs);
+      if (!choice)
+        return error(ErrorCode::kUnsupported, "@%s: no handwritten kernel for '%s' in this process: %s",
+                     out.function.c_str(), step.op.c_str(), toStatus(choice.takeError()).message.c_str());
+      if (!step.kernel.empty() && choice->name != step.kernel)
+        return error(ErrorCode::kUnsupported, "@%s: the plan runs kernel %s for '%s'; this process has %s",
+                     out.function.c_str(), step.kernel.c_str(), step.op.c_str(), choice->name.c_str());
+      const kernels::KernelDef *def = choice->def;
       fn = [def, attrs = step.attrs, inTypes, outTypes](const StepContext &ctx) -> llvm::Error {
         llvm::SmallVector<const void *, 8> in;
         llvm::SmallVector<void *, 4> outs;
@@ -190,7 +194,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
         for (unsigned i = 0; i < ctx.numOutputs(); ++i) outs.push_back(ctx.out(i));
         return def->compute(kernels::KernelArgs{in, inTypes, outs, outTypes, attrs, ctx.executor()});
       };
-      name = "kernel:" + (step.kernel.empty() ? def->nameFor(inTypes) : step.kernel);
+      name = "kernel:" + choice->name;
       kind = StepKind::kKernel;
     }
     auto added = b.addStep(name, kind, std::move(fn), ids(step.inputs), ids(step.outputs));

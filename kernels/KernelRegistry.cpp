@@ -1,6 +1,8 @@
 #include "kernels/KernelRegistry.h"
 #include "runtime/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 
 namespace kiln::kernels {
 
@@ -18,7 +20,31 @@ std::string KernelDef::nameFor(llvm::ArrayRef<TensorType> inputs) const {
 const KernelDef *KernelRegistry::lookup(llvm::StringRef op) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = defs_.find(op);
-  return it == defs_.end() ? nullptr : &it->second;
+  if (it == defs_.end()) return nullptr;
+  for (const KernelDef &d : it->second)
+    if (d.dtypes.empty()) return &d;
+  return nullptr;
+}
+
+llvm::Expected<KernelChoice> KernelRegistry::select(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
+                                                    const AttrMap &attrs) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = defs_.find(op);
+  if (it == defs_.end()) return error(ErrorCode::kUnsupported, "no kernel");
+  llvm::Error last = error(ErrorCode::kUnsupported, "no kernel for %s",
+                           inputs.empty() ? "no operands" : std::string(dtypeName(inputs[0].dtype)).c_str());
+  for (const KernelDef &d : it->second) {
+    if (!d.dtypes.empty() && (inputs.empty() || !llvm::is_contained(d.dtypes, inputs[0].dtype))) continue;
+    auto results = d.shape(inputs, attrs);
+    if (!results) {
+      llvm::consumeError(std::move(last));
+      last = results.takeError();
+      continue;
+    }
+    llvm::consumeError(std::move(last));
+    return KernelChoice{&d, std::move(*results), d.nameFor(inputs)};
+  }
+  return std::move(last);
 }
 
 std::vector<std::string> KernelRegistry::ops() const {
@@ -36,11 +62,17 @@ llvm::Error KernelRegistry::add(KernelDef def) {
     return error(ErrorCode::kInvalidArgument, "kernel for '%s': not an op name like tosa.add or "
                  "tosa.custom:domain.name", def.op.c_str());
   std::unique_lock<std::shared_mutex> lock(mu_);
-  std::string op = def.op;
-  if (defs_.count(op))
-    return error(ErrorCode::kInvalidArgument, "'%s' already has a kernel (%s)", op.c_str(),
-                 defs_.find(op)->second.impl.c_str());
-  defs_.emplace(op, std::move(def));
+  std::deque<KernelDef> &kernels = defs_[def.op];
+  for (const KernelDef &k : kernels) {
+    if (def.dtypes.empty() && k.dtypes.empty())
+      return error(ErrorCode::kInvalidArgument, "'%s' already has a kernel (%s)", def.op.c_str(), k.impl.c_str());
+    for (DType d : def.dtypes)
+      if (llvm::is_contained(k.dtypes, d))
+        return error(ErrorCode::kInvalidArgument, "'%s' already has a kernel for %s (%s)", def.op.c_str(),
+                     std::string(dtypeName(d)).c_str(), k.impl.c_str());
+  }
+  if (def.dtypes.empty()) kernels.push_back(std::move(def));
+  else kernels.push_front(std::move(def));
   return llvm::Error::success();
 }
 
@@ -59,24 +91,27 @@ KernelRegistry &registry() {
 
 llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef<Tensor> inputs,
                                               const AttrMap &attrs, HostExecutor &executor) {
-  const KernelDef *def = registry().lookup(op);
-  if (!def) return error(ErrorCode::kUnsupported, "no handwritten kernel for '%s'", op.str().c_str());
   std::vector<TensorType> types;
   std::vector<const void *> in;
   for (const Tensor &t : inputs) {
     types.push_back(t.type());
     in.push_back(t.rawData());
   }
-  auto outTypes = def->shape(types, attrs);
-  if (!outTypes) return withContext(outTypes.takeError(), op.str() + ": ");
+  auto choice = registry().select(op, types, attrs);
+  if (!choice) {
+    Status s = toStatus(choice.takeError());
+    if (s.message == "no kernel") s.message = "no handwritten kernel for '" + op.str() + "'";
+    else s.message = op.str() + ": " + s.message;
+    return makeError(std::move(s));
+  }
   std::vector<Tensor> outputs;
   std::vector<void *> out;
-  for (const TensorType &t : *outTypes) {
+  for (const TensorType &t : choice->results) {
     outputs.push_back(Tensor::empty(t.dtype, t.shape));
     out.push_back(outputs.back().rawData());
   }
-  KernelArgs args{in, types, out, *outTypes, attrs, executor};
-  if (auto err = def->compute(args)) return withContext(std::move(err), op.str() + ": ");
+  KernelArgs args{in, types, out, choice->results, attrs, executor};
+  if (auto err = choice->def->compute(args)) return withContext(std::move(err), op.str() + ": ");
   return outputs;
 }
 

@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <deque>
 #include <map>
 #include <shared_mutex>
 #include <string>
@@ -53,20 +54,40 @@ struct KernelDef {
   std::string impl;  // the implementation: "eigen", "im2col_eigen", "cpu" (plain loops)
   ShapeFn shape;     // also checks dtypes: an error means "no kernel for this use"
   ComputeFn compute;
+  /// The dtypes (of the first operand) this kernel is registered for; empty:
+  /// every dtype its shape function takes (the op's general kernel).
+  std::vector<DType> dtypes = {};
   /// "conv2d_f32_im2col_eigen": op, the dtype of the first operand, implementation.
   std::string nameFor(llvm::ArrayRef<TensorType> inputs) const;
 };
 
+/// A kernel chosen for one use of an op, with its result types.
+struct KernelChoice {
+  const KernelDef *def = nullptr;
+  std::vector<TensorType> results;
+  std::string name;  // def->nameFor(inputs)
+};
+
 class KernelRegistry {
 public:
+  /// The kernel for this use of `op`: a kernel registered for the first
+  /// operand's dtype, else the op's general kernel, whose shape function
+  /// must accept the types and attributes. The error says why none does.
+  llvm::Expected<KernelChoice> select(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
+                                      const AttrMap &attrs) const;
+  /// The op's general kernel (null if it has none).
   const KernelDef *lookup(llvm::StringRef op) const;
+  /// Ops with at least one kernel.
   std::vector<std::string> ops() const;
-  /// Adds a kernel; an error if `def.op` already has one or `def` is incomplete.
+  /// Adds a kernel. Errors: an incomplete `def`, a second general kernel for
+  /// an op, or a dtype another kernel of the op is already registered for.
   llvm::Error add(KernelDef def);
 
 private:
   mutable std::shared_mutex mu_;
-  std::map<std::string, KernelDef, std::less<>> defs_;  // nodes never move: lookups stay valid
+  /// Per op: dtype-specific kernels first, then the general one. Deques:
+  /// registered kernels never move, so pointers to them stay valid.
+  std::map<std::string, std::deque<KernelDef>, std::less<>> defs_;
 };
 
 /// The process-wide registry: every built-in kernel, then users' kernels.

@@ -14,6 +14,7 @@
 
 #include "llvm/Support/FileSystem.h"
 
+#include <atomic>
 #include <mutex>
 
 #include <random>
@@ -299,4 +300,64 @@ TEST(OpTable, EveryKernelOpIsDeclaredAndEveryOpIsWellFormed) {
   ASSERT_NE(conv->attr("pad"), nullptr);
   EXPECT_EQ(conv->attr("pad")->type, ops::AttrType::kI64Array);
   EXPECT_EQ(ops::lookupOp("tosa.transpose")->attr("perms")->type, ops::AttrType::kI32Array);
+}
+
+namespace {
+std::atomic<int> i16AddCalls{0};
+llvm::Expected<std::vector<TensorType>> i16AddShape(llvm::ArrayRef<TensorType> in, const ops::AttrMap &) {
+  if (in.size() != 2 || in[0] != in[1]) return error(ErrorCode::kUnsupported, "same-shape operands only");
+  return std::vector<TensorType>{in[0]};
+}
+llvm::Error i16AddCompute(const KernelArgs &a) {
+  ++i16AddCalls;
+  auto *x = static_cast<const int16_t *>(a.inputs[0]), *y = static_cast<const int16_t *>(a.inputs[1]);
+  auto *z = static_cast<int16_t *>(a.outputs[0]);
+  for (int64_t i = 0; i < a.inputTypes[0].numElements(); ++i) z[i] = int16_t(x[i] + y[i]);
+  return llvm::Error::success();
+}
+}  // namespace
+
+TEST(Kernels, UserKernelsRegisterPerDtypeBesideTheBuiltIns) {
+  static const bool registered = [] {
+    KernelDef def{"tosa.add", "counting", &i16AddShape, &i16AddCompute};
+    def.dtypes = {DType::i16};
+    llvm::cantFail(registerKernel(def));
+    return true;
+  }();
+  (void)registered;
+  KernelDef again{"tosa.add", "other", &i16AddShape, &i16AddCompute};
+  again.dtypes = {DType::i16, DType::i8};
+  EXPECT_EQ(toStatus(registerKernel(again)).message, "'tosa.add' already has a kernel for i16 (counting)");
+  EXPECT_EQ(toStatus(registerKernel({"tosa.add", "other", &i16AddShape, &i16AddCompute})).message,
+            "'tosa.add' already has a kernel (eigen)");
+
+  // Graphs: the i16 use of tosa.add runs the user's kernel, the f32 use the built-in one.
+  auto rt = runtimeWith("tosa.add=kernel");
+  for (DType d : {DType::i16, DType::f32}) {
+    std::string t = "tensor<2x3x" + std::string(dtypeName(d)) + ">";
+    std::string mlir = "func.func @main(%a: " + t + ", %b: " + t + ") -> " + t + " {\n  %c = tosa.add %a, %b : (" +
+                       t + ", " + t + ") -> " + t + "\n  return %c : " + t + "\n}\n";
+    auto m = KILN_TAKE(rt->loadModule(mlir, "add"));
+    Tensor a = Tensor::empty(d, {2, 3}), b = Tensor::empty(d, {2, 3});
+    for (int i = 0; i < 6; ++i) {
+      if (d == DType::i16) a.data<int16_t>()[i] = int16_t(i), b.data<int16_t>()[i] = int16_t(10 * i);
+      else a.data<float>()[i] = float(i), b.data<float>()[i] = float(10 * i);
+    }
+    int before = i16AddCalls;
+    auto out = KILN_TAKE(m->call("main", {a, b}));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].elementAsDouble(5), 55.0);
+    auto fn = KILN_TAKE(m->compile("main", {a.type(), b.type()}));
+    EXPECT_EQ(fn->plan.steps[0].kernel, d == DType::i16 ? "add_i16_counting" : "add_f32_eigen");
+    EXPECT_EQ(i16AddCalls - before, d == DType::i16 ? 1 : 0);
+  }
+  // Eager dispatch chooses the same way.
+  eager::Context ctx(test::sharedRuntime());
+  Tensor a = Tensor::empty(DType::i16, {3}), b = Tensor::empty(DType::i16, {3});
+  for (int i = 0; i < 3; ++i) a.data<int16_t>()[i] = int16_t(i), b.data<int16_t>()[i] = 1;
+  int before = i16AddCalls;
+  auto y = ctx.add(a, b).value();
+  ASSERT_TRUE(bool(y));
+  EXPECT_EQ(y->data<int16_t>()[2], 3);
+  EXPECT_EQ(i16AddCalls - before, 1);
 }
