@@ -16,6 +16,20 @@ namespace {
 using ops::hashAttr;
 using ops::hashMix;
 constexpr uint64_t kSeed = ops::kAttrHashSeed;
+// Attribute names of the typed ops, hashed at compile time.
+constexpr ops::AttrName kAZp("a_zp");
+constexpr ops::AttrName kAccType("acc_type");
+constexpr ops::AttrName kAxis("axis");
+constexpr ops::AttrName kDilation("dilation");
+constexpr ops::AttrName kInputZp("input_zp");
+constexpr ops::AttrName kKernel("kernel");
+constexpr ops::AttrName kMaxVal("max_val");
+constexpr ops::AttrName kPad("pad");
+constexpr ops::AttrName kPerms("perms");
+constexpr ops::AttrName kShape("shape");
+constexpr ops::AttrName kShift("shift");
+constexpr ops::AttrName kStride("stride");
+constexpr ops::AttrName kWeightZp("weight_zp");
 
 std::string typesText(llvm::ArrayRef<const EagerTensor *> inputs) {
   std::string s;
@@ -406,7 +420,7 @@ ops::AttrMap none() { return {}; }
 
 EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
   const EagerTensor *in[2] = {&a, &b};
-  return dispatch(*mul_.impl, in, hashAttr(kSeed, "shift", int64_t(0)), [] {
+  return dispatch(*mul_.impl, in, hashAttr(kSeed, kShift, int64_t(0)), [] {
     ops::AttrMap m;
     m.set("shift", int64_t(0));
     return m;
@@ -414,7 +428,7 @@ EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
 }
 
 EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
-  uint64_t h = hashAttr(hashAttr(kSeed, "max_val", hi), "min_val", lo);
+  uint64_t h = hashAttr(hashAttr(kSeed, kMaxVal, hi), "min_val", lo);
   return dispatch(*clamp_.impl, {&x}, h, [&] {
     ops::AttrMap m;
     m.set("min_val", lo);
@@ -426,7 +440,7 @@ EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
 EagerTensor Context::relu(const EagerTensor &x) { return clamp(x, 0.0, double(FLT_MAX)); }
 
 EagerTensor Context::reshape(const EagerTensor &x, std::vector<int64_t> shape) {
-  return dispatch(*reshape_.impl, {&x}, hashAttr(kSeed, "shape", llvm::ArrayRef<int64_t>(shape)), [&] {
+  return dispatch(*reshape_.impl, {&x}, hashAttr(kSeed, kShape, llvm::ArrayRef<int64_t>(shape)), [&] {
     ops::AttrMap m;
     m.set("shape", shape);
     return m;
@@ -440,7 +454,7 @@ EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
     m.set("b_zp", 0.0);
     return m;
   };
-  uint64_t h = hashAttr(hashAttr(kSeed, "a_zp", 0.0), "b_zp", 0.0);
+  uint64_t h = hashAttr(hashAttr(kSeed, kAZp, 0.0), "b_zp", 0.0);
   if (a.type().shape.size() == 2 && b.type().shape.size() == 2) {
     EagerTensor a3 = reshape(a, {1, a.type().shape[0], a.type().shape[1]});
     EagerTensor b3 = reshape(b, {1, b.type().shape[0], b.type().shape[1]});
@@ -456,12 +470,12 @@ EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
 EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const EagerTensor &bias,
                             std::array<int64_t, 4> pad, std::array<int64_t, 2> stride,
                             std::array<int64_t, 2> dilation) {
-  uint64_t h = hashAttr(kSeed, "acc_type", llvm::StringRef("f32"));
-  h = hashAttr(h, "dilation", llvm::ArrayRef<int64_t>(dilation));
-  h = hashAttr(h, "input_zp", 0.0);
-  h = hashAttr(h, "pad", llvm::ArrayRef<int64_t>(pad));
-  h = hashAttr(h, "stride", llvm::ArrayRef<int64_t>(stride));
-  h = hashAttr(h, "weight_zp", 0.0);
+  uint64_t h = hashAttr(kSeed, kAccType, llvm::StringRef("f32"));
+  h = hashAttr(h, kDilation, llvm::ArrayRef<int64_t>(dilation));
+  h = hashAttr(h, kInputZp, 0.0);
+  h = hashAttr(h, kPad, llvm::ArrayRef<int64_t>(pad));
+  h = hashAttr(h, kStride, llvm::ArrayRef<int64_t>(stride));
+  h = hashAttr(h, kWeightZp, 0.0);
   const EagerTensor *in[3] = {&x, &w, &bias};
   return dispatch(*conv2d_.impl, in, h, [&] {
     ops::AttrMap m;
@@ -477,9 +491,9 @@ EagerTensor Context::conv2d(const EagerTensor &x, const EagerTensor &w, const Ea
 
 EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                                std::array<int64_t, 4> pad) {
-  uint64_t h = hashAttr(kSeed, "kernel", llvm::ArrayRef<int64_t>(kernel));
-  h = hashAttr(h, "pad", llvm::ArrayRef<int64_t>(pad));
-  h = hashAttr(h, "stride", llvm::ArrayRef<int64_t>(stride));
+  uint64_t h = hashAttr(kSeed, kKernel, llvm::ArrayRef<int64_t>(kernel));
+  h = hashAttr(h, kPad, llvm::ArrayRef<int64_t>(pad));
+  h = hashAttr(h, kStride, llvm::ArrayRef<int64_t>(stride));
   return dispatch(*maxPool2d_.impl, {&x}, h, [&] {
     ops::AttrMap m;
     m.set("kernel", std::vector<int64_t>(kernel.begin(), kernel.end()));
@@ -490,7 +504,7 @@ EagerTensor Context::maxPool2d(const EagerTensor &x, std::array<int64_t, 2> kern
 }
 
 EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceSum_.impl, {&x}, hashAttr(kSeed, "axis", axis), [&] {
+  return dispatch(*reduceSum_.impl, {&x}, hashAttr(kSeed, kAxis, axis), [&] {
     ops::AttrMap m;
     m.set("axis", axis);
     return m;
@@ -498,7 +512,7 @@ EagerTensor Context::reduceSum(const EagerTensor &x, int64_t axis) {
 }
 
 EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
-  return dispatch(*reduceMax_.impl, {&x}, hashAttr(kSeed, "axis", axis), [&] {
+  return dispatch(*reduceMax_.impl, {&x}, hashAttr(kSeed, kAxis, axis), [&] {
     ops::AttrMap m;
     m.set("axis", axis);
     return m;
@@ -506,7 +520,7 @@ EagerTensor Context::reduceMax(const EagerTensor &x, int64_t axis) {
 }
 
 EagerTensor Context::transpose(const EagerTensor &x, std::vector<int64_t> perms) {
-  return dispatch(*transpose_.impl, {&x}, hashAttr(kSeed, "perms", llvm::ArrayRef<int64_t>(perms)), [&] {
+  return dispatch(*transpose_.impl, {&x}, hashAttr(kSeed, kPerms, llvm::ArrayRef<int64_t>(perms)), [&] {
     ops::AttrMap m;
     m.set("perms", perms);
     return m;

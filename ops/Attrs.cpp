@@ -75,20 +75,19 @@ std::string AttrMap::str() const {
   return os.str();
 }
 
-uint64_t hashAttr(uint64_t h, llvm::StringRef name, int64_t v) { return hashMix(hashBytes(h, name), uint64_t(v)); }
-uint64_t hashAttr(uint64_t h, llvm::StringRef name, double v) {
+uint64_t hashAttr(uint64_t h, AttrName name, double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, 8);
-  return hashMix(hashBytes(h, name), bits);
+  return hashMix(hashMix(h, name.hash), bits);
 }
-uint64_t hashAttr(uint64_t h, llvm::StringRef name, llvm::ArrayRef<int64_t> v) {
-  h = hashBytes(h, name);
+uint64_t hashAttr(uint64_t h, AttrName name, llvm::ArrayRef<int64_t> v) {
+  h = hashMix(h, name.hash);
   for (int64_t x : v) h = hashMix(h, uint64_t(x));
   return h;
 }
-uint64_t hashAttr(uint64_t h, llvm::StringRef name, llvm::StringRef v) { return hashBytes(hashBytes(h, name), v); }
+uint64_t hashAttr(uint64_t h, AttrName name, llvm::StringRef v) { return hashBytes(hashMix(h, name.hash), v); }
 
-uint64_t hashAttr(uint64_t h, llvm::StringRef name, const Attr &v) {
+uint64_t hashAttr(uint64_t h, AttrName name, const Attr &v) {
   if (auto *i = std::get_if<int64_t>(&v)) return hashAttr(h, name, *i);
   if (auto *d = std::get_if<double>(&v)) return hashAttr(h, name, *d);
   if (auto *s = std::get_if<std::string>(&v)) return hashAttr(h, name, llvm::StringRef(*s));
@@ -97,7 +96,7 @@ uint64_t hashAttr(uint64_t h, llvm::StringRef name, const Attr &v) {
 
 uint64_t AttrMap::hash() const {
   uint64_t h = kAttrHashSeed;
-  for (const auto &[k, v] : attrs_) h = hashAttr(h, k, v);
+  for (const auto &[k, v] : attrs_) h = hashAttr(h, AttrName(llvm::StringRef(k)), v);
   return h;
 }
 

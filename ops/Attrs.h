@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -43,19 +44,38 @@ private:
 };
 
 /// Hash mixing shared by attribute and dispatch keys.
-inline uint64_t hashMix(uint64_t h, uint64_t v) {
+constexpr uint64_t hashMix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdull;
 }
+
+/// An attribute name with its hash; constexpr, so typed eager ops hash
+/// their attribute names at compile time.
+struct AttrName {
+  std::string_view name;
+  uint64_t hash;
+  constexpr AttrName(const char *n) : name(n), hash(hashOf(n)) {}
+  AttrName(llvm::StringRef n) : name(n.data(), n.size()), hash(hashOf(name)) {}
+
+private:
+  static constexpr uint64_t hashOf(std::string_view n) {
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    for (size_t i = 0; i < n.size(); ++i) h = hashMix(h, uint64_t(uint8_t(n[i])));
+    return h;
+  }
+};
+
 /// Hash of one (name, value) attribute; AttrMap::hash folds these in name
 /// order. The typed overloads hash exactly as the Attr holding that value
 /// would, so a typed eager op and a generic call with the same attributes get
 /// the same key without building a map.
-uint64_t hashAttr(uint64_t seed, llvm::StringRef name, const Attr &value);
-uint64_t hashAttr(uint64_t seed, llvm::StringRef name, int64_t value);
-uint64_t hashAttr(uint64_t seed, llvm::StringRef name, double value);
-uint64_t hashAttr(uint64_t seed, llvm::StringRef name, llvm::ArrayRef<int64_t> value);
-uint64_t hashAttr(uint64_t seed, llvm::StringRef name, llvm::StringRef value);
+uint64_t hashAttr(uint64_t seed, AttrName name, const Attr &value);
+inline uint64_t hashAttr(uint64_t seed, AttrName name, int64_t value) {
+  return hashMix(hashMix(seed, name.hash), uint64_t(value));
+}
+uint64_t hashAttr(uint64_t seed, AttrName name, double value);
+uint64_t hashAttr(uint64_t seed, AttrName name, llvm::ArrayRef<int64_t> value);
+uint64_t hashAttr(uint64_t seed, AttrName name, llvm::StringRef value);
 /// The seed AttrMap::hash starts from.
 inline constexpr uint64_t kAttrHashSeed = 0x51ed2701u;
 
