@@ -1,4 +1,5 @@
 #include "kernels/KernelRegistry.h"
+#include "ops/OpTable.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -61,6 +62,9 @@ llvm::Error KernelRegistry::add(KernelDef def) {
   if (!llvm::StringRef(def.op).contains('.'))
     return error(ErrorCode::kInvalidArgument, "kernel for '%s': not an op name like tosa.add or "
                  "tosa.custom:domain.name", def.op.c_str());
+  if (!ops::lookupOp(def.op))
+    return error(ErrorCode::kInvalidArgument, "kernel for '%s': the op is not in kiln's op table (ops/Ops.def)",
+                 def.op.c_str());
   std::unique_lock<std::shared_mutex> lock(mu_);
   std::deque<KernelDef> &kernels = defs_[def.op];
   for (const KernelDef &k : kernels) {

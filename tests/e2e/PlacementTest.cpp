@@ -246,6 +246,8 @@ TEST(Kernels, UserKernelsRegisterOnceAndRunInGraphsAndEagerly) {
   EXPECT_NE(dup.message.find("already has a kernel (loops)"), std::string::npos) << dup.message;
   Status bad = toStatus(registerKernel({"twice", "loops", &twiceShape, &twiceCompute}));
   EXPECT_NE(bad.message.find("not an op name"), std::string::npos) << bad.message;
+  Status undeclared = toStatus(registerKernel({"tosa.frobnicate", "loops", &twiceShape, &twiceCompute}));
+  EXPECT_EQ(undeclared.message, "kernel for 'tosa.frobnicate': the op is not in kiln's op table (ops/Ops.def)");
 
   const char *mlir = R"mlir(
 func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
