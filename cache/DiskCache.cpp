@@ -1,6 +1,8 @@
 #include "cache/DiskCache.h"
 #include "runtime/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -27,6 +29,28 @@ constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', '2'};
 constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8;
 constexpr const char *kLayout = "v1";
 constexpr const char *kSuffix = ".kiln";
+/// Temporary files of writers killed before their rename are removed after this long.
+constexpr auto kOrphanAge = std::chrono::hours(1);
+
+bool isHex(llvm::StringRef s) { return llvm::all_of(s, [](char c) { return llvm::isHexDigit(c) && !llvm::isUpper(c); }); }
+
+/// lstat: no symlink is ever followed inside the cache tree.
+bool lstatRegular(const std::string &path, struct stat &st) {
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// Whether `path` is a regular file (not a link) starting with a kiln cache
+/// header: the only files the cache ever deletes.
+bool isOurEntry(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  char magic[7] = {};
+  bool ours = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 7) == 7 &&
+              std::memcmp(magic, kMagic, 7) == 0;
+  ::close(fd);
+  return ours;
+}
 
 template <typename T> void put(std::string &out, T v) {
   out.append(reinterpret_cast<const char *>(&v), sizeof(T));
@@ -199,20 +223,45 @@ void DiskCache::reject(const std::string &path, const std::string &why) {
   }
   warnOnce("reject:" + path, "compile cache entry '" + path + "' rejected (" + why +
                                  "); it is removed and the function recompiled");
-  if (mode_.load() == CacheMode::kReadWrite) ::unlink(path.c_str());
+  // Only files that carry a kiln header are removed; anything else at an
+  // entry's path is left to be replaced by the next write (rename).
+  if (mode_.load() == CacheMode::kReadWrite && isOurEntry(path)) ::unlink(path.c_str());
 }
 
 std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
   if (mode_.load() == CacheMode::kOff) return std::nullopt;
   std::string path = pathFor(key.digest());
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf) {
-    if (buf.getError() != std::errc::no_such_file_or_directory)
-      warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" +
-                                   buf.getError().message() + ")");
+  auto miss = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.misses;
     return std::nullopt;
+  };
+  // A regular file, not a link, FIFO or device, and not larger than the cache.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT)
+      warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + errnoText() + ")");
+    return miss();
+  }
+  if (!S_ISREG(st.st_mode)) {
+    warnOnce("kind:" + path, "compile cache entry '" + path +
+                                 "' is not a regular file; it is skipped (and replaced by the next write)");
+    return miss();
+  }
+  if (uint64_t(st.st_size) > std::max<uint64_t>(maxBytes_, kHeaderBytes)) {
+    reject(path, "it is larger than the cache's size cap");
+    return miss();
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + errnoText() + ")");
+    return miss();
+  }
+  auto buf = llvm::MemoryBuffer::getOpenFile(fd, path, st.st_size, /*RequiresNullTerminator=*/false);
+  ::close(fd);
+  if (!buf) {
+    warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + buf.getError().message() + ")");
+    return miss();
   }
   auto entry = decode((*buf)->getBuffer());
   if (!entry) {
@@ -270,19 +319,43 @@ void DiskCache::store(const CachedFunction &entry) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.writes;
   }
-  evictIfNeeded();
+  evictIfNeeded(path);
 }
 
-std::vector<DiskCache::File> DiskCache::scan() const {
+std::vector<DiskCache::File> DiskCache::scan(std::vector<File> *orphans) const {
+  // Exactly <dir>/v1/<2 hex>/<32 hex>.kiln: real directories and regular
+  // files only, never a symlink, never anything else in the tree.
   std::vector<File> files;
   if (mode_.load() == CacheMode::kOff) return files;
+  std::string root = dir_ + "/" + kLayout;
+  auto mtimeOf = [](const struct stat &st) {
+    auto t = llvm::sys::toTimePoint(st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    auto now = std::chrono::system_clock::now();
+    return t > now ? llvm::sys::TimePoint<>(now) : llvm::sys::TimePoint<>(t);  // future mtimes count as now
+  };
   std::error_code ec;
-  for (llvm::sys::fs::recursive_directory_iterator it(dir_ + "/" + kLayout, ec), end;
-       it != end && !ec; it.increment(ec)) {
-    if (!llvm::StringRef(it->path()).ends_with(kSuffix)) continue;
-    llvm::sys::fs::file_status st;
-    if (llvm::sys::fs::status(it->path(), st)) continue;
-    files.push_back({it->path(), st.getSize(), st.getLastModificationTime()});
+  for (llvm::sys::fs::directory_iterator shard(root, ec), end; shard != end && !ec; shard.increment(ec)) {
+    llvm::StringRef shardName = llvm::sys::path::filename(shard->path());
+    struct stat sst;
+    if (shardName.size() != 2 || !isHex(shardName) || ::lstat(shard->path().c_str(), &sst) != 0 ||
+        !S_ISDIR(sst.st_mode))
+      continue;
+    std::error_code ec2;
+    for (llvm::sys::fs::directory_iterator it(shard->path(), ec2), end2; it != end2 && !ec2; it.increment(ec2)) {
+      std::string path = it->path();
+      llvm::StringRef name = llvm::sys::path::filename(path);
+      struct stat st;
+      if (!lstatRegular(path, st)) continue;
+      if (name.starts_with(".tmp.")) {
+        if (orphans && std::chrono::system_clock::now() - mtimeOf(st) > kOrphanAge)
+          orphans->push_back({path, uint64_t(st.st_size), mtimeOf(st)});
+        continue;
+      }
+      llvm::StringRef digest = name;
+      if (!digest.consume_back(kSuffix) || digest.size() != 32 || !isHex(digest) || !digest.starts_with(shardName))
+        continue;
+      files.push_back({path, uint64_t(st.st_size), mtimeOf(st)});
+    }
   }
   return files;
 }
@@ -317,23 +390,38 @@ uint64_t DiskCache::totalBytes() const {
   return total;
 }
 
-void DiskCache::evictIfNeeded() {
-  std::vector<File> files = scan();
+void DiskCache::evictIfNeeded(const std::string &keep) {
+  std::vector<File> orphans;
+  std::vector<File> files = scan(&orphans);
   uint64_t total = 0;
   for (const File &f : files) total += f.bytes;
-  if (total <= maxBytes_) return;
+  if (total <= maxBytes_ && orphans.empty()) return;
   std::string lockPath = dir_ + "/lock";
-  int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // another process is evicting
     ::close(fd);
     return;
   }
-  std::sort(files.begin(), files.end(), [](auto &a, auto &b) { return a.mtime < b.mtime; });
+  size_t evicted = 0, cleaned = 0;
+  for (const File &f : orphans)  // writers killed before their rename
+    if (::unlink(f.path.c_str()) == 0) ++cleaned;
+  // Only kiln entries count and can go: a foreign file with an entry's name
+  // neither triggers eviction nor is removed.
+  files.erase(std::remove_if(files.begin(), files.end(), [](const File &f) { return !isOurEntry(f.path); }),
+              files.end());
+  total = 0;
+  for (const File &f : files) total += f.bytes;
+  // Oldest first; an entry larger than the whole cap goes first whatever its
+  // age; the entry just written stays.
+  std::sort(files.begin(), files.end(), [&](const File &a, const File &b) {
+    bool ha = a.bytes > maxBytes_, hb = b.bytes > maxBytes_;
+    return ha != hb ? ha : a.mtime < b.mtime;
+  });
   uint64_t target = maxBytes_ / 10 * 9;
-  size_t evicted = 0;
   for (const File &f : files) {
     if (total <= target) break;
+    if (f.path == keep) continue;
     if (::unlink(f.path.c_str()) == 0) {
       total -= f.bytes;
       ++evicted;
@@ -343,6 +431,7 @@ void DiskCache::evictIfNeeded() {
   ::close(fd);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.evictions += evicted;
+  stats_.orphansRemoved += cleaned;
 }
 
 DiskCacheStats DiskCache::stats() const {
@@ -355,8 +444,10 @@ llvm::Expected<size_t> DiskCache::clear() {
     return error(ErrorCode::kIO, "the compile cache in '%s' is %s; cannot clear it",
                                    dir_.c_str(), cacheModeName(mode_.load()).str().c_str());
   size_t n = 0;
-  for (const File &f : scan())
-    if (::unlink(f.path.c_str()) == 0) ++n;
+  std::vector<File> orphans;
+  for (const File &f : scan(&orphans))
+    if (isOurEntry(f.path) && ::unlink(f.path.c_str()) == 0) ++n;
+  for (const File &f : orphans) ::unlink(f.path.c_str());
   return n;
 }
 

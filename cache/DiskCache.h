@@ -56,6 +56,7 @@ struct CachedFunction {
 
 struct DiskCacheStats {
   uint64_t hits = 0, misses = 0, rejected = 0, writes = 0, writeErrors = 0, evictions = 0;
+  uint64_t orphansRemoved = 0;  // temporary files of killed writers
 };
 
 struct DiskEntryInfo {
@@ -102,10 +103,13 @@ private:
     uint64_t bytes;
     llvm::sys::TimePoint<> mtime;
   };
-  std::vector<File> scan() const;
+  /// The tree's entries; with `orphans`, also stale temporary files.
+  std::vector<File> scan(std::vector<File> *orphans = nullptr) const;
   void warnOnce(const std::string &key, const std::string &message);
   void reject(const std::string &path, const std::string &why);
-  void evictIfNeeded();
+  /// Above the size cap: oldest entries go (never `keep`, never a file
+  /// that is not a kiln entry); stale temporary files always go.
+  void evictIfNeeded(const std::string &keep = "");
 
   std::string dir_;
   std::atomic<CacheMode> mode_{CacheMode::kOff};

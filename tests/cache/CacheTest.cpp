@@ -10,8 +10,13 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <cstdlib>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -155,6 +160,107 @@ TEST(DiskCache, BadFilesOnDiskAreReportedOnceRemovedAndMissed) {
   EXPECT_EQ(cache->stats().rejected, 2u);
   EXPECT_EQ(warnings.size(), 1u);  // the same path is reported once per process
   EXPECT_EQ(cache->stats().hits, 1u);
+}
+
+namespace {
+void writeFile(const std::string &path, const std::string &bytes) {
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+/// The entry path for digest `d` under cache dir `dir`.
+std::string entryPath(const std::string &dir, const std::string &d) { return dir + "/v1/" + d.substr(0, 2) + "/" + d + ".kiln"; }
+}  // namespace
+
+// Issue 14 (data loss): the cache only deletes files it wrote, never follows
+// a symlink, and odd sizes and mtimes do not make it evict everything.
+TEST(DiskCache, ClearAndEvictionTouchOnlyTheCachesOwnEntries) {
+  TempDir cache, outside;
+  // User files outside the cache, reachable through symlinks planted in the tree.
+  writeFile(outside.path + "/precious.kiln", "user data");
+  writeFile(outside.path + "/ab/0123456789abcdef0123456789abcdef.kiln", "user data");
+  DiskCacheOptions o;
+  o.dir = cache.path;
+  auto c = DiskCache::open(o);
+  CachedFunction e = sampleEntry();
+  c->store(e);
+  std::string ours = entryPath(cache.path, e.key.digest());
+  ASSERT_TRUE(llvm::sys::fs::exists(ours));
+  ASSERT_EQ(::symlink(outside.path.c_str(), (cache.path + "/v1/zz").c_str()), 0);
+  ASSERT_EQ(::symlink((outside.path + "/ab").c_str(), (cache.path + "/v1/ab").c_str()), 0);
+  // A user file with an entry-like name but no kiln header, and one named *.kiln.
+  std::string foreign = entryPath(cache.path, "cd" + std::string(30, '0'));
+  writeFile(foreign, "not a cache entry");
+  writeFile(cache.path + "/v1/cd/notes.kiln", "user notes");
+
+  EXPECT_EQ(c->list().size(), 2u);  // ours and the foreign file with an entry's name; no symlinked files
+  auto removed = c->clear();
+  ASSERT_TRUE(bool(removed));
+  EXPECT_EQ(*removed, 1u);
+  EXPECT_FALSE(llvm::sys::fs::exists(ours));
+  for (const std::string &kept : {outside.path + "/precious.kiln", outside.path + "/ab/0123456789abcdef0123456789abcdef.kiln",
+                                  foreign, cache.path + "/v1/cd/notes.kiln"})
+    EXPECT_TRUE(llvm::sys::fs::exists(kept)) << kept;
+
+  // A huge sparse foreign file with a future mtime does not make eviction
+  // delete every entry (nor the entry just written).
+  DiskCacheOptions small = o;
+  small.maxBytes = 4096;
+  auto c2 = DiskCache::open(small);
+  std::string sparse = entryPath(cache.path, "ef" + std::string(30, '1'));
+  writeFile(sparse, "");
+  ASSERT_EQ(::truncate(sparse.c_str(), 1ll << 40), 0);
+  struct timespec future[2] = {{0, UTIME_OMIT}, {std::time(nullptr) + 86400 * 365, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, sparse.c_str(), future, 0), 0);
+  CachedFunction e2 = sampleEntry();
+  e2.key.signature = "2x4xf32";
+  c2->store(e);
+  c2->store(e2);
+  EXPECT_TRUE(c2->load(e2.key).has_value());  // the entry just written survives
+  EXPECT_TRUE(c2->load(e.key).has_value());   // and the other fits under the cap
+  EXPECT_TRUE(llvm::sys::fs::exists(sparse));  // not ours: never deleted
+  EXPECT_EQ(c2->stats().evictions, 0u);
+}
+
+// Issue 14 (liveness, memory): an entry path that is a symlink to a device,
+// a FIFO or a directory is skipped with a warning, never read, never hangs.
+TEST(DiskCache, EntriesThatAreNotRegularFilesAreSkipped) {
+  TempDir tmp;
+  std::vector<std::string> warnings;
+  DiskCacheOptions o;
+  o.dir = tmp.path;
+  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  auto c = DiskCache::open(o);
+  CachedFunction e = sampleEntry();
+  std::string path = entryPath(tmp.path, e.key.digest());
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  EXPECT_FALSE(c->load(e.key).has_value());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is not a regular file"), std::string::npos) << warnings[0];
+  c->store(e);  // the write replaces the link itself
+  EXPECT_TRUE(c->load(e.key).has_value());
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+
+  CachedFunction e2 = sampleEntry();
+  e2.key.signature = "3x4xf32";
+  std::string fifo = entryPath(tmp.path, e2.key.digest());
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(fifo));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_FALSE(c->load(e2.key).has_value());  // returns at once
+  EXPECT_EQ(c->list().size(), 1u);            // ls skips it too
+
+  // Temporary files of a killed writer are removed once stale, and counted.
+  std::string orphan = llvm::sys::path::parent_path(path).str() + "/.tmp.99999.0.deadbeef";
+  writeFile(orphan, "half an entry");
+  struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 7200, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, orphan.c_str(), old, 0), 0);
+  CachedFunction e3 = sampleEntry();
+  e3.key.signature = "4x4xf32";
+  c->store(e3);
+  EXPECT_FALSE(llvm::sys::fs::exists(orphan));
+  EXPECT_EQ(c->stats().orphansRemoved, 1u);
 }
 
 TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
