@@ -108,6 +108,9 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
       auto t = toTensorType(fn.getArgumentTypes()[i], why);
       if (!t && sig.unsupported.empty())
         sig.unsupported = "argument " + std::to_string(i) + ": " + why;
+      if (t && t->isStatic() && t->byteSize() == SIZE_MAX && sig.unsupported.empty())
+        sig.unsupported = "argument " + std::to_string(i) + ": tensor<" + t->str() +
+                          "> has more bytes than 64 bits can count";
       sig.args.push_back({argumentName(fn, i), t.value_or(TensorType())});
     }
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
@@ -115,6 +118,9 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
       auto t = toTensorType(fn.getResultTypes()[i], why);
       if (!t && sig.unsupported.empty())
         sig.unsupported = "result " + std::to_string(i) + ": " + why;
+      if (t && t->isStatic() && t->byteSize() == SIZE_MAX && sig.unsupported.empty())
+        sig.unsupported = "result " + std::to_string(i) + ": tensor<" + t->str() +
+                          "> has more bytes than 64 bits can count";
       sig.results.push_back(t.value_or(TensorType()));
     }
     I.functions.push_back(std::move(sig));

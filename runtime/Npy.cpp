@@ -52,7 +52,9 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   if (descr.starts_with(">")) return fail("big-endian data is not supported");
   if (dictValue(header, "fortran_order") != "False")
     return fail("Fortran-ordered arrays are not supported");
-  llvm::StringRef shapeText = dictValue(header, "shape").trim("() ");
+  llvm::StringRef shapeValue = dictValue(header, "shape");
+  if (shapeValue.empty()) return fail("the header has no 'shape'");
+  llvm::StringRef shapeText = shapeValue.trim("() ");
   Shape shape;
   llvm::SmallVector<llvm::StringRef, 6> parts;
   shapeText.split(parts, ',', -1, /*KeepEmpty=*/false);
@@ -62,14 +64,22 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
     shape.push_back(d);
   }
   llvm::StringRef payload = bytes.drop_front(headerStart + headerLen);
-  size_t need = size_t(numElements(shape)) * dtypeSize(*dtype);
-  if (payload.size() < need)
-    return fail("payload has " + llvm::Twine(payload.size()) + " bytes, shape " +
-                shapeToString(shape) + " needs " + llvm::Twine(need));
+  size_t need = TensorType{*dtype, shape}.byteSize();  // saturates: never wraps to a small size
+  if (need == SIZE_MAX) return fail("shape " + shapeToString(shape) + " has more bytes than 64 bits can count");
+  if (payload.size() != need)
+    return fail("payload has " + llvm::Twine(payload.size()) + " bytes, shape " + shapeToString(shape) + " needs " +
+                llvm::Twine(need));
   return Tensor::fromHost(*dtype, shape, payload.data());
 }
 
 llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
+  // A regular file (links are followed), not a device or FIFO, that fits in memory.
+  llvm::sys::fs::file_status st;
+  if (auto ec = llvm::sys::fs::status(path, st))
+    return error(ErrorCode::kIO, "cannot read '%s': %s", path.str().c_str(), ec.message().c_str());
+  if (st.type() != llvm::sys::fs::file_type::regular_file)
+    return error(ErrorCode::kInvalidArgument, "'%s' is not a regular file", path.str().c_str());
+  if (auto err = checkAllocatable(st.getSize(), "'" + path.str() + "'")) return std::move(err);
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return error(ErrorCode::kIO, "cannot read '%s': %s", path.str().c_str(),

@@ -19,6 +19,8 @@ uint64_t physicalMemoryBytes() {
 
 llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what) {
   if (bytes <= physicalMemoryBytes()) return llvm::Error::success();
+  if (bytes >= uint64_t(kSizeOverflow))
+    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
   return error(ErrorCode::kResourceExhausted, "%s needs %llu bytes, more than this machine's %llu bytes of memory",
                                  what.str().c_str(), (unsigned long long)bytes,
                                  (unsigned long long)physicalMemoryBytes());
@@ -26,7 +28,8 @@ llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what) {
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return kSizeOverflow;
   return n;
 }
 
@@ -66,6 +69,8 @@ namespace {
 /// malloc (thread-cached, fast for small blocks) with manual 64-byte
 /// alignment; the raw pointer sits just before the aligned address.
 void *alignedBlock(size_t bytes) {
+  if (bytes > SIZE_MAX - 2 * kBufferAlignment - sizeof(void *))  // never wrap to a small block
+    llvm::report_bad_alloc_error("kiln: a buffer larger than the address space was requested");
   void *raw = std::malloc(bytes + kBufferAlignment + sizeof(void *));
   if (!raw) llvm::report_bad_alloc_error("kiln: out of host memory");
   uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + sizeof(void *) + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
@@ -82,7 +87,7 @@ void Buffer::operator delete(void *p) { freeBlock(p); }
 
 llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
   // The header lives in the block's first 64 bytes; the data follows.
-  void *block = alignedBlock(kBufferAlignment + (bytes ? bytes : 1));
+  void *block = alignedBlock(bytes > SIZE_MAX - kBufferAlignment ? SIZE_MAX : kBufferAlignment + (bytes ? bytes : 1));
   Buffer *b = ::new (block) Buffer(static_cast<char *>(block) + kBufferAlignment, bytes, true, nullptr);
   return llvm::IntrusiveRefCntPtr<Buffer>(b);
 }

@@ -34,8 +34,10 @@ uint64_t physicalMemoryBytes();
 /// An error when `bytes` of buffers cannot possibly be allocated here.
 llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what);
 
-/// Number of elements of a static shape (1 for rank 0).
+/// Number of elements of a static shape (1 for rank 0). Saturates: a shape
+/// whose count overflows gives kSizeOverflow, never a wrapped small number.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
+inline constexpr int64_t kSizeOverflow = INT64_MAX;
 /// "1x224x224x3" (dynamic dims print as "?"); rank 0 prints as "".
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);
 /// Parses "1x8x8x3xf32" (TensorType::str()); "f32" is a rank-0 tensor.
@@ -78,7 +80,11 @@ struct TensorType {
   Shape shape;
   bool isStatic() const;
   int64_t numElements() const { return kiln::numElements(shape); }
-  size_t byteSize() const { return size_t(numElements()) * dtypeSize(dtype); }
+  /// Saturates like numElements (SIZE_MAX when the byte count overflows).
+  size_t byteSize() const {
+    size_t out;
+    return __builtin_mul_overflow(size_t(numElements()), dtypeSize(dtype), &out) ? SIZE_MAX : out;
+  }
   /// "1x8x8x3xf32", the MLIR spelling without "tensor<>".
   std::string str() const;
   bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }

@@ -164,11 +164,15 @@ int runCommand(const std::string &model, const std::string &function,
     if (!t) return fail("--input " + arg + ": " + llvm::toString(t.takeError()));
     inputs[index] = *t;
   }
+  if (!sig->unsupported.empty()) return fail(llvm::toString(kiln::checkInputs(*sig, {})));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].valid()) continue;
     kiln::TensorType type = sig->args[i].type;
     for (int64_t &d : type.shape)
       if (d == kiln::kDynamic) d = 1;
+    if (auto err = kiln::checkAllocatable(type.byteSize(), "random input " + std::to_string(i) + " (tensor<" +
+                                                               type.str() + ">)"))
+      return fail(llvm::toString(std::move(err)));
     inputs[i] = randomTensor(type, unsigned(1234 + i));
     std::printf("input %zu%s: random tensor<%s>%s\n", i,
                 sig->args[i].name.empty() ? "" : (" (" + sig->args[i].name + ")").c_str(),

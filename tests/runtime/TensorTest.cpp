@@ -1,3 +1,4 @@
+#include "runtime/Error.h"
 #include "runtime/Npy.h"
 #include "runtime/Tensor.h"
 #include "tests/TestUtil.h"
@@ -93,5 +94,32 @@ TEST(Npy, RejectsBadFiles) {
   EXPECT_NE(test::errorOf(parseNpy(bytes.substr(0, bytes.size() - 8), "t.npy")).find("payload"),
             std::string::npos);
   EXPECT_NE(test::errorOf(readNpy("/nonexistent/dir/x.npy")).find("cannot read"),
+            std::string::npos);
+}
+
+// Issue 14: sizes never wrap; the payload is exactly the shape's bytes.
+TEST(Npy, SizesNeverWrapAndPayloadsAreExact) {
+  auto npy = [](const std::string &shape, size_t payload) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header += std::string(63 - (10 + header.size()) % 64, ' ') + "\n";
+    std::string out("\x93NUMPY\x01\x00", 8);
+    out += char(header.size() & 0xff);
+    out += char(header.size() >> 8);
+    return out + header + std::string(payload, '\0');
+  };
+  // 2^58 * 64 elements wraps to 0 bytes in 64-bit arithmetic.
+  EXPECT_NE(test::errorOf(parseNpy(npy("(288230376151711744, 64)", 0), "w.npy")).find("more bytes than 64 bits"),
+            std::string::npos);
+  EXPECT_NE(test::errorOf(parseNpy(npy("(2, 2)", 17), "x.npy")).find("payload has 17 bytes, shape 2x2 needs 16"),
+            std::string::npos);
+  EXPECT_TRUE(bool(parseNpy(npy("(2, 2)", 16), "ok.npy")));
+  std::string noShape = npy("(2, 2)", 16);
+  noShape.replace(noShape.find("'shape'"), 7, "'shapf'");
+  EXPECT_NE(test::errorOf(parseNpy(noShape, "s.npy")).find("no 'shape'"), std::string::npos);
+  // Saturating sizes.
+  EXPECT_EQ(numElements({3, INT64_MAX}), kSizeOverflow);
+  EXPECT_EQ((TensorType{DType::f32, {4294967296, 4294967296}}.byteSize()), SIZE_MAX);
+  EXPECT_EQ((TensorType{DType::f32, {2, 3}}.byteSize()), 24u);
+  EXPECT_NE(toStatus(checkAllocatable(SIZE_MAX, "x")).message.find("more bytes than 64 bits can count"),
             std::string::npos);
 }

@@ -1,0 +1,4 @@
+func.func @main(%x: tensor<3x9223372036854775807xf32>) -> tensor<3x9223372036854775807xf32> {
+  %y = tosa.exp %x : (tensor<3x9223372036854775807xf32>) -> tensor<3x9223372036854775807xf32>
+  return %y : tensor<3x9223372036854775807xf32>
+}
