@@ -19,6 +19,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -81,6 +83,37 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   return std::move(p);
 }
 
+/// "" if no call reachable from `root` recurses, else the cycle
+/// ("@a calls @b, which calls @a (file:line:col)"): generated code has no
+/// stack bound, so recursion is refused at load.
+static std::string recursion(ModuleOp module, func::FuncOp root) {
+  llvm::DenseMap<Operation *, int> state;  // 1 = on the path, 2 = done
+  std::vector<std::string> path;
+  std::string found;
+  std::function<void(func::FuncOp)> visit = [&](func::FuncOp f) {
+    state[f] = 1;
+    path.push_back(f.getSymName().str());
+    f.walk([&](func::CallOp call) {
+      if (!found.empty()) return WalkResult::interrupt();
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee) return WalkResult::advance();
+      if (state.lookup(callee) == 1) {
+        found = "@" + path.front();
+        for (size_t i = 1; i < path.size(); ++i) found += " calls @" + path[i] + ",";
+        found += (path.size() > 1 ? " which" : "") + std::string(" calls @") + callee.getSymName().str() +
+                 " recursively (" + locationString(call.getLoc()) + "); kiln does not compile recursion";
+        return WalkResult::interrupt();
+      }
+      if (!state.count(callee)) visit(callee);
+      return found.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    });
+    path.pop_back();
+    state[f] = 2;
+  };
+  visit(root);
+  return found;
+}
+
 llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
   Impl &I = *this;
   // Only dialects kiln lowers may appear.
@@ -123,6 +156,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
                           "> has more bytes than 64 bits can count";
       sig.results.push_back(t.value_or(TensorType()));
     }
+    if (sig.unsupported.empty()) sig.unsupported = recursion(*I.module, fn);
     I.functions.push_back(std::move(sig));
   }
   return llvm::Error::success();
@@ -299,6 +333,21 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
     for (unsigned a = 0; a < f.getNumArguments(); ++a) f.removeArgAttr(a, kWeightAttrName);
     f->print(os, OpPrintingFlags().printGenericOpForm());
     os << "\n";
+    // Blobs left in the code (callees, small constants) print as their key
+    // only: their bytes are part of the graph too.
+    f.walk([&](Operation *op) {
+      auto visit = [&](DenseResourceElementsAttr r) {
+        AsmResourceBlob *blob = r.getRawHandle().getBlob();
+        os << "blob " << r.getRawHandle().getKey() << " = ";
+        if (blob) os << llvm::format_hex(llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+                                             reinterpret_cast<const uint8_t *>(blob->getData().data()),
+                                             blob->getData().size())), 18);
+        else os << "<missing>";
+        os << "\n";
+      };
+      if (Attribute props = op->getPropertiesAsAttribute()) props.walk(visit);
+      op->getAttrDictionary().walk(visit);
+    });
   }
   impl->canonicalGraphs[function] = text;
   return text;

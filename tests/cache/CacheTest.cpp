@@ -489,3 +489,42 @@ TEST(CompileCache, TwoProcessesPopulateOneDirectory) {
   for (llvm::sys::fs::recursive_directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec))
     EXPECT_EQ(llvm::StringRef(it->path()).find("/.tmp."), llvm::StringRef::npos) << it->path();
 }
+
+// Issue 14 item 1: a constant left in the code (here a blob in a private
+// callee) is part of the cache key: two models differing only there never
+// share an entry.
+TEST(CompileCache, BlobsInCalleesArePartOfTheKey) {
+  auto model = [](const char *hex) {
+    return std::string(R"mlir(
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = "tosa.const"() <{values = dense_resource<blob> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %y = tosa.add %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+{-#
+  dialect_resources: { builtin: { blob: "0x04000000)mlir") + hex + R"mlir(" } }
+#-}
+)mlir";
+  };
+  // [1, 2, 3, 4] and [10, 20, 30, 40] as little-endian f32.
+  std::string a = model("0000803F000000400000404000008040"), b = model("00002041000020420000F0410000204242");
+  b = model("000020410000A0410000F04100002042");
+  TempDir tmp;
+  auto rt = runtimeAt(tmp.path);
+  auto ma = KILN_TAKE(rt->loadModule(a, "a"));
+  auto mb = KILN_TAKE(rt->loadModule(b, "b"));
+  Tensor x = Tensor::fromVector<float>(DType::f32, {4}, {0, 0, 0, 0});
+  auto ya = KILN_TAKE(ma->call("main", {x}));
+  auto yb = KILN_TAKE(mb->call("main", {x}));
+  ASSERT_EQ(ya.size(), 1u);
+  ASSERT_EQ(yb.size(), 1u);
+  EXPECT_FLOAT_EQ(ya[0].data<float>()[3], 4.0f);
+  EXPECT_FLOAT_EQ(yb[0].data<float>()[3], 40.0f);
+  auto ka = KILN_TAKE(ma->cacheKey("main", {x.type()}));
+  auto kb = KILN_TAKE(mb->cacheKey("main", {x.type()}));
+  EXPECT_EQ(ka.firstDifference(kb), "graph");
+}

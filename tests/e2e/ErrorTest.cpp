@@ -156,3 +156,25 @@ TEST(Errors, ImpossiblyLargeTensorsAreErrorsNotAborts) {
   std::string msg = test::errorOf(m->call("f", {f32({1})}));
   EXPECT_TRUE(contains(msg, "more than this machine's")) << msg;
 }
+
+// Issue 14 item 7: recursion is refused at load, naming the cycle.
+TEST(Errors, RecursionIsRefusedAtLoad) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = func.call @main(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+)mlir";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(mlir, "rec.mlir"));
+  ASSERT_TRUE(m);
+  auto r = m->call("main", {Tensor::empty(DType::f32, {4})});
+  ASSERT_FALSE(bool(r));
+  Status s = toStatus(r.takeError());
+  EXPECT_EQ(s.code, ErrorCode::kUnsupported);
+  EXPECT_EQ(s.message, "function @main cannot be called by kiln: @main calls @helper, which calls @main recursively "
+                       "(rec.mlir:7:8); kiln does not compile recursion") << s.message;
+}
