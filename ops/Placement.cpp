@@ -1,4 +1,5 @@
 #include "ops/Placement.h"
+#include "ops/OpTable.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -47,6 +48,9 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
                    item.str().c_str(), mode.str().c_str());
     if (op != "*" && !op.contains('.'))
       return error(ErrorCode::kInvalidArgument, "op mode '%s': '%s' is not an op name like tosa.conv2d",
+                   item.str().c_str(), op.str().c_str());
+    if (op != "*" && !lookupOp(op))
+      return error(ErrorCode::kInvalidArgument, "op mode '%s': '%s' is not an op kiln knows (ops/Ops.def)",
                    item.str().c_str(), op.str().c_str());
     o.modes[op.str()] = m;
   }

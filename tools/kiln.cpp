@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -283,11 +284,13 @@ int prewarmCommand(const std::string &model, const std::string &function,
   auto st = cc.stats();
   std::string sigText;
   for (auto &t : *types) sigText += (sigText.empty() ? "" : ",") + t.str();
+  if (!st.diskHits && st.disk.writes == 0)
+    return fail("the compile cache in '" + cc.disk().dir() + "' is " +
+                kiln::cache::cacheModeName(cc.disk().mode()).str() + "; nothing was stored");
   std::printf("prewarmed @%s (%s) in %.1f ms: %s; cache %s (%s)\n", function.c_str(), sigText.c_str(),
               msSince(t0), st.diskHits ? "already on disk" : "compiled and stored",
               cc.disk().dir().c_str(), kiln::cache::cacheModeName(cc.disk().mode()).str().c_str());
-  if (cc.disk().mode() != kiln::cache::CacheMode::kReadWrite)
-    return fail("the compile cache is not writable; nothing was stored");
+  std::fflush(stdout);
   return 0;
 }
 
@@ -357,7 +360,7 @@ int main(int argc, char **argv) {
   run->add_option("--input,-i", inputs, "ARG=FILE.npy (ARG: position or argument name)");
   run->add_option("--output,-o", outputDir, "write outputs as DIR/out0.npy, ...");
   run->add_option("--iterations,-n", iterations, "timed calls after the first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   run->add_option("--opt-level,-O", optLevel, "LLVM optimization level")
       ->check(CLI::Range(0, 3))
@@ -399,7 +402,17 @@ int main(int argc, char **argv) {
 
   CLI::App *list = app.add_subcommand("models", "list the built-in models");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {  // usage errors: one line, exit 1, like every other error
+    return fail(e.what() + std::string(" (see kiln --help)"));
+  }
   common.optLevel = optLevel;
   if (*run) return runCommand(model, function, inputs, outputDir, iterations, explain, common);
   if (*prewarm) return prewarmCommand(model, function, shapes, common);
