@@ -3,11 +3,16 @@
 //   BM_ModelCall/<model>       steady-state latency of Module::call (sync)
 //   BM_ModelCallAsync/<model>  throughput with 8 calls in flight
 //   BM_FirstCall/<model>       load + JIT-compile + first run, fresh Runtime and Module each time
+//   BM_CompileChain/<n>/<mode> compile time of a chain of n tosa.add ops (mode 0: JIT, 1: all
+//                              kernels); ms per op shows whether compile work stays linear
 #include "bench/BenchCommon.h"
 #include "api/Kiln.h"
+#include "lowering/GraphBuilder.h"
 #include "tools/models/BuiltinModels.h"
 
 #include <benchmark/benchmark.h>
+
+#include <chrono>
 
 using namespace kiln;
 
@@ -71,5 +76,27 @@ static void BM_FirstCall(benchmark::State &state) {
   state.SetLabel(model->name);
 }
 BENCHMARK(BM_FirstCall)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+static void BM_CompileChain(benchmark::State &state) {
+  int64_t n = state.range(0);
+  auto rt = bench::makeRuntime(state.range(1) ? "*=kernel" : "");
+  TensorType t{DType::f32, {16}};
+  double ms = 0;
+  for (auto _ : state) {
+    lowering::GraphBuilder g("main", "chain");
+    auto x = g.argument(t);
+    auto v = x;
+    for (int64_t i = 0; i < n; ++i) v = llvm::cantFail(g.op("tosa.add", {v, x}, {}, {t}))[0];
+    auto t0 = std::chrono::steady_clock::now();
+    auto m = llvm::cantFail(rt->loadProgram(llvm::cantFail(g.finish({v}))));
+    llvm::cantFail(m->compile("main", {t}).takeError());
+    ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  state.counters["ops"] = double(n);
+  state.counters["compile_ms_per_1k_ops"] = ms / double(state.iterations()) / (double(n) / 1000);
+}
+BENCHMARK(BM_CompileChain)
+    ->Args({1000, 0})->Args({10000, 0})->Args({1000, 1})->Args({10000, 1})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 BENCHMARK_MAIN();

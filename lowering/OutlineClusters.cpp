@@ -20,6 +20,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <queue>
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNOUTLINECLUSTERS
@@ -42,25 +43,23 @@ struct Grouping {
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
 
-  void grow(size_t n) {
-    for (Group &g : groups) g.deps.resize(n);
-  }
+  /// Bit vectors grow lazily: a bit past the end is clear.
+  static bool has(const llvm::BitVector &b, int i) { return size_t(i) < b.size() && b.test(i); }
   int create(bool jit, Operation *op, const llvm::BitVector &deps) {
     groups.push_back({jit, {op}, deps});
-    grow(groups.size());
     groupOf[op] = int(groups.size() - 1);
     return int(groups.size() - 1);
   }
   /// Keeps every group's deps closed after `c`'s deps grew.
   void close(int c) {
     for (Group &g : groups)
-      if (!g.dead && g.deps.size() > size_t(c) && g.deps.test(c)) g.deps |= groups[c].deps;
+      if (!g.dead && has(g.deps, c)) g.deps |= groups[c].deps;
   }
   bool canMerge(int c, int d) const {
     for (size_t x = 0; x < groups.size(); ++x) {
       if (int(x) == c || int(x) == d || groups[x].dead) continue;
-      if (groups[x].deps.test(d) && groups[c].deps.test(x)) return false;
-      if (groups[x].deps.test(c) && groups[d].deps.test(x)) return false;
+      if (has(groups[x].deps, d) && has(groups[c].deps, int(x))) return false;
+      if (has(groups[x].deps, c) && has(groups[d].deps, int(x))) return false;
     }
     return true;
   }
@@ -69,19 +68,19 @@ struct Grouping {
     for (Operation *op : gd.ops) groupOf[op] = c;
     groups[c].ops.insert(groups[c].ops.end(), gd.ops.begin(), gd.ops.end());
     groups[c].deps |= gd.deps;
-    groups[c].deps.reset(c);
-    groups[c].deps.reset(d);
+    if (has(groups[c].deps, c)) groups[c].deps.reset(c);
+    if (has(groups[c].deps, d)) groups[c].deps.reset(d);
     gd.ops.clear();
     gd.dead = true;
     for (Group &g : groups)
-      if (!g.dead && g.deps.test(d)) {
+      if (!g.dead && has(g.deps, d)) {
         g.deps.reset(d);
+        if (g.deps.size() <= size_t(c)) g.deps.resize(c + 1);
         g.deps.set(c);
       }
     close(c);
   }
 };
-
 
 struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
   void runOnOperation() override {
@@ -144,7 +143,8 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         if (d != chosen && g.groups[d].jit && !g.groups[d].dead && g.canMerge(chosen, d)) g.merge(chosen, d);
     }
 
-    // Topological order of live groups (Kahn; ties by first op).
+    // Topological order of live groups (Kahn over direct producer edges,
+    // ties by first op): O(edges log groups).
     std::vector<int> live;
     for (size_t i = 0; i < g.groups.size(); ++i)
       if (!g.groups[i].dead) {
@@ -152,23 +152,35 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         std::sort(ops.begin(), ops.end(), [&](Operation *a, Operation *b) { return order[a] < order[b]; });
         live.push_back(int(i));
       }
+    std::vector<llvm::SmallVector<int, 4>> consumers(g.groups.size());
+    std::vector<int> indegree(g.groups.size(), 0);
+    for (int c : live) {
+      llvm::SmallDenseSet<int, 8> producers;
+      for (Operation *op : g.groups[c].ops)
+        for (Value v : externalOperands(op))
+          if (Operation *d = v.getDefiningOp())
+            if (auto it = g.groupOf.find(d); it != g.groupOf.end() && it->second != c)
+              producers.insert(it->second);
+      for (int p : producers) {
+        consumers[p].push_back(c);
+        ++indegree[c];
+      }
+    }
+    auto later = [&](int a, int b) { return order[g.groups[a].ops[0]] > order[g.groups[b].ops[0]]; };
+    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+    for (int c : live)
+      if (indegree[c] == 0) ready.push(c);
     std::vector<int> sorted;
-    std::vector<bool> placed(g.groups.size(), false);
-    while (sorted.size() < live.size()) {
-      int pick = -1;
-      for (int c : live) {
-        if (placed[c]) continue;
-        bool ready = true;
-        for (int d : live)
-          if (d != c && !placed[d] && g.groups[c].deps.test(d)) ready = false;
-        if (ready && (pick < 0 || order[g.groups[c].ops[0]] < order[g.groups[pick].ops[0]])) pick = c;
-      }
-      if (pick < 0) {
-        fn.emitError() << "kiln-outline-clusters: internal error: the clusters form a cycle";
-        return signalPassFailure();
-      }
-      placed[pick] = true;
-      sorted.push_back(pick);
+    while (!ready.empty()) {
+      int c = ready.top();
+      ready.pop();
+      sorted.push_back(c);
+      for (int n : consumers[c])
+        if (--indegree[n] == 0) ready.push(n);
+    }
+    if (sorted.size() != live.size()) {
+      fn.emitError() << "kiln-outline-clusters: internal error: the clusters form a cycle";
+      return signalPassFailure();
     }
 
     // Constants first, then each group in order: kernel ops move, clusters

@@ -84,4 +84,19 @@ def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg ops, bounding the fused body";
+  let description = [{
+    linalg-fuse-elementwise-ops with a cost bound: a producer is fused into
+    its consumer only while the fused body has at most `max-body-ops`
+    operations, which keeps compile time linear in the length of a chain.
+  }];
+  let options = [
+    Option<"maxBodyOps", "max-body-ops", "int64_t", "256",
+           "largest fused linalg.generic body, in operations">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::affine::AffineDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 #endif

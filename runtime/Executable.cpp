@@ -300,10 +300,15 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
     if (e.steps_[s].numPredecessors == 0) e.roots_.push_back(int(s));
 
   // reach[s]: steps reachable from s (strict descendants). Steps are in
-  // topological order, so one backward sweep computes it.
+  // topological order, so one backward sweep computes it. It costs n^2 bits
+  // and the placement below n^2 pairs: above kExactPlanSteps steps every
+  // intermediate gets memory of its own instead (linear; more memory, still
+  // bounded by checkAllocatable).
+  constexpr size_t kExactPlanSteps = 4096;
   size_t n = e.steps_.size();
-  std::vector<llvm::BitVector> reach(n, llvm::BitVector(n));
-  for (size_t s = n; s-- > 0;)
+  bool share = n <= kExactPlanSteps;
+  std::vector<llvm::BitVector> reach(share ? n : 0, llvm::BitVector(share ? n : 0));
+  for (size_t s = share ? n : 0; s-- > 0;)
     for (int succ : e.steps_[s].successors) {
       reach[s].set(succ);
       reach[s] |= reach[succ];
@@ -311,6 +316,7 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
   // `a` is dead before `b` is written: every reader of `a` (or its writer,
   // when nothing reads it) strictly happens-before b's writer.
   auto deadBefore = [&](const BufferDesc &a, const BufferDesc &b) {
+    if (!share) return false;
     if (a.consumers.empty()) return a.producer != b.producer && reach[a.producer].test(b.producer);
     for (int c : a.consumers)
       if (c == b.producer || !reach[c].test(b.producer)) return false;
@@ -328,8 +334,15 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
                    [&](int a, int b) { return e.buffers_[a].bytes > e.buffers_[b].bytes; });
   std::vector<int> placed;
   auto align = [](size_t x) { return (x + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; };
+  int64_t end = 0;  // !share: buffers back to back
   for (int b : order) {
     BufferDesc &d = e.buffers_[b];
+    if (!share) {
+      d.offset = end;
+      end += int64_t(align(std::max<size_t>(d.bytes, 1)));
+      e.stats_.arenaBytes = size_t(end);
+      continue;
+    }
     std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of conflicting placed buffers
     for (int p : placed) {
       const BufferDesc &q = e.buffers_[p];
@@ -349,15 +362,19 @@ llvm::Expected<std::shared_ptr<Executable>> ExecutableBuilder::build() {
   for (int o : e.outputs_) perExecution += e.buffers_[o].bytes;
   if (auto err = checkAllocatable(perExecution, "one execution's intermediate and output buffers"))
     return std::move(err);
-  // Largest live set in step order: a buffer is live from its writer to its last reader.
+  // Largest live set in step order: a buffer is live from its writer to its
+  // last reader (a sweep over begin/end events).
+  std::vector<int64_t> delta(n + 1, 0);
+  for (int b : order) {
+    const BufferDesc &d = e.buffers_[b];
+    int last = d.consumers.empty() ? d.producer : *std::max_element(d.consumers.begin(), d.consumers.end());
+    delta[size_t(d.producer)] += int64_t(d.bytes);
+    delta[size_t(last) + 1] -= int64_t(d.bytes);
+  }
+  int64_t live = 0;
   for (size_t s = 0; s < n; ++s) {
-    size_t live = 0;
-    for (int b : order) {
-      const BufferDesc &d = e.buffers_[b];
-      int last = d.consumers.empty() ? d.producer : *std::max_element(d.consumers.begin(), d.consumers.end());
-      if (d.producer <= int(s) && int(s) <= last) live += d.bytes;
-    }
-    e.stats_.largestLiveBytes = std::max(e.stats_.largestLiveBytes, live);
+    live += delta[s];
+    e.stats_.largestLiveBytes = std::max(e.stats_.largestLiveBytes, size_t(live));
   }
   return std::move(exe_);
 }
