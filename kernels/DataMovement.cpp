@@ -68,8 +68,10 @@ llvm::Expected<std::vector<TensorType>> reshapeShape(llvm::ArrayRef<TensorType> 
     if (s[d] == -1) {
       if (inferred >= 0) return fail("tosa.reshape: more than one -1 in the new shape");
       inferred = int64_t(d);
-    } else {
-      known *= s[d];
+    } else if (s[d] < 0) {
+      return fail("tosa.reshape: dimension " + llvm::Twine(d) + " of the new shape is " + llvm::Twine(s[d]));
+    } else if (__builtin_mul_overflow(known, s[d], &known)) {
+      return fail("tosa.reshape: the new shape has more elements than 64 bits can count");
     }
   }
   if (inferred >= 0) s[inferred] = known ? in[0].numElements() / known : 0;
@@ -126,7 +128,13 @@ llvm::Expected<std::vector<TensorType>> padShape(llvm::ArrayRef<TensorType> in, 
   if (!isFloat(in[0].dtype) && in[0].dtype != DType::i32 && in[0].dtype != DType::i8 && in[0].dtype != DType::i64)
     return fail("no tosa.pad kernel for " + std::string(dtypeName(in[0].dtype)));
   TensorType out = in[0];
-  for (size_t d = 0; d < out.shape.size(); ++d) out.shape[d] += (*pad)[2 * d] + (*pad)[2 * d + 1];
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    int64_t lo = (*pad)[2 * d], hi = (*pad)[2 * d + 1];
+    if (lo < 0 || hi < 0) return fail("tosa.pad: padding must be >= 0");
+    if (__builtin_add_overflow(out.shape[d], lo, &out.shape[d]) || __builtin_add_overflow(out.shape[d], hi, &out.shape[d]))
+      return fail("tosa.pad: the padded shape overflows 64 bits");
+  }
+  if (auto err = checkAllocatable(out.byteSize(), "tosa.pad's result tensor<" + out.str() + ">")) return std::move(err);
   return std::vector<TensorType>{out};
 }
 llvm::Error padCompute(const KernelArgs &a) {
@@ -223,7 +231,12 @@ llvm::Expected<std::vector<TensorType>> tileShape(llvm::ArrayRef<TensorType> in,
   if (!m) return m.takeError();
   if (m->size() != in[0].shape.size()) return fail("tosa.tile: multiples has the wrong rank");
   TensorType out = in[0];
-  for (size_t d = 0; d < m->size(); ++d) out.shape[d] *= (*m)[d];
+  for (size_t d = 0; d < m->size(); ++d) {
+    if ((*m)[d] < 1) return fail("tosa.tile: multiples must be >= 1");
+    if (__builtin_mul_overflow(out.shape[d], (*m)[d], &out.shape[d]))
+      return fail("tosa.tile: the tiled shape overflows 64 bits");
+  }
+  if (auto err = checkAllocatable(out.byteSize(), "tosa.tile's result tensor<" + out.str() + ">")) return std::move(err);
   return std::vector<TensorType>{out};
 }
 llvm::Error tileCompute(const KernelArgs &a) {

@@ -159,7 +159,10 @@ BINARY(Mul, "tosa.mul", Dom::IntOrFloat, Res::Same, wrapMul(a, b))
 BINARY(Maximum, "tosa.maximum", Dom::IntOrFloat, Res::Same, a > b ? a : b)
 BINARY(Minimum, "tosa.minimum", Dom::IntOrFloat, Res::Same, a < b ? a : b)
 BINARY(Pow, "tosa.pow", Dom::Float, Res::Same, T(std::pow(a, b)))
-BINARY(IntDiv, "tosa.intdiv", Dom::Int, Res::Same, T(b == 0 ? 0 : a / b))
+// Division by zero is an error before any element is computed (binaryCompute);
+// INT_MIN / -1 wraps to INT_MIN as two's complement does, instead of trapping.
+BINARY(IntDiv, "tosa.intdiv", Dom::Int, Res::Same,
+       T(b == 0 ? 0 : b == T(-1) ? T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(a)) : a / b))
 BINARY(BitwiseAnd, "tosa.bitwise_and", Dom::Int, Res::Same, T(a & b))
 BINARY(BitwiseOr, "tosa.bitwise_or", Dom::Int, Res::Same, T(a | b))
 BINARY(BitwiseXor, "tosa.bitwise_xor", Dom::Int, Res::Same, T(a ^ b))
@@ -193,6 +196,18 @@ llvm::Expected<std::vector<TensorType>> binaryShape(llvm::ArrayRef<TensorType> i
 
 template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
   const TensorType &o = a.outputTypes[0];
+  if constexpr (std::is_same_v<Op, IntDiv>) {
+    int64_t zeroAt = -1;
+    dispatch(a.inputTypes[1].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        const T *y = static_cast<const T *>(a.inputs[1]);
+        for (int64_t i = 0, n = a.inputTypes[1].numElements(); i < n && zeroAt < 0; ++i)
+          if (y[i] == 0) zeroAt = i;
+      }
+    });
+    if (zeroAt >= 0) return fail("tosa.intdiv: division by zero (divisor element " + llvm::Twine(zeroAt) + ")");
+  }
   int64_t n = o.numElements();
   bool flat = a.inputTypes[0].shape == o.shape && a.inputTypes[1].shape == o.shape;
   std::vector<int64_t> sa, sb;  // only broadcasting needs strides

@@ -238,6 +238,14 @@ llvm::Expected<std::vector<TensorType>> poolShape(llvm::ArrayRef<TensorType> in,
   if (!pad) return pad.takeError();
   if (in[0].shape.size() != 4 || in[0].dtype != DType::f32)
     return fail(llvm::Twine("no ") + op + " kernel for tensor<" + in[0].str() + ">");
+  if (kernel->size() != 2 || stride->size() != 2 || pad->size() != 4)
+    return fail(llvm::Twine(op) + ": need kernel[2], stride[2] and pad[4]");
+  for (int i = 0; i < 2; ++i)
+    if ((*kernel)[i] < 1 || (*stride)[i] < 1)
+      return fail(llvm::Twine(op) + ": kernel and stride must be >= 1");
+  for (int i = 0; i < 4; ++i)
+    if ((*pad)[i] < 0 || (*pad)[i] >= (*kernel)[i / 2])
+      return fail(llvm::Twine(op) + ": pad must be >= 0 and smaller than the kernel");
   int64_t OH = (in[0].shape[1] + (*pad)[0] + (*pad)[1] - (*kernel)[0]) / (*stride)[0] + 1;
   int64_t OW = (in[0].shape[2] + (*pad)[2] + (*pad)[3] - (*kernel)[1]) / (*stride)[1] + 1;
   if (OH <= 0 || OW <= 0) return fail(llvm::Twine(op) + ": the output would be empty");

@@ -8,6 +8,7 @@
 #include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
 
+#include <climits>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -296,4 +297,39 @@ TEST(Eager, TypedOpsFromTheOpTableMatchGenericCalls) {
     ASSERT_EQ(x.type(), y.type()) << op.name;
     EXPECT_EQ(0, std::memcmp(x.rawData(), y.rawData(), x.byteSize())) << op.name;
   }
+}
+
+// Issue 14 item 6: bad eager arguments are errors at the read, never a
+// signal; integer division by zero is an error, INT_MIN / -1 wraps.
+TEST(Eager, BadArgumentsAreErrorsNotSignals) {
+  Context ctx(test::sharedRuntime());
+  Tensor img = test::randomTensor({1, 4, 4, 2}, 1);
+  auto msg = [](const EagerTensor &t) { return t.isError() ? toStatus(t.value().takeError()).message : ""; };
+  EXPECT_NE(msg(ctx.maxPool2d(img, {2, 2}, {0, 1})).find("kernel and stride must be >= 1"), std::string::npos);
+  EXPECT_NE(msg(ctx.maxPool2d(img, {0, 2}, {1, 1})).find("kernel and stride must be >= 1"), std::string::npos);
+  ops::AttrMap shortLists;
+  shortLists.set("kernel", std::vector<int64_t>{2});
+  shortLists.set("stride", std::vector<int64_t>{});
+  shortLists.set("pad", std::vector<int64_t>{0, 0, 0, 0});
+  EXPECT_NE(msg(ctx.execute("tosa.max_pool2d", {img}, shortLists)).find("need kernel[2], stride[2] and pad[4]"),
+            std::string::npos);
+  EXPECT_NE(msg(ctx.reshape(img, {-4, 8})).find("dimension 0 of the new shape is -4"), std::string::npos);
+  ops::AttrMap hugePad;
+  hugePad.set("padding", std::vector<int64_t>{0, int64_t(1) << 62, 0, 0, 0, 0, 0, 0});
+  EXPECT_NE(msg(ctx.execute("tosa.pad", {img}, hugePad)).find("more bytes than 64 bits can count"), std::string::npos)
+      << msg(ctx.execute("tosa.pad", {img}, hugePad));
+  ops::AttrMap hugeTile;
+  hugeTile.set("multiples", std::vector<int64_t>{1, int64_t(1) << 40, 1 << 20, 1});
+  EXPECT_NE(msg(ctx.execute("tosa.tile", {img}, hugeTile)).find("tosa.tile's result"), std::string::npos);
+
+  Tensor a = Tensor::fromVector<int32_t>(DType::i32, {3}, {INT32_MIN, 7, -9});
+  Tensor minusOne = Tensor::fromVector<int32_t>(DType::i32, {3}, {-1, 2, -1});
+  Tensor withZero = Tensor::fromVector<int32_t>(DType::i32, {3}, {1, 0, 1});
+  auto q = ctx.intdiv(a, minusOne).value();
+  ASSERT_TRUE(bool(q));
+  EXPECT_EQ(q->data<int32_t>()[0], INT32_MIN);
+  EXPECT_EQ(q->data<int32_t>()[1], 3);
+  EXPECT_EQ(q->data<int32_t>()[2], 9);
+  EXPECT_NE(msg(ctx.intdiv(a, withZero)).find("tosa.intdiv: division by zero (divisor element 1)"), std::string::npos)
+      << msg(ctx.intdiv(a, withZero));
 }
