@@ -1,6 +1,8 @@
 #include "api/Eager.h"
 
 #include "jit/Compiler.h"
+#include "jit/HostTarget.h"
+#include "jit/RuntimeSymbols.h"
 #include "kernels/KernelRegistry.h"
 #include "lowering/GraphBuilder.h"
 #include "lowering/Program.h"
@@ -323,7 +325,10 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       void *buffers[9];
       for (size_t i = 0; i < inputs.size(); ++i) buffers[i] = ready[i]->rawData();
       buffers[inputs.size()] = out.rawData();
+      jit::takeFault();
       e->direct(buffers);
+      if (llvm::Error err = jit::faultError(jit::takeFault(), e->jit->plan.steps[0].faultSites))
+        return fail(op.name, inputs, toStatus(std::move(err)));
       return EagerTensor(std::move(out));
     }
   }

@@ -64,7 +64,8 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
           s.target = target_->name().str();
           s.object = int(out->objects.size());
           s.symbol = target_->entrySymbol();
-          out->objects.push_back(std::move(*object));
+          s.faultSites = std::move(object->faultSites);
+          out->objects.push_back(std::move(object->bytes));
           continue;
         }
         err = object.takeError();
@@ -108,7 +109,7 @@ llvm::Error Compiler::link(CompiledFunction &out) {
     if (step.object < 0 || step.object >= int(code.size()))
       return error(ErrorCode::kInternal, "@%s: step %s names object %d of %zu", out.function.c_str(),
                    step.name.c_str(), step.object, code.size());
-    auto launch = target_->launch(code[step.object], step.symbol);
+    auto launch = target_->launch(code[step.object], step.symbol, step.faultSites);
     if (!launch) return withContext(launch.takeError(), "@" + out.function + ": ");
     out.launches_[s] = std::move(*launch);
   }

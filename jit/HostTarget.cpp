@@ -1,4 +1,6 @@
 #include "jit/HostTarget.h"
+#include "jit/RuntimeSymbols.h"
+#include "runtime/Error.h"
 
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
@@ -49,18 +51,19 @@ std::string HostTarget::pipelineText() const {
 
 std::string HostTarget::entrySymbol() const { return lowering::kEntryName.str(); }
 
-llvm::Expected<llvm::SmallVector<char, 0>> HostTarget::compile(lowering::Program &program,
-                                                              lowering::SpecializedFunction &cluster,
-                                                              lowering::StageTimes &times) {
+llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, lowering::SpecializedFunction &cluster,
+                                                lowering::StageTimes &times) {
   llvm::LLVMContext llvmContext;
-  auto llvmModule = program.lowerToLLVMIR(cluster, llvmContext, times, options_.dumpIRDir);
+  TargetObject out;
+  auto llvmModule = program.lowerToLLVMIR(cluster, llvmContext, times, options_.dumpIRDir, &out.faultSites);
   if (!llvmModule) return llvmModule.takeError();
   codegen::ObjectTimes objTimes;
   auto obj = codegen_->emitObject(**llvmModule, &objTimes);
   if (!obj) return obj.takeError();
   times.push_back({"llvm-opt", objTimes.optimizeMs});
   times.push_back({"llvm-codegen", objTimes.emitMs});
-  return std::move(*obj);
+  out.bytes = std::move(*obj);
+  return std::move(out);
 }
 
 llvm::Expected<std::shared_ptr<LoadedCode>> HostTarget::load(llvm::ArrayRef<char> object, llvm::StringRef name) {
@@ -69,21 +72,30 @@ llvm::Expected<std::shared_ptr<LoadedCode>> HostTarget::load(llvm::ArrayRef<char
   return std::make_shared<HostCode>(std::move(*loaded));
 }
 
-llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol) {
+llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol,
+                                          std::vector<std::string> faultSites) {
   auto entry = code->lookup(symbol);
   if (!entry) return entry.takeError();
   auto fn = reinterpret_cast<void (*)(void **)>(*entry);
   Launch l;
   l.direct = fn;
   // The step keeps its code loaded while any execution may still run it.
-  l.fn = [fn, code = std::move(code)](const StepContext &ctx) {
+  l.fn = [fn, code = std::move(code), sites = std::move(faultSites)](const StepContext &ctx) -> llvm::Error {
     llvm::SmallVector<void *, 16> buffers;
     for (unsigned i = 0; i < ctx.numInputs(); ++i) buffers.push_back(ctx.in(i));
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) buffers.push_back(ctx.out(i));
+    takeFault();
     fn(buffers.data());
-    return llvm::Error::success();
+    return faultError(takeFault(), sites);
   };
   return l;
+}
+
+llvm::Error faultError(int64_t fault, llvm::ArrayRef<std::string> sites) {
+  if (!fault) return llvm::Error::success();
+  size_t site = size_t(fault - 1);
+  return error(ErrorCode::kInvalidArgument, "%s",
+               site < sites.size() ? sites[site].c_str() : "generated code reported a fault");
 }
 
 }  // namespace kiln::jit

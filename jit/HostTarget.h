@@ -25,12 +25,12 @@ public:
   std::string description() const override;
   std::string pipelineText() const override;
   StepKind stepKind() const override { return StepKind::kJit; }
-  llvm::Expected<llvm::SmallVector<char, 0>> compile(lowering::Program &program,
-                                                    lowering::SpecializedFunction &cluster,
-                                                    lowering::StageTimes &times) override;
+  llvm::Expected<TargetObject> compile(lowering::Program &program, lowering::SpecializedFunction &cluster,
+                                       lowering::StageTimes &times) override;
   std::string entrySymbol() const override;
   llvm::Expected<std::shared_ptr<LoadedCode>> load(llvm::ArrayRef<char> object, llvm::StringRef name) override;
-  llvm::Expected<Launch> launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol) override;
+  llvm::Expected<Launch> launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol,
+                                std::vector<std::string> faultSites) override;
 
   const codegen::TargetDescription &machine() const { return codegen_->target(); }
 
@@ -40,5 +40,9 @@ private:
   std::unique_ptr<codegen::HostCodegen> codegen_;
   std::shared_ptr<JitEngine> engine_;
 };
+
+/// The error for a fault host code reported (jit::takeFault()), or success
+/// for 0.
+llvm::Error faultError(int64_t fault, llvm::ArrayRef<std::string> sites);
 
 }  // namespace kiln::jit

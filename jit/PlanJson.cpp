@@ -75,6 +75,7 @@ std::string planToJson(const lowering::ExecPlan &plan) {
                   {"object", s.object},
                   {"symbol", s.symbol},
                   {"ops", s.ops},
+                  {"fault_sites", s.faultSites},
                   {"op", s.op},
                   {"kernel", s.kernel},
                   {"attrs", attrsToJson(s.attrs)},
@@ -120,6 +121,7 @@ llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {
       st.object = s.at("object").get<int>();
       st.symbol = s.at("symbol").get<std::string>();
       st.ops = s.at("ops").get<std::vector<std::string>>();
+      st.faultSites = s.at("fault_sites").get<std::vector<std::string>>();
       st.op = s.at("op").get<std::string>();
       st.kernel = s.at("kernel").get<std::string>();
       st.attrs = attrsFromJson(s.at("attrs"));

@@ -8,6 +8,18 @@
 #include <cstring>
 
 namespace kiln::jit {
+namespace {
+thread_local int64_t tlsFault = 0;  // first fault's site + 1
+extern "C" void kiln_report_fault(int64_t site) {
+  if (!tlsFault) tlsFault = site + 1;
+}
+}  // namespace
+
+int64_t takeFault() {
+  int64_t f = tlsFault;
+  tlsFault = 0;
+  return f;
+}
 
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
   static const std::vector<std::pair<const char *, void *>> symbols = {
@@ -18,6 +30,8 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
       {"malloc", reinterpret_cast<void *>(&std::malloc)},
       {"free", reinterpret_cast<void *>(&std::free)},
       {"aligned_alloc", reinterpret_cast<void *>(&std::aligned_alloc)},
+      // Faults of guarded divisions and index accesses (kiln-guard-traps).
+      {"kiln_report_fault", reinterpret_cast<void *>(&kiln_report_fault)},
   };
   return symbols;
 }

@@ -2,10 +2,17 @@
 // them like C functions (kiln_parallel_for, memrefCopy, malloc/free).
 #pragma once
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace kiln::jit {
 /// (name, address) pairs; stable for the life of the process.
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols();
+
+/// The fault generated code reported on this thread since the last call
+/// (kiln_report_fault, see lowering/GuardTraps.cpp): the site id + 1, or 0
+/// for none; clears it. Generated code runs its loops on the calling
+/// thread, so the launcher sees its own step's faults.
+int64_t takeFault();
 }  // namespace kiln::jit

@@ -33,6 +33,12 @@ public:
   virtual llvm::Expected<void *> lookup(llvm::StringRef symbol) const = 0;
 };
 
+/// What compile() produces for one cluster.
+struct TargetObject {
+  llvm::SmallVector<char, 0> bytes;     // the object (ELF for the host)
+  std::vector<std::string> faultSites;  // what each fault the code may report means
+};
+
 /// What a JIT step launches.
 struct Launch {
   StepFn fn;
@@ -55,15 +61,17 @@ public:
 
   /// Lowers one outlined cluster (consuming its MLIR) and generates code.
   /// `times` receives a line per stage.
-  virtual llvm::Expected<llvm::SmallVector<char, 0>>
+  virtual llvm::Expected<TargetObject>
   compile(lowering::Program &program, lowering::SpecializedFunction &cluster, lowering::StageTimes &times) = 0;
   /// The symbol compile() exports for the cluster.
   virtual std::string entrySymbol() const = 0;
   /// Loads an object made by compile() (now, or in another process).
   virtual llvm::Expected<std::shared_ptr<LoadedCode>> load(llvm::ArrayRef<char> object,
                                                            llvm::StringRef name) = 0;
-  /// The step that runs `symbol` of `code`.
-  virtual llvm::Expected<Launch> launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol) = 0;
+  /// The step that runs `symbol` of `code`; a fault the code reports
+  /// becomes an error with the message of its site.
+  virtual llvm::Expected<Launch> launch(std::shared_ptr<LoadedCode> code, llvm::StringRef symbol,
+                                        std::vector<std::string> faultSites) = 0;
 };
 
 }  // namespace kiln::jit

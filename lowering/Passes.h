@@ -25,6 +25,11 @@ std::unique_ptr<mlir::Pass> createKilnPlaceOps(const ops::PlacementOptions &mode
                                                const std::set<std::string> &forceKernel,
                                                const KernelOracle *oracle);
 
+/// The function generated code calls on a fault (kiln-guard-traps), and the
+/// module attribute listing the fault sites' messages, by site id.
+inline constexpr llvm::StringLiteral kFaultSymbol = "kiln_report_fault";
+inline constexpr llvm::StringLiteral kFaultSitesAttr = "kiln.fault_sites";
+
 /// Prefix of the functions kiln-outline-clusters creates.
 inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
 

@@ -99,4 +99,17 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def KilnGuardTraps : Pass<"kiln-guard-traps", "mlir::ModuleOp"> {
+  let summary = "Guard integer division and tensor indexing against faults";
+  let description = [{
+    A zero integer divisor or an index outside its tensor calls
+    `kiln_report_fault(site)` and the operation runs on a safe operand
+    instead (no SIGFPE, no stray access); INT_MIN / -1 wraps. The runtime
+    turns a reported fault into an error naming the op's location; the
+    sites' messages are in the module attribute `kiln.fault_sites`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::func::FuncDialect", "mlir::tensor::TensorDialect"];
+}
+
 #endif

@@ -15,6 +15,8 @@ namespace kiln::lowering {
 llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
   static const PipelineStage stages[] = {
       // include-apply-rescale: tosa.rescale lowers through tosa.apply_scale.
+      // kiln-guard-traps: zero divisors and out-of-range indices become
+      // reported faults, never signals or stray accesses.
       // kiln-fuse-elementwise: linalg-fuse-elementwise-ops with a bound on the
       // fused body (linear compile time on long chains).
       // convert-elementwise-to-linalg: tosa-to-arith leaves arith ops on
@@ -24,7 +26,7 @@ llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
        "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
        "convert-elementwise-to-linalg),"
-       "canonicalize,func.func(kiln-fuse-elementwise),canonicalize,cse)"},
+       "canonicalize,func.func(kiln-fuse-elementwise),canonicalize,cse,kiln-guard-traps)"},
       // allow-return-allocs-from-loops: tosa.while_loop bodies yield new buffers.
       // inline: the deallocation helper takes dynamic memrefs, which the
       // bare-pointer ABI of the last stage cannot express; inline it away.

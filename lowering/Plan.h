@@ -32,6 +32,7 @@ struct PlanStep {
   int object = -1;                   // index into the compiled objects
   std::string symbol;                // entry symbol in that object
   std::vector<std::string> ops;      // the ops fused into it
+  std::vector<std::string> faultSites;  // messages of the code's fault sites, by id
   // kKernel: the handwritten kernel.
   std::string op;                    // registry key ("tosa.add", "tosa.custom:kiln.gelu")
   std::string kernel;                // implementation ("conv2d_f32_im2col_eigen")

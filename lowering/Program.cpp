@@ -355,7 +355,7 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
-                       StageTimes &times, llvm::StringRef dumpDir) {
+                       StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
   if (!fn.impl || !fn.impl->module)
@@ -381,6 +381,9 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
       if (!ec) module.print(os);
     }
   }
+  if (faultSites)
+    if (auto sites = module->getAttrOfType<ArrayAttr>(kFaultSitesAttr))
+      for (Attribute a : sites) faultSites->push_back(cast<StringAttr>(a).str());
   auto t0 = Clock::now();
   std::unique_ptr<llvm::Module> llvmModule;
   if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": translation to LLVM IR failed", [&] {

@@ -107,10 +107,11 @@ public:
   uint64_t pipelineRuns() const;
 
   /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to
-  /// LLVM IR; with `dumpDir`, writes the IR after each stage there.
+  /// LLVM IR; with `dumpDir`, writes the IR after each stage there. The
+  /// messages of the code's fault sites (kiln-guard-traps) go to `faultSites`.
   llvm::Expected<std::unique_ptr<llvm::Module>>
   lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times,
-                llvm::StringRef dumpDir = "");
+                llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr);
 
   /// Rejects dialects kiln does not lower; exposed for tests.
   static const std::vector<std::string> &supportedDialects();

@@ -333,3 +333,17 @@ TEST(Eager, BadArgumentsAreErrorsNotSignals) {
   EXPECT_NE(msg(ctx.intdiv(a, withZero)).find("tosa.intdiv: division by zero (divisor element 1)"), std::string::npos)
       << msg(ctx.intdiv(a, withZero));
 }
+
+TEST(Eager, JitPlacedOpsReportFaultsToo) {
+  auto rt = runtimeWith("tosa.intdiv=jit");
+  Context ctx(*rt);
+  Tensor a = Tensor::fromVector<int32_t>(DType::i32, {3}, {4, 7, -9});
+  EagerTensor bad = ctx.intdiv(a, Tensor::fromVector<int32_t>(DType::i32, {3}, {1, 0, 1}));
+  ASSERT_TRUE(bad.isError());
+  EXPECT_NE(toStatus(bad.value().takeError()).message.find("integer division by zero"), std::string::npos);
+  EXPECT_EQ(ctx.stats().jitOps, 1u);
+  // The same entry computes the next call normally.
+  auto ok = ctx.intdiv(a, Tensor::fromVector<int32_t>(DType::i32, {3}, {2, 7, -3})).value();
+  ASSERT_TRUE(bool(ok));
+  EXPECT_EQ(ok->data<int32_t>()[2], 3);
+}

@@ -2,6 +2,8 @@
 // names the problem and where it is, and the runtime stays usable.
 #include "tests/TestRuntime.h"
 
+#include <climits>
+
 using namespace kiln;
 
 namespace {
@@ -177,4 +179,61 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
   EXPECT_EQ(s.code, ErrorCode::kUnsupported);
   EXPECT_EQ(s.message, "function @main cannot be called by kiln: @main calls @helper, which calls @main recursively "
                        "(rec.mlir:7:8); kiln does not compile recursion") << s.message;
+}
+
+// Issue 14 items 5, 6: generated code never traps or touches memory outside
+// a tensor: a zero divisor or an out-of-range index is an error naming the
+// op's location, and the runtime stays usable.
+TEST(Errors, GeneratedCodeReportsDivisionByZeroAndBadIndices) {
+  const char *div = R"mlir(
+func.func @main(%a: tensor<3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
+  %c = tosa.intdiv %a, %b : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  return %c : tensor<3xi32>
+}
+)mlir";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(div, "div.mlir"));
+  ASSERT_TRUE(m);
+  Tensor a = Tensor::fromVector<int32_t>(DType::i32, {3}, {INT32_MIN, 7, -9});
+  auto bad = m->call("main", {a, Tensor::fromVector<int32_t>(DType::i32, {3}, {1, 0, 1})});
+  ASSERT_FALSE(bool(bad));
+  Status s = toStatus(bad.takeError());
+  EXPECT_EQ(s.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message.find("div.mlir:3:8: integer division by zero"), std::string::npos) << s.message;
+  auto ok = KILN_TAKE(m->call("main", {a, Tensor::fromVector<int32_t>(DType::i32, {3}, {-1, 2, -1})}));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].data<int32_t>()[0], INT32_MIN);  // wraps, as the kernel does
+  EXPECT_EQ(ok[0].data<int32_t>()[1], 3);
+
+  const char *gather = R"mlir(
+func.func @main(%v: tensor<1x4x2xf32>, %i: tensor<1x3xi32>) -> tensor<1x3x2xf32> {
+  %g = tosa.gather %v, %i : (tensor<1x4x2xf32>, tensor<1x3xi32>) -> tensor<1x3x2xf32>
+  return %g : tensor<1x3x2xf32>
+}
+)mlir";
+  auto g = KILN_TAKE(test::sharedRuntime().loadModule(gather, "gather.mlir"));
+  ASSERT_TRUE(g);
+  Tensor values = test::randomTensor({1, 4, 2}, 3);
+  for (int32_t wrong : {4, -1, 1 << 30}) {
+    auto r = g->call("main", {values, Tensor::fromVector<int32_t>(DType::i32, {1, 3}, {0, wrong, 2})});
+    ASSERT_FALSE(bool(r)) << wrong;
+    Status gs = toStatus(r.takeError());
+    EXPECT_NE(gs.message.find("gather.mlir:3:8: index out of range"), std::string::npos) << gs.message;
+  }
+  auto fine = KILN_TAKE(g->call("main", {values, Tensor::fromVector<int32_t>(DType::i32, {1, 3}, {3, 0, 1})}));
+  ASSERT_EQ(fine.size(), 1u);
+  EXPECT_EQ(fine[0].data<float>()[0], values.data<float>()[6]);
+
+  const char *scatter = R"mlir(
+func.func @main(%v: tensor<1x4x2xf32>, %i: tensor<1x2xi32>, %x: tensor<1x2x2xf32>) -> tensor<1x4x2xf32> {
+  %s = tosa.scatter %v, %i, %x : (tensor<1x4x2xf32>, tensor<1x2xi32>, tensor<1x2x2xf32>) -> tensor<1x4x2xf32>
+  return %s : tensor<1x4x2xf32>
+}
+)mlir";
+  auto sc = KILN_TAKE(test::sharedRuntime().loadModule(scatter, "scatter.mlir"));
+  ASSERT_TRUE(sc);
+  auto r = sc->call("main", {values, Tensor::fromVector<int32_t>(DType::i32, {1, 2}, {1, 100000}),
+                             test::randomTensor({1, 2, 2}, 4)});
+  ASSERT_FALSE(bool(r));
+  Status ss = toStatus(r.takeError());
+  EXPECT_NE(ss.message.find("scatter.mlir:3:8: index out of range"), std::string::npos) << ss.message;
 }
