@@ -20,12 +20,14 @@ using ops::hashMix;
 constexpr uint64_t kSeed = ops::kAttrHashSeed;
 // Attribute names of the typed ops, hashed at compile time.
 constexpr ops::AttrName kAZp("a_zp");
+constexpr ops::AttrName kBZp("b_zp");
 constexpr ops::AttrName kAccType("acc_type");
 constexpr ops::AttrName kAxis("axis");
 constexpr ops::AttrName kDilation("dilation");
 constexpr ops::AttrName kInputZp("input_zp");
 constexpr ops::AttrName kKernel("kernel");
 constexpr ops::AttrName kMaxVal("max_val");
+constexpr ops::AttrName kMinVal("min_val");
 constexpr ops::AttrName kPad("pad");
 constexpr ops::AttrName kPerms("perms");
 constexpr ops::AttrName kShape("shape");
@@ -433,7 +435,7 @@ EagerTensor Context::mul(const EagerTensor &a, const EagerTensor &b) {
 }
 
 EagerTensor Context::clamp(const EagerTensor &x, double lo, double hi) {
-  uint64_t h = hashAttr(hashAttr(kSeed, kMaxVal, hi), "min_val", lo);
+  uint64_t h = hashAttr(hashAttr(kSeed, kMaxVal, hi), kMinVal, lo);
   return dispatch(*clamp_.impl, {&x}, h, [&] {
     ops::AttrMap m;
     m.set("min_val", lo);
@@ -459,7 +461,7 @@ EagerTensor Context::matmul(const EagerTensor &a, const EagerTensor &b) {
     m.set("b_zp", 0.0);
     return m;
   };
-  uint64_t h = hashAttr(hashAttr(kSeed, kAZp, 0.0), "b_zp", 0.0);
+  uint64_t h = hashAttr(hashAttr(kSeed, kAZp, 0.0), kBZp, 0.0);
   if (a.type().shape.size() == 2 && b.type().shape.size() == 2) {
     EagerTensor a3 = reshape(a, {1, a.type().shape[0], a.type().shape[1]});
     EagerTensor b3 = reshape(b, {1, b.type().shape[0], b.type().shape[1]});
