@@ -54,44 +54,38 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   if (!key) return key.takeError();
   std::string digest = key->digest();
 
-  // Memory, else single flight: the first caller produces, the others wait.
-  Compiled code = memory_.get(digest);
-  if (!code) {
-    AsyncValueRef<Compiled> pending;
-    bool producer = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      code = memory_.get(digest);  // stored while we took the lock
-      if (!code) {
-        auto [it, inserted] = inFlight_.try_emplace(digest);
-        if (inserted) it->second = makeUnavailable<Compiled>();
-        producer = inserted;
-        pending = it->second;
-        ++stats_.memoryMisses;
-      } else {
-        ++stats_.memoryHits;
-      }
-    }
-    if (!code && !producer) {
-      auto v = pending.awaitValue();
-      if (!v) return v.takeError();
-      code = *v;
-    } else if (!code) {
-      auto produced = produce(program, function, inputTypes, *key);
-      std::lock_guard<std::mutex> lock(mu_);
-      inFlight_.erase(digest);
-      if (!produced) {  // not cached: a later call retries
-        Status status = toStatus(produced.takeError());
-        pending->setError(status);
-        return makeError(std::move(status));
-      }
-      code = *produced;
-      memory_.put(digest, code);
-      pending->emplace(code);
-    }
-  } else {
+  // Memory, else single flight: the first caller produces, the others wait
+  // for it (counted as memory hits, as the producer's result serves them).
+  Compiled code;
+  AsyncValueRef<Compiled> pending;
+  bool producer = false;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.memoryHits;
+    code = memory_.get(digest);
+    if (!code) {
+      auto [it, inserted] = inFlight_.try_emplace(digest);
+      if (inserted) it->second = makeUnavailable<Compiled>();
+      producer = inserted;
+      pending = it->second;
+    }
+    ++(producer ? stats_.memoryMisses : stats_.memoryHits);
+  }
+  if (producer) {
+    auto produced = produce(program, function, inputTypes, *key);
+    std::lock_guard<std::mutex> lock(mu_);
+    inFlight_.erase(digest);
+    if (!produced) {  // not cached: a later call retries
+      Status status = toStatus(produced.takeError());
+      pending->setError(status);
+      return makeError(std::move(status));
+    }
+    code = *produced;
+    memory_.put(digest, code);
+    pending->emplace(code);
+  } else if (!code) {
+    auto v = pending.awaitValue();
+    if (!v) return v.takeError();
+    code = *v;
   }
 
   // The cache holds code, not weights: modules that share a graph (e.g.

@@ -511,8 +511,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 )mlir";
   };
   // [1, 2, 3, 4] and [10, 20, 30, 40] as little-endian f32.
-  std::string a = model("0000803F000000400000404000008040"), b = model("00002041000020420000F0410000204242");
-  b = model("000020410000A0410000F04100002042");
+  std::string a = model("0000803F000000400000404000008040"), b = model("000020410000A0410000F04100002042");
   TempDir tmp;
   auto rt = runtimeAt(tmp.path);
   auto ma = KILN_TAKE(rt->loadModule(a, "a"));
