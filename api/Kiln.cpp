@@ -59,6 +59,8 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
 
   jit::HostTargetOptions host;
   host.codegen.optLevel = o.optLevel;
+  host.codegen.maxVectorBits = o.maxVectorBits;
+  host.vectorize = o.vectorize;
   host.dumpIRDir = o.dumpIRDir;
   auto target = jit::HostTarget::create(host);
   if (!target) return target.takeError();

@@ -55,6 +55,15 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   }
   if (o.dumpIRDir.empty())
     if (const char *d = env("KILN_DUMP_IR")) o.dumpIRDir = d;
+  if (o.maxVectorBits == 0)
+    if (const char *b = env("KILN_MAX_VECTOR_BITS")) {
+      llvm::StringRef text(b);
+      if (text.getAsInteger(10, o.maxVectorBits))
+        return error(ErrorCode::kInvalidArgument, "KILN_MAX_VECTOR_BITS='%s': expected 128, 256 or 512", b);
+    }
+  if (o.maxVectorBits != 0 && o.maxVectorBits != 128 && o.maxVectorBits != 256 && o.maxVectorBits != 512)
+    return error(ErrorCode::kInvalidArgument, "maximum vector width %d bits: expected 128, 256 or 512",
+                 o.maxVectorBits);
   if (!o.warnings) o.warnings = warnToStderr;
   return o;
 }

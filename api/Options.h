@@ -58,6 +58,13 @@ struct RuntimeOptions {
   PlacementOptions placement;
   /// LLVM optimization level for generated code (0..3).
   int optLevel = 3;
+  /// Widest vectors generated code may use, in bits (128, 256 or 512; 0 =
+  /// $KILN_MAX_VECTOR_BITS, else the host's widest). 256 on an AVX-512 host
+  /// generates and runs the AVX2 code.
+  int maxVectorBits = 0;
+  /// Tile and vectorize generated code per op (kiln-cpu-strategy); false =
+  /// plain loops.
+  bool vectorize = true;
   /// Write the IR after each lowering stage into this directory ("" =
   /// $KILN_DUMP_IR, else off).
   std::string dumpIRDir;
@@ -66,7 +73,7 @@ struct RuntimeOptions {
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
-  /// $KILN_OP_MODE, $KILN_DUMP_IR. What `explicitOptions` sets wins. Errors
+  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }

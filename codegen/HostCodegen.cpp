@@ -1,6 +1,7 @@
 #include "codegen/HostCodegen.h"
 #include "runtime/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -44,6 +45,16 @@ llvm::Expected<std::unique_ptr<HostCodegen>> HostCodegen::create(CodegenOptions 
   for (auto &f : llvm::sys::getHostCPUFeatures())
     feats.push_back((f.second ? "+" : "-") + f.first().str());
   std::sort(feats.begin(), feats.end());
+  if (options.maxVectorBits > 0 && options.maxVectorBits < 512) {
+    // Dropping avx512f drops every AVX-512 extension with it.
+    llvm::erase_if(feats, [](const std::string &f) { return llvm::StringRef(f).starts_with("+avx512"); });
+    feats.push_back("-avx512f");
+    if (options.maxVectorBits < 256) {
+      llvm::erase_if(feats, [](const std::string &f) { return f == "+avx" || f == "+avx2" || f == "+fma"; });
+      feats.push_back("-avx");
+    }
+    std::sort(feats.begin(), feats.end());
+  }
   for (const std::string &f : feats)
     cg->target_.features += (cg->target_.features.empty() ? "" : ",") + f;
   if (auto tm = cg->makeTargetMachine(); !tm) return tm.takeError();

@@ -27,6 +27,9 @@ struct TargetDescription {
 
 struct CodegenOptions {
   int optLevel = 3;  // 0..3: the LLVM middle-end pipeline and backend level
+  /// Widest vector registers code may use (0 = the host's; 256 or 128 on an
+  /// AVX-512 host turn AVX-512 off).
+  int maxVectorBits = 0;
 };
 
 struct ObjectTimes {

@@ -30,6 +30,8 @@ llvm::Expected<std::unique_ptr<HostTarget>> HostTarget::create(HostTargetOptions
   auto cg = codegen::HostCodegen::create(t->options_.codegen);
   if (!cg) return cg.takeError();
   t->codegen_ = std::move(*cg);
+  t->tuning_ = lowering::CpuTuning::fromFeatures(t->codegen_->target().features, t->options_.codegen.maxVectorBits);
+  if (!t->options_.vectorize) t->tuning_.vectorBits = 0;
   auto engine = JitEngine::create();
   if (!engine) return engine.takeError();
   t->engine_ = std::move(*engine);
@@ -44,7 +46,7 @@ std::string HostTarget::description() const {
 std::string HostTarget::pipelineText() const {
   std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
                      " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements);
-  for (const auto &stage : lowering::cpuPipelineStages())
+  for (const auto &stage : lowering::cpuPipelineStages(tuning_))
     text += std::string("\n") + stage.name + ": " + stage.pipeline;
   return text;
 }
@@ -55,7 +57,7 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
                                                 lowering::StageTimes &times) {
   llvm::LLVMContext llvmContext;
   TargetObject out;
-  auto llvmModule = program.lowerToLLVMIR(cluster, llvmContext, times, options_.dumpIRDir, &out.faultSites);
+  auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &out.faultSites);
   if (!llvmModule) return llvmModule.takeError();
   codegen::ObjectTimes objTimes;
   auto obj = codegen_->emitObject(**llvmModule, &objTimes);

@@ -9,6 +9,7 @@
 #include "codegen/HostCodegen.h"
 #include "jit/JitEngine.h"
 #include "jit/Target.h"
+#include "lowering/CpuStrategy.h"
 
 namespace kiln::jit {
 
@@ -16,6 +17,8 @@ struct HostTargetOptions {
   codegen::CodegenOptions codegen;
   /// Write the IR after each lowering stage into this directory ("" = off).
   std::string dumpIRDir;
+  /// Per-op tiling and vectorization (kiln-cpu-strategy); false = loops.
+  bool vectorize = true;
 };
 
 class HostTarget final : public Target {
@@ -33,12 +36,15 @@ public:
                                 std::vector<std::string> faultSites) override;
 
   const codegen::TargetDescription &machine() const { return codegen_->target(); }
+  /// What code-generation strategies are chosen from on this machine.
+  const lowering::CpuTuning &tuning() const { return tuning_; }
 
 private:
   HostTarget() = default;
   HostTargetOptions options_;
   std::unique_ptr<codegen::HostCodegen> codegen_;
   std::shared_ptr<JitEngine> engine_;
+  lowering::CpuTuning tuning_;
 };
 
 /// The error for a fault host code reported (jit::takeFault()), or success

@@ -112,4 +112,35 @@ def KilnGuardTraps : Pass<"kiln-guard-traps", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect", "mlir::tensor::TensorDialect"];
 }
 
+def KilnCpuStrategy : Pass<"kiln-cpu-strategy", "mlir::ModuleOp"> {
+  let summary = "Tile, vectorize and register-block linalg ops for the host CPU";
+  let description = [{
+    Chooses a code-generation strategy per linalg op on tensors from its
+    class and static shapes and from the host's vector width and register
+    count, writes it as a transform-dialect schedule and applies it:
+      - matmul / batch_matmul: cache tiles, then a register tile (rows x
+        vectors) chosen to fill the vector registers without spilling;
+        vectorized to FMAs (outer products) with the accumulator kept in
+        registers across the reduction loop;
+      - conv_2d_nhwc_fhwc / nhwc_hwcf: filter to HWCF, an output-channel
+        cache block, a register tile over (output width x channels),
+        decomposed to 1-D convolutions and vectorized the same way;
+      - elementwise generics and fills: the innermost dimension tiled to
+        whole vectors (masked at the edge).
+    Other ops are left to the loop lowering. `vector-bits=0` turns it off.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "0",
+           "widest vector register in bits (128, 256, 512); 0 = no strategy (plain loops)">,
+    Option<"vectorRegisters", "vector-registers", "int64_t", "16",
+           "vector registers the register tile may use">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", "524288",
+           "per-core L2 size the cache blocks aim at">,
+  ];
+  let dependentDialects = ["mlir::transform::TransformDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::affine::AffineDialect",
+                           "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::arith::ArithDialect", "mlir::ub::UBDialect"];
+}
+
 #endif

@@ -12,8 +12,8 @@
 
 namespace kiln::lowering {
 
-llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
-  static const PipelineStage stages[] = {
+std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
+  return {
       // include-apply-rescale: tosa.rescale lowers through tosa.apply_scale.
       // kiln-guard-traps: zero divisors and out-of-range indices become
       // reported faults, never signals or stray accesses.
@@ -27,6 +27,9 @@ llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
        "convert-elementwise-to-linalg),"
        "canonicalize,func.func(kiln-fuse-elementwise),canonicalize,cse,kiln-guard-traps)"},
+      // Tiling, register blocking and vectorization per op (kiln-cpu-strategy).
+      {"kiln-cpu-tile-vectorize",
+       "builtin.module(kiln-cpu-strategy{" + tuning.passOptions() + "},canonicalize,cse)"},
       // allow-return-allocs-from-loops: tosa.while_loop bodies yield new buffers.
       // inline: the deallocation helper takes dynamic memrefs, which the
       // bare-pointer ABI of the last stage cannot express; inline it away.
@@ -34,17 +37,16 @@ llvm::ArrayRef<PipelineStage> cpuPipelineStages() {
        "builtin.module(func.func(eliminate-empty-tensors),"
        "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
        "function-boundary-type-conversion=identity-layout-map},"
-       "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+       "canonicalize,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
        "canonicalize,buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
       {"kiln-lower-to-llvm",
-       "builtin.module(func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
-       "canonicalize,cse,convert-vector-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+       "builtin.module(func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+       "canonicalize,cse,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
        "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
        "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-arith-to-llvm,"
        "convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
        "reconcile-unrealized-casts,kiln-entry-wrapper)"},
   };
-  return stages;
 }
 
 void registerKilnPassesAndPipelines() {
@@ -52,7 +54,10 @@ void registerKilnPassesAndPipelines() {
   std::call_once(once, [] {
     mlir::registerAllPasses();
     registerKilnLoweringPasses();
-    for (const PipelineStage &stage : cpuPipelineStages()) {
+    // kiln-opt's stages use the AVX-512 tuning, so that lit tests do not
+    // depend on the machine.
+    CpuTuning avx512 = CpuTuning::fromFeatures("+avx512f");
+    for (const PipelineStage &stage : cpuPipelineStages(avx512)) {
       std::string text = stage.pipeline;
       mlir::PassPipelineRegistration<>(
           stage.name, "kiln CPU lowering stage",

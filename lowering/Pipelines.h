@@ -2,9 +2,15 @@
 // pipeline, registered under the same name for kiln-opt so lit tests run
 // exactly what the runtime runs:
 //   kiln-tosa-to-linalg   TOSA (+ tensor/arith) -> linalg on tensors, fused
+//   kiln-cpu-tile-vectorize  per-op tiling and vectorization (kiln-cpu-strategy)
 //   kiln-bufferize        tensors -> memrefs, results -> out-params, deallocs
 //   kiln-lower-to-llvm    loops -> LLVM dialect, bare-pointer ABI, kiln_entry
 #pragma once
+
+#include <string>
+#include <vector>
+
+#include "lowering/CpuStrategy.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -12,11 +18,11 @@
 namespace kiln::lowering {
 
 struct PipelineStage {
-  const char *name;      // kiln-opt pipeline name
-  const char *pipeline;  // textual pipeline on builtin.module
+  std::string name;      // kiln-opt pipeline name
+  std::string pipeline;  // textual pipeline on builtin.module
 };
-/// The stages in order.
-llvm::ArrayRef<PipelineStage> cpuPipelineStages();
+/// The stages in order, for a CPU with `tuning`.
+std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning);
 
 /// Registers MLIR's passes, kiln's passes and the pipelines above (once).
 void registerKilnPassesAndPipelines();

@@ -354,7 +354,7 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
-Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
+Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext,
                        StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
@@ -362,7 +362,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext,
     return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;
   int stageIndex = 0;
-  for (const PipelineStage &stage : cpuPipelineStages()) {
+  for (const PipelineStage &stage : cpuPipelineStages(tuning)) {
     auto t0 = Clock::now();
     if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": lowering stage " + stage.name + " failed",
                                   [&] {

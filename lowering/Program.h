@@ -12,6 +12,7 @@
 // without threading). Each Program owns its own MLIRContext.
 #pragma once
 
+#include "lowering/CpuStrategy.h"
 #include "runtime/Signature.h"
 #include "runtime/Tensor.h"
 
@@ -110,7 +111,7 @@ public:
   /// LLVM IR; with `dumpDir`, writes the IR after each stage there. The
   /// messages of the code's fault sites (kiln-guard-traps) go to `faultSites`.
   llvm::Expected<std::unique_ptr<llvm::Module>>
-  lowerToLLVMIR(SpecializedFunction &fn, llvm::LLVMContext &llvmContext, StageTimes &times,
+  lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext, StageTimes &times,
                 llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr);
 
   /// Rejects dialects kiln does not lower; exposed for tests.

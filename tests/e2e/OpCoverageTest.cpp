@@ -14,6 +14,7 @@
 #include "llvm/ADT/bit.h"
 #include <array>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <random>
 
@@ -938,7 +939,9 @@ std::vector<Case> sweepCases() {
     cs.push_back(c);
   }
   for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 1, 1}, {1, 64, 10}, {3, 5, 7}, {8, 32, 1}, {17, 33, 65}, {32, 16, 32}, {33, 9, 31}, {64, 64, 64}}) {
+           {1, 1, 1}, {1, 64, 10}, {3, 5, 7}, {8, 32, 1}, {17, 33, 65}, {32, 16, 32}, {33, 9, 31}, {64, 64, 64},
+           // register and cache tiles of kiln-cpu-strategy: whole, partial, odd
+           {24, 300, 96}, {128, 64, 512}, {6, 40, 48}, {1, 512, 100}}) {
     Case c;
     TensorType a = tt(F, {1, m, k}), b = tt(F, {1, k, n}), o = tt(F, {1, m, n});
     c.name = "matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
@@ -964,7 +967,13 @@ std::vector<Case> sweepCases() {
                                          {8, 8, 16, 17, 3, 2, 1, {0, 1, 0, 1}},
                                          {11, 6, 5, 4, 3, 1, 2, {2, 2, 2, 2}},
                                          {9, 9, 4, 32, 5, 2, 1, {2, 2, 2, 2}},
-                                         {6, 13, 2, 3, 2, 3, 1, {1, 0, 2, 1}}}) {
+                                         {6, 13, 2, 3, 2, 3, 1, {1, 0, 2, 1}},
+                                         // kiln-cpu-strategy register tiles (ow x f) and filter blocks
+                                         {16, 16, 8, 64, 3, 1, 1, {1, 1, 1, 1}},
+                                         {14, 14, 16, 48, 1, 1, 1, {0, 0, 0, 0}},
+                                         {15, 15, 8, 32, 3, 2, 1, {1, 1, 1, 1}},
+                                         {7, 7, 256, 64, 3, 1, 1, {1, 1, 1, 1}},
+                                         {12, 12, 3, 16, 7, 2, 1, {3, 2, 3, 2}}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) / g.s + 1;
     int64_t ow = (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) / g.s + 1;
     if ((g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) % g.s || (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) % g.s)
@@ -1079,6 +1088,30 @@ TEST_P(TosaOp, JitMatchesReference) {
   // Default placement: every lowerable op runs as JIT code.
   std::string placement = runCase(test::sharedRuntime(), GetParam());
   EXPECT_NE(placement.find(" 0 handwritten"), std::string::npos) << placement;
+}
+
+// The same cases through the narrower vector strategies: AVX2 (256 bits) and
+// SSE (128 bits) code runs on any x86-64 host, so an AVX-512 host tests all
+// three widths.
+TEST_P(TosaOp, JitNarrowVectorsMatchReference) {
+  for (int bits : {256, 128}) {
+    static std::map<int, std::unique_ptr<Runtime>> runtimes;
+    static std::mutex mu;
+    Runtime *rt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto &slot = runtimes[bits];
+      if (!slot) {
+        RuntimeOptions o;
+        o.cacheMode = CacheMode::kOff;
+        o.maxVectorBits = bits;
+        slot = llvm::cantFail(Runtime::create(o));
+      }
+      rt = slot.get();
+    }
+    SCOPED_TRACE(std::to_string(bits) + "-bit vectors");
+    runCase(*rt, GetParam());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, TosaOp, ::testing::ValuesIn(sweepCases()),

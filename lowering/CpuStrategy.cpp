@@ -1,0 +1,407 @@
+//===- CpuStrategy.cpp - per-op code-generation strategy for the host CPU -===//
+//
+// kiln-cpu-strategy: on linalg-on-tensors, chooses for each op a strategy
+// from its class, its static shapes and the host (vector width, vector
+// registers, L2 size), writes the strategies of the whole module as one
+// transform-dialect schedule and applies it with the transform interpreter.
+//
+//   matmul, batch_matmul   cache tiles [Mc, Nc, Kc], then a register tile
+//                          [mr, nr, 1]; vectorized to a vector.contract whose
+//                          accumulator is hoisted out of the k loop, lowered
+//                          to outer products (broadcast A x vector of B, FMA).
+//   conv_2d_nhwc_fhwc      filter to HWCF (a transpose of a constant filter
+//                          folds away: see kiln-pack-weights), an output-
+//                          channel block that keeps the filter slice in L2,
+//                          then a register tile over (output width, output
+//                          channels), decomposed to 1-D convolutions and
+//                          vectorized like matmul.
+//   elementwise / fill     innermost dimension tiled to whole vectors,
+//                          vectorized (masked when the tile does not divide).
+//
+// Register tiles are chosen by `chooseRegisterTile`: among tiles whose sizes
+// divide the op's (so every tile is static and needs no mask), the one with
+// the most FMAs per loaded element that fits the vector registers with room
+// for the B row and the A broadcast.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/Passes.h"
+#include "lowering/CpuStrategy.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace kiln::lowering {
+#define GEN_PASS_DEF_KILNCPUSTRATEGY
+#include "lowering/Passes.h.inc"
+}  // namespace kiln::lowering
+
+using namespace mlir;
+
+namespace kiln::lowering {
+
+RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning) {
+  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  RegisterTile best{1, 1};
+  double bestScore = -1;
+  for (int64_t mr = 1; mr <= std::min<int64_t>(m, 8); ++mr) {
+    if (m % mr) continue;
+    for (int64_t nr = 1; nr <= std::min<int64_t>(n, 4 * lanes); ++nr) {
+      if (n % nr) continue;
+      int64_t vecs = (nr + lanes - 1) / lanes;
+      // Accumulators, one B row, one broadcast of A.
+      if (mr * vecs + vecs + 1 > tuning.vectorRegisters) continue;
+      // FMAs per load (mr broadcasts of A, vecs loads of B), weighted by
+      // how full the vectors are.
+      double utilization = double(nr) / double(vecs * lanes);
+      double score = utilization * double(mr * vecs) / double(mr + vecs);
+      // Ties: the bigger tile, then more rows (a B row reused more often).
+      bool tie = std::abs(score - bestScore) <= 1e-9;
+      if (score > bestScore + 1e-9 ||
+          (tie && (mr * nr > best.m * best.n || (mr * nr == best.m * best.n && mr > best.m)))) {
+        bestScore = score;
+        best = {mr, nr};
+      }
+    }
+  }
+  return best;
+}
+
+namespace {
+
+/// Largest multiple of `unit` that divides `dim` and is at most `limit`
+/// (at least `unit`; `unit` must divide `dim`).
+int64_t blockOf(int64_t dim, int64_t unit, int64_t limit) {
+  int64_t best = unit;
+  for (int64_t b = unit; b <= std::min(dim, limit); b += unit)
+    if (dim % b == 0) best = b;
+  return best;
+}
+
+bool allStatic(linalg::LinalgOp op) {
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<ShapedType>(v.getType()); t && !t.hasStaticShape()) return false;
+  for (Type t : op->getResultTypes())
+    if (auto s = dyn_cast<ShapedType>(t); s && !s.hasStaticShape()) return false;
+  return true;
+}
+
+bool allF32(linalg::LinalgOp op) {
+  for (Value v : op->getOperands())
+    if (!getElementTypeOrSelf(v.getType()).isF32()) return false;
+  return true;
+}
+
+/// Every operand's elements are whole bytes: vectors of i1 would be stored
+/// as packed bits, while kiln's buffers hold one byte per i1.
+bool byteSizedElements(linalg::LinalgOp op) {
+  for (Value v : op->getOperands()) {
+    Type e = getElementTypeOrSelf(v.getType());
+    if (!e.isIntOrFloat() || e.getIntOrFloatBitWidth() % 8 || e.getIntOrFloatBitWidth() > 64) return false;
+  }
+  return true;
+}
+
+/// Elementwise generics whose bodies only compute (arith, math): anything
+/// else (index lookups, guarded accesses, calls) stays on loops.
+bool isVectorizableElementwise(linalg::LinalgOp op) {
+  if (!isa<linalg::GenericOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() == 0) return false;
+  if (op.getNumParallelLoops() != op.getNumLoops()) return false;
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity()) return false;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (!op.getMatchingIndexingMap(in).isProjectedPermutation()) return false;
+  // Inputs whose innermost access is not the innermost loop would read with
+  // a stride (transposes): left to loops.
+  unsigned last = op.getNumLoops() - 1;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    for (unsigned r = 0; r + 1 < map.getNumResults(); ++r)
+      if (map.getDimPosition(r) == last) return false;
+  }
+  for (Operation &inner : op->getRegion(0).front()) {
+    Dialect *d = inner.getDialect();
+    if (isa<linalg::YieldOp>(inner)) continue;
+    if (!d || !isa<arith::ArithDialect, math::MathDialect>(d)) return false;
+    if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
+            arith::FloorDivSIOp, arith::CeilDivUIOp>(inner))
+      return false;
+    if (inner.getNumRegions()) return false;
+  }
+  return byteSizedElements(op);
+}
+
+std::string list(llvm::ArrayRef<int64_t> v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// The schedule text, one op after another.
+class Schedule {
+public:
+  /// `%out` = tile `%in` by `sizes`; returns the tiled op's handle.
+  std::string tile(const std::string &in, llvm::ArrayRef<int64_t> sizes) {
+    int loops = 0;
+    for (int64_t s : sizes) loops += s != 0;
+    if (loops == 0) return in;
+    std::string out = fresh();
+    std::string types = "!transform.any_op";
+    for (int i = 0; i < loops; ++i) types += ", !transform.any_op";
+    body += llvm::formatv("    {0}, {0}_loops:{1} = transform.structured.tile_using_for {2} tile_sizes {3} "
+                          ": (!transform.any_op) -> ({4})\n",
+                          out, loops, in, list(sizes), types)
+                .str();
+    return out;
+  }
+  /// Peels the innermost loop of the tiling that produced `tiled` into full
+  /// tiles and the remainder; returns the ops tiled inside each.
+  std::pair<std::string, std::string> peelInnermost(const std::string &tiled, int loops) {
+    std::string loop = fresh(), main = fresh(), rest = fresh();
+    body += llvm::formatv("    {0} = transform.cast {1}_loops#{2} : !transform.any_op to !transform.op<\"scf.for\">\n"
+                          "    {3}, {4} = transform.loop.peel {0} : (!transform.op<\"scf.for\">) "
+                          "-> (!transform.any_op, !transform.any_op)\n",
+                          loop, tiled, loops - 1, main, rest)
+                .str();
+    std::string a = fresh(), b = fresh();
+    body += llvm::formatv("    {0} = transform.structured.match interface{{LinalgOp} in {1} : (!transform.any_op) -> !transform.any_op\n"
+                          "    {2} = transform.structured.match interface{{LinalgOp} in {3} : (!transform.any_op) -> !transform.any_op\n",
+                          a, main, b, rest)
+                .str();
+    return {a, b};
+  }
+  std::string match(int64_t sid) {
+    std::string h = fresh();
+    body += llvm::formatv("    {0} = transform.structured.match attributes{{{1} = {2} : i64} in %root "
+                          ": (!transform.any_op) -> !transform.any_op\n",
+                          h, kStrategyIdAttr, sid)
+                .str();
+    return h;
+  }
+  std::string op(llvm::StringRef name, const std::string &in) {
+    std::string h = fresh();
+    body += llvm::formatv("    {0} = transform.structured.{1} {2} : (!transform.any_op) -> !transform.any_op\n", h,
+                          name, in)
+                .str();
+    return h;
+  }
+  void vectorize(const std::string &h, llvm::ArrayRef<int64_t> sizes = {}) {
+    body += "    transform.structured.vectorize " + h;
+    if (!sizes.empty()) body += " vector_sizes " + list(sizes);
+    body += " : !transform.any_op\n";
+  }
+  std::string text() const {
+    return std::string("module attributes {transform.with_named_sequence} {\n"
+                       "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n") +
+           body + epilogue() + "    transform.yield\n  }\n}\n";
+  }
+
+private:
+  static std::string epilogue() {
+    return R"(    %fns = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %fns {
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.sink_ops
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %fns {
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %fns : !transform.any_op
+    %loops = transform.structured.match ops{["scf.for"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.foreach %loops : !transform.any_op {
+    ^bb0(%l: !transform.any_op):
+      transform.loop.hoist_loop_invariant_subsets %l : !transform.any_op
+    }
+    transform.apply_patterns to %fns {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %fns : !transform.any_op
+    transform.apply_patterns to %fns {
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_masked_transfers
+    } : !transform.any_op
+)";
+  }
+  std::string fresh() { return "%h" + std::to_string(next++); }
+  std::string body;
+  int next = 0;
+};
+
+struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
+  using KilnCpuStrategyBase::KilnCpuStrategyBase;
+
+  void runOnOperation() override {
+    if (vectorBits <= 0) return;
+    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes};
+    ModuleOp module = getOperation();
+    Schedule schedule;
+    int64_t sid = 0;
+    Builder b(&getContext());
+    module.walk([&](linalg::LinalgOp op) {
+      if (!op.hasPureTensorSemantics() || !allStatic(op)) return;
+      auto tag = [&] {
+        op->setAttr(kStrategyIdAttr, b.getI64IntegerAttr(sid));
+        return schedule.match(sid++);
+      };
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) && allF32(op)) {
+        auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
+        auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+        if ((mm && mm.hasUserDefinedMaps()) || (bmm && bmm.hasUserDefinedMaps())) return;
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        bool batched = bounds.size() == 4;
+        int64_t M = bounds[batched], N = bounds[batched + 1], K = bounds[batched + 2];
+        RegisterTile rt = chooseRegisterTile(M, N, tuning);
+        int64_t mc = blockOf(M, rt.m, 64), nc = blockOf(N, rt.n, 256), kc = blockOf(K, 1, 256);
+        SmallVector<int64_t> cache = {mc == M ? 0 : mc, nc == N ? 0 : nc, kc == K ? 0 : kc};
+        SmallVector<int64_t> reg = {rt.m, rt.n, 1};
+        if (batched) {
+          cache.insert(cache.begin(), bounds[0] > 1 ? 1 : 0);
+          reg.insert(reg.begin(), 0);
+        }
+        std::string h = schedule.tile(tag(), cache);
+        h = schedule.tile(h, reg);
+        schedule.vectorize(h);
+        return;
+      }
+      if (isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp>(op) && allF32(op)) {
+        // Loops: n, oh, ow, f, kh, kw, c (both layouts).
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        int64_t OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5], C = bounds[6];
+        RegisterTile rt = chooseRegisterTile(OW, F, tuning);
+        if (rt.n < 4) return;  // too few channels to vectorize well
+        int64_t filterRowBytes = KH * KW * C * 4;
+        int64_t fc = blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
+        std::string h = tag();
+        if (isa<linalg::Conv2DNhwcFhwcOp>(op)) h = schedule.op("transpose_conv2d", h);
+        h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
+        h = schedule.tile(h, {bounds[0] > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
+        h = schedule.op("decompose", h);
+        schedule.vectorize(h);
+        return;
+      }
+      if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        int64_t lanes = std::max<int64_t>(1, vectorBits / 32);
+        int64_t inner = bounds.back();
+        int64_t width = std::min(inner, 2 * lanes);
+        SmallVector<int64_t> sizes(bounds.size(), 1), vec(bounds.size(), 1);
+        for (size_t i = 0; i < bounds.size(); ++i)
+          if (bounds[i] == 1) sizes[i] = 0;
+        sizes.back() = width == inner ? 0 : width;
+        vec.back() = width;
+        int loops = 0;
+        for (int64_t t : sizes) loops += t != 0;
+        std::string h = schedule.tile(tag(), sizes);
+        if (inner % width == 0) {
+          schedule.vectorize(h);
+          return;
+        }
+        // Full tiles, then one static remainder: no masks once the bounds
+        // fold (vector sizes equal the tiles').
+        auto [main, rest] = schedule.peelInnermost(h, loops);
+        schedule.vectorize(main, vec);
+        vec.back() = inner % width;
+        schedule.vectorize(rest, vec);
+        return;
+      }
+    });
+    if (sid != 0) {
+      if (failed(apply(module, schedule.text()))) return signalPassFailure();
+      module.walk([](Operation *op) { op->removeAttr(kStrategyIdAttr); });
+    }
+    approximateVectorMath(module);
+  }
+
+  /// Transcendentals on vectors become polynomials (vectorized FMAs) instead
+  /// of one libm call per lane. Scalars keep libm.
+  void approximateVectorMath(ModuleOp module) {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns, [](llvm::StringRef name) {
+      return llvm::is_contained({"math.exp", "math.expm1", "math.log", "math.log1p", "math.log2", "math.tanh",
+                                 "math.erf"},
+                                name);
+    });
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    SmallVector<Operation *> targets;
+    module.walk([&](Operation *op) {
+      if (op->getDialect() && isa<math::MathDialect>(op->getDialect()) && op->getNumResults() == 1 &&
+          isa<VectorType>(op->getResult(0).getType()))
+        targets.push_back(op);
+    });
+    if (targets.empty()) return;
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+    (void)applyOpPatternsGreedily(targets, frozen, config);
+  }
+
+  LogicalResult apply(ModuleOp module, const std::string &text) {
+    OwningOpRef<ModuleOp> library = parseSourceString<ModuleOp>(text, ParserConfig(&getContext()));
+    if (!library) return module.emitError("kiln-cpu-strategy: the generated schedule does not parse:\n") << text;
+    transform::TransformOpInterface entry;
+    library->walk([&](transform::NamedSequenceOp seq) {
+      if (seq.getSymName() == "__transform_main") entry = cast<transform::TransformOpInterface>(seq.getOperation());
+    });
+    if (!entry) return module.emitError("kiln-cpu-strategy: no entry in the generated schedule");
+    if (succeeded(transform::applyTransforms(module, entry, {}, transform::TransformOptions(),
+                                             /*enforceToplevelTransformOp=*/false)))
+      return success();
+    return module.emitError("kiln-cpu-strategy: the schedule failed (lines above refer to it):\n") << text;
+  }
+};
+
+}  // namespace
+}  // namespace kiln::lowering
+
+namespace kiln::lowering {
+
+CpuTuning CpuTuning::fromFeatures(llvm::StringRef features, int64_t maxVectorBits) {
+  auto has = [&](llvm::StringRef f) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    features.split(parts, ',');
+    for (llvm::StringRef p : parts)
+      if (p == ("+" + f).str()) return true;
+    return false;
+  };
+  CpuTuning t;
+  if (has("avx512f")) {
+    t.vectorBits = 512;
+    t.vectorRegisters = 32;
+  } else if (has("avx2") || has("avx")) {
+    t.vectorBits = 256;
+    t.vectorRegisters = 16;
+  } else {
+    t.vectorBits = 128;
+    t.vectorRegisters = 16;
+  }
+  if (maxVectorBits > 0 && t.vectorBits > maxVectorBits) {
+    t.vectorBits = maxVectorBits;
+    t.vectorRegisters = 16;
+  }
+  return t;
+}
+
+std::string CpuTuning::passOptions() const {
+  return "vector-bits=" + std::to_string(vectorBits) + " vector-registers=" + std::to_string(vectorRegisters) +
+         " l2-bytes=" + std::to_string(l2Bytes);
+}
+
+}  // namespace kiln::lowering

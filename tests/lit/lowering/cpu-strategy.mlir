@@ -1,0 +1,76 @@
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32})" | FileCheck %s --check-prefix=AVX512
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s --check-prefix=AVX2
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=0})" | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-specialize-shapes{function=elementwise shapes=4x1000xf32,4x1000xf32},kiln-tosa-to-linalg,kiln-cpu-tile-vectorize,kiln-bufferize,kiln-lower-to-llvm)" | FileCheck %s --check-prefix=LLVM
+
+// Matmul: a register tile of rows x vectors whose accumulator stays in
+// vector registers across the k loop (an scf.for carrying the vector), FMAs
+// of a broadcast row of A with a vector of B. AVX-512 (32 registers) takes
+// 4 rows of 4 zmm; AVX2 (16 ymm) 4 rows of 2, leaving room for B and A.
+// AVX512-LABEL: func.func @matmul
+// AVX512: scf.for {{.*}} iter_args({{.*}}) -> (vector<4x64xf32>)
+// AVX512-COUNT-4: vector.fma {{.*}} : vector<64xf32>
+// AVX512-NOT: linalg.batch_matmul
+// AVX2-LABEL: func.func @matmul
+// AVX2: scf.for {{.*}} iter_args({{.*}}) -> (vector<4x16xf32>)
+// AVX2-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// OFF-LABEL: func.func @matmul
+// OFF: linalg.batch_matmul
+// OFF-NOT: vector.
+func.func @matmul(%a: tensor<1x256x256xf32>, %b: tensor<1x256x256xf32>) -> tensor<1x256x256xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.matmul %a, %b, %z, %z : (tensor<1x256x256xf32>, tensor<1x256x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x256x256xf32>
+  return %r : tensor<1x256x256xf32>
+}
+
+// Conv: filter to HWCF, a register tile over (output width, channels),
+// decomposed to 1-D convolutions; the accumulator is carried through the
+// kh, kw and c loops (with 16 ymm registers 7 rows of 2 would spill, 2
+// rows of 4 fit).
+// The ReLU after it is vectorized on whole vectors.
+// AVX512-LABEL: func.func @conv
+// AVX512: linalg.transpose {{.*}} permutation = [1, 2, 3, 0]
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512: vector.fma {{.*}} : vector<32xf32>
+// AVX512-NOT: linalg.conv
+// AVX512: arith.maximumf {{.*}} : vector<32xf32>
+// AVX2-LABEL: func.func @conv
+// AVX2: scf.for {{.*}} -> (vector<2x32xf32>)
+// AVX2: vector.fma {{.*}} : vector<32xf32>
+func.func @conv(%x: tensor<1x14x14x32xf32>, %w: tensor<32x3x3x32xf32>, %bias: tensor<32xf32>) -> tensor<1x14x14x32xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<32x3x3x32xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x14x14x32xf32>
+  %c = tosa.clamp %r {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<1x14x14x32xf32>) -> tensor<1x14x14x32xf32>
+  return %c : tensor<1x14x14x32xf32>
+}
+
+// Elementwise: the inner dimension in whole vectors, the remainder (1000 =
+// 31 x 32 + 8) peeled into one static tail; no masks. exp becomes a
+// polynomial on vectors, not one libm call per lane.
+// AVX512-LABEL: func.func @elementwise
+// AVX512: scf.for {{.*}} to %c992 step %c32
+// AVX512: arith.addf {{.*}} : vector<32xf32>
+// AVX512-NOT: vector.create_mask
+// AVX512-NOT: math.exp
+// AVX512: arith.addf {{.*}} : vector<8xf32>
+// LLVM-LABEL: llvm.func @kiln_fn
+// LLVM-NOT: @expf
+// LLVM: llvm.intr.fma
+func.func @elementwise(%a: tensor<4x1000xf32>, %b: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
+  %s = tosa.add %a, %b : (tensor<4x1000xf32>, tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  %e = tosa.exp %s : (tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  return %e : tensor<4x1000xf32>
+}
+
+// i1 tensors are one byte per element in kiln's buffers: never vectorized
+// (a vector<Nxi1> load would read packed bits).
+// AVX512-LABEL: func.func @bools
+// AVX512: linalg.generic
+// AVX512-NOT: vector.transfer_read
+// AVX512: return
+func.func @bools(%a: tensor<64xi1>) -> tensor<64xi32> {
+  %r = tosa.cast %a : (tensor<64xi1>) -> tensor<64xi32>
+  return %r : tensor<64xi32>
+}

@@ -1,0 +1,43 @@
+// The host tuning and the register-tile choice of kiln-cpu-strategy.
+#include "lowering/CpuStrategy.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln::lowering;
+
+TEST(CpuStrategy, TuningFromFeatures) {
+  CpuTuning avx512 = CpuTuning::fromFeatures("+avx,+avx2,+avx512f,+fma,-sse4a");
+  EXPECT_EQ(avx512.vectorBits, 512);
+  EXPECT_EQ(avx512.vectorRegisters, 32);
+  CpuTuning avx2 = CpuTuning::fromFeatures("+avx,+avx2,-avx512f,+fma");
+  EXPECT_EQ(avx2.vectorBits, 256);
+  EXPECT_EQ(avx2.vectorRegisters, 16);
+  EXPECT_EQ(CpuTuning::fromFeatures("+sse2,-avx").vectorBits, 128);
+  // A cap narrows an AVX-512 host to the AVX2 strategy, registers included.
+  CpuTuning capped = CpuTuning::fromFeatures("+avx2,+avx512f", 256);
+  EXPECT_EQ(capped.vectorBits, 256);
+  EXPECT_EQ(capped.vectorRegisters, 16);
+  EXPECT_EQ(capped.passOptions(), "vector-bits=256 vector-registers=16 l2-bytes=524288");
+}
+
+TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
+  for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
+    int64_t lanes = t.vectorBits / 32;
+    for (int64_t m : {1, 3, 7, 8, 14, 56, 128, 3136})
+      for (int64_t n : {1, 3, 12, 16, 64, 100, 768, 1000}) {
+        RegisterTile rt = chooseRegisterTile(m, n, t);
+        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " at " + std::to_string(t.vectorBits));
+        EXPECT_EQ(m % rt.m, 0);
+        EXPECT_EQ(n % rt.n, 0);
+        int64_t vecs = (rt.n + lanes - 1) / lanes;
+        EXPECT_LE(rt.m * vecs + vecs + 1, t.vectorRegisters);
+      }
+  }
+  // Big shapes fill the registers: whole vectors, several rows.
+  RegisterTile big512 = chooseRegisterTile(3136, 64, CpuTuning::fromFeatures("+avx512f"));
+  EXPECT_EQ(big512.n % 16, 0);
+  EXPECT_GE(big512.m * big512.n, 256);
+  RegisterTile big256 = chooseRegisterTile(128, 768, CpuTuning::fromFeatures("+avx2"));
+  EXPECT_EQ(big256.n % 8, 0);
+  EXPECT_GE(big256.m * big256.n, 64);
+}
