@@ -328,7 +328,10 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       for (size_t i = 0; i < inputs.size(); ++i) buffers[i] = ready[i]->rawData();
       buffers[inputs.size()] = out.rawData();
       jit::takeFault();
-      e->direct(buffers);
+      {
+        HostExecutor::ParallelScope scope(runtime_.executor());
+        e->direct(buffers);
+      }
       if (llvm::Error err = jit::faultError(jit::takeFault(), e->jit->plan.steps[0].faultSites))
         return fail(op.name, inputs, toStatus(std::move(err)));
       return EagerTensor(std::move(out));

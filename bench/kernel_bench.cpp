@@ -11,6 +11,9 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 using namespace kiln;
 
@@ -88,6 +91,20 @@ const std::vector<Case> &cases() {
 
 }  // namespace
 
+/// One core's FMA peak, measured in this run (honours $KILN_MAX_VECTOR_BITS,
+/// as the runtimes do).
+double peakGflops() {
+  static double peak = [] {
+    const char *bits = std::getenv("KILN_MAX_VECTOR_BITS");
+    double p = bench::measureFmaPeakGflops(bits ? std::atoi(bits) : 0);
+    std::fprintf(stderr, "one core's FMA peak: %.1f GFLOP/s\n", p);
+    return p;
+  }();
+  return peak;
+}
+/// All cores' peak (the runtimes use every core).
+double machinePeak() { return peakGflops() * std::max(1u, std::thread::hardware_concurrency()); }
+
 static void BM_JitVsKernel(benchmark::State &state) {
   const Case &c = cases()[size_t(state.range(0))];
   static auto jitRt = bench::makeRuntime("*=jit");
@@ -121,10 +138,51 @@ static void BM_JitVsKernel(benchmark::State &state) {
   state.counters[std::string("jit_") + unit] = work * n / tj / 1e9;
   state.counters[std::string("kernel_") + unit] = work * n / tk / 1e9;
   state.counters["jit_over_kernel"] = tk / tj;
+  if (compute && peakGflops() > 0) state.counters["jit_pct_of_machine_peak"] = 100.0 * work * n / tj / 1e9 / machinePeak();
   std::string shape;
   for (const TensorType &tt : c.inputs) shape += (shape.empty() ? "" : ",") + tt.str();
   state.SetLabel(std::string(c.name) + " " + shape);
 }
 BENCHMARK(BM_JitVsKernel)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
+
+/// Generated code on one thread and on two, alternating in the same
+/// iterations: GFLOP/s of each, the fraction of one core's peak on one
+/// thread, and the speedup (compute-bound rows).
+static void BM_JitThreads(benchmark::State &state) {
+  const Case &c = cases()[size_t(state.range(0))];
+  static auto one = bench::makeRuntime("*=jit", 1);
+  static auto two = bench::makeRuntime("*=jit", 2);
+  auto m1 = load(*one, c);
+  auto m2 = load(*two, c);
+  std::vector<Tensor> in;
+  for (const TensorType &tt : c.inputs) {
+    Tensor x = Tensor::empty(tt.dtype, tt.shape);
+    for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 13) * 0.01f;
+    in.push_back(x);
+  }
+  llvm::cantFail(m1->call("main", in).takeError());
+  llvm::cantFail(m2->call("main", in).takeError());
+  double t1 = 0, t2 = 0;
+  for (auto _ : state) {
+    auto a0 = std::chrono::steady_clock::now();
+    auto a = m1->call("main", in);
+    auto a1 = std::chrono::steady_clock::now();
+    auto b = m2->call("main", in);
+    auto a2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(a);
+    benchmark::DoNotOptimize(b);
+    t1 += std::chrono::duration<double>(a1 - a0).count();
+    t2 += std::chrono::duration<double>(a2 - a1).count();
+  }
+  double n = double(state.iterations());
+  state.counters["gflops_1_thread"] = c.flops * n / t1 / 1e9;
+  state.counters["gflops_2_threads"] = c.flops * n / t2 / 1e9;
+  if (peakGflops() > 0) state.counters["pct_of_core_peak_1_thread"] = 100.0 * c.flops * n / t1 / 1e9 / peakGflops();
+  state.counters["speedup_2_threads"] = t1 / t2;
+  std::string shape;
+  for (const TensorType &tt : c.inputs) shape += (shape.empty() ? "" : ",") + tt.str();
+  state.SetLabel(std::string(c.name) + " " + shape);
+}
+BENCHMARK(BM_JitThreads)->DenseRange(7, 11)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

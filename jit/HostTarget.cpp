@@ -1,6 +1,8 @@
 #include "jit/HostTarget.h"
 #include "jit/RuntimeSymbols.h"
 #include "runtime/Error.h"
+#include "runtime/Executable.h"
+#include "runtime/Executor.h"
 
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
@@ -87,7 +89,10 @@ llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm
     for (unsigned i = 0; i < ctx.numInputs(); ++i) buffers.push_back(ctx.in(i));
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) buffers.push_back(ctx.out(i));
     takeFault();
-    fn(buffers.data());
+    {
+      HostExecutor::ParallelScope scope(ctx.executor());  // parallel tiles on this runtime's arena
+      fn(buffers.data());
+    }
     return faultError(takeFault(), sites);
   };
   return l;

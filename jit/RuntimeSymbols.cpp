@@ -4,6 +4,7 @@
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,6 +13,32 @@ namespace {
 thread_local int64_t tlsFault = 0;  // first fault's site + 1
 extern "C" void kiln_report_fault(int64_t site) {
   if (!tlsFault) tlsFault = site + 1;
+}
+/// kiln_parallel_for for generated code: a fault reported in a chunk on
+/// another thread reaches the launching thread, which reports the step's
+/// faults.
+extern "C" void kiln_parallel_for_forwarding_faults(int64_t n, int64_t grain,
+                                                   void (*fn)(void *, int64_t, int64_t), void *ctx) {
+  struct Frame {
+    void (*fn)(void *, int64_t, int64_t);
+    void *ctx;
+    std::atomic<int64_t> fault{0};
+  } frame{fn, ctx};
+  kiln_parallel_for(
+      n, grain,
+      [](void *p, int64_t begin, int64_t end) {
+        auto *f = static_cast<Frame *>(p);
+        int64_t saved = tlsFault;  // the launching thread may run chunks too
+        tlsFault = 0;
+        f->fn(f->ctx, begin, end);
+        if (int64_t mine = tlsFault) {
+          int64_t none = 0;
+          f->fault.compare_exchange_strong(none, mine);
+        }
+        tlsFault = saved;
+      },
+      &frame);
+  if (int64_t f = frame.fault.load(); f && !tlsFault) tlsFault = f;
 }
 }  // namespace
 
@@ -24,7 +51,7 @@ int64_t takeFault() {
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
   static const std::vector<std::pair<const char *, void *>> symbols = {
       // Parallel loops of generated code run on the executor's TBB arena.
-      {"kiln_parallel_for", reinterpret_cast<void *>(&kiln_parallel_for)},
+      {"kiln_parallel_for", reinterpret_cast<void *>(&kiln_parallel_for_forwarding_faults)},
       // Strided memref copies that lowering leaves as calls (MLIR's C runner utils).
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
       {"malloc", reinterpret_cast<void *>(&std::malloc)},

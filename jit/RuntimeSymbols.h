@@ -12,7 +12,8 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols();
 
 /// The fault generated code reported on this thread since the last call
 /// (kiln_report_fault, see lowering/GuardTraps.cpp): the site id + 1, or 0
-/// for none; clears it. Generated code runs its loops on the calling
-/// thread, so the launcher sees its own step's faults.
+/// for none; clears it. Faults in parallel tiles on other threads are
+/// forwarded to the thread that launched them, so the launcher sees its own
+/// step's faults.
 int64_t takeFault();
 }  // namespace kiln::jit

@@ -82,6 +82,13 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning) {
 
 namespace {
 
+/// Ops of at least this many FLOPs run their outer tiles in parallel
+/// (kiln_parallel_for); smaller ones stay on the calling thread.
+constexpr double kParallelMinFlops = 4e6;
+/// How many parallel tiles a big op aims at (enough for a few threads to
+/// balance).
+constexpr int64_t kParallelTasks = 8;
+
 /// Largest multiple of `unit` that divides `dim` and is at most `limit`
 /// (at least `unit`; `unit` must divide `dim`).
 int64_t blockOf(int64_t dim, int64_t unit, int64_t limit) {
@@ -182,6 +189,16 @@ public:
                 .str();
     return {a, b};
   }
+  /// Tiles `in` by `sizes` into an scf.forall (parallel tiles); returns the
+  /// tiled op's handle.
+  std::string tileForall(const std::string &in, llvm::ArrayRef<int64_t> sizes) {
+    std::string out = fresh();
+    body += llvm::formatv("    {0}, {0}_forall = transform.structured.tile_using_forall {1} tile_sizes {2} "
+                          ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n",
+                          out, in, list(sizes))
+                .str();
+    return out;
+  }
   std::string match(int64_t sid) {
     std::string h = fresh();
     body += llvm::formatv("    {0} = transform.structured.match attributes{{{1} = {2} : i64} in %root "
@@ -269,15 +286,29 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         bool batched = bounds.size() == 4;
         int64_t M = bounds[batched], N = bounds[batched + 1], K = bounds[batched + 2];
+        int64_t B = batched ? bounds[0] : 1;
         RegisterTile rt = chooseRegisterTile(M, N, tuning);
         int64_t mc = blockOf(M, rt.m, 64), nc = blockOf(N, rt.n, 256), kc = blockOf(K, 1, 256);
-        SmallVector<int64_t> cache = {mc == M ? 0 : mc, nc == N ? 0 : nc, kc == K ? 0 : kc};
+        bool parallel = 2.0 * B * M * N * K >= kParallelMinFlops;
+        if (parallel) {
+          // Enough blocks for the threads to share: smaller row blocks,
+          // then smaller column blocks.
+          auto tasks = [&] { return B * (M / mc) * (N / nc); };
+          while (tasks() < kParallelTasks && mc > rt.m) mc = blockOf(M, rt.m, mc - 1);
+          while (tasks() < kParallelTasks && nc > rt.n) nc = blockOf(N, rt.n, nc - 1);
+          parallel = tasks() > 1;
+        }
+        SmallVector<int64_t> blocks = {mc == M ? 0 : mc, nc == N ? 0 : nc, 0};
+        SmallVector<int64_t> reduction = {0, 0, kc == K ? 0 : kc};
         SmallVector<int64_t> reg = {rt.m, rt.n, 1};
         if (batched) {
-          cache.insert(cache.begin(), bounds[0] > 1 ? 1 : 0);
+          blocks.insert(blocks.begin(), B > 1 ? 1 : 0);
+          reduction.insert(reduction.begin(), 0);
           reg.insert(reg.begin(), 0);
         }
-        std::string h = schedule.tile(tag(), cache);
+        std::string h = tag();
+        h = parallel ? schedule.tileForall(h, blocks) : schedule.tile(h, blocks);
+        h = schedule.tile(h, reduction);
         h = schedule.tile(h, reg);
         schedule.vectorize(h);
         return;
@@ -290,10 +321,20 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         if (rt.n < 4) return;  // too few channels to vectorize well
         int64_t filterRowBytes = KH * KW * C * 4;
         int64_t fc = blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
+        int64_t NB = bounds[0], OH = bounds[1];
         std::string h = tag();
         if (isa<linalg::Conv2DNhwcFhwcOp>(op)) h = schedule.op("transpose_conv2d", h);
-        h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
-        h = schedule.tile(h, {bounds[0] > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
+        bool parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
+        if (parallel) {
+          // Blocks of output rows (and filter blocks) for the threads.
+          int64_t ohb = OH;
+          auto tasks = [&] { return NB * (OH / ohb) * (F / fc); };
+          while (tasks() < kParallelTasks && ohb > 1) ohb = blockOf(OH, 1, ohb - 1);
+          parallel = tasks() > 1;
+          if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc, 0, 0, 0});
+        }
+        if (!parallel) h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
+        h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
         h = schedule.op("decompose", h);
         schedule.vectorize(h);
         return;

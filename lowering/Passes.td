@@ -143,4 +143,29 @@ def KilnCpuStrategy : Pass<"kiln-cpu-strategy", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::ub::UBDialect"];
 }
 
+def KilnOutlineParallel : Pass<"kiln-outline-parallel", "mlir::ModuleOp"> {
+  let summary = "Outline parallel tiles (scf.forall on memrefs) for kiln_parallel_for";
+  let description = [{
+    Each outermost scf.forall with static bounds whose captured values are
+    static identity-layout memrefs or scalars becomes a private function
+    `@<fn>_par<k>(%begin, %end, captures...)` running the linearized
+    iterations [begin, end), and a call of the declaration
+    `@kiln_par_launch_<fn>_<k>(%n, captures...)` tagged
+    `kiln.parallel_body`; kiln-parallel-launchers gives it a body. Other
+    foralls become sequential scf.for nests.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
+def KilnParallelLaunchers : Pass<"kiln-parallel-launchers", "mlir::ModuleOp"> {
+  let summary = "Bodies for kiln-outline-parallel's launchers: kiln_parallel_for calls";
+  let description = [{
+    On LLVM-dialect IR with bare-pointer memrefs: each launcher stores its
+    captures into 8-byte stack slots and calls
+    `kiln_parallel_for(n, 1, @<body>_task, slots)`; `@<body>_task(ctx,
+    begin, end)` loads them back and calls the outlined body.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif

@@ -16,6 +16,7 @@
 namespace kiln {
 namespace {
 thread_local HostExecutor *tlsCurrent = nullptr;
+thread_local HostExecutor *tlsParallel = nullptr;  // innermost ParallelScope
 
 /// Marks the running thread as a worker of `ex` for the task's duration.
 struct WorkerScope {
@@ -168,6 +169,15 @@ HostExecutor::~HostExecutor() {
 bool HostExecutor::onWorker() const { return tlsCurrent == this; }
 HostExecutor *HostExecutor::current() { return tlsCurrent; }
 
+HostExecutor::ParallelScope::ParallelScope(HostExecutor &ex) : saved_(tlsParallel) { tlsParallel = &ex; }
+HostExecutor::ParallelScope::~ParallelScope() { tlsParallel = saved_; }
+
+HostExecutor &HostExecutor::forParallelLoops() {
+  if (tlsParallel) return *tlsParallel;
+  if (tlsCurrent) return *tlsCurrent;
+  return processDefault();
+}
+
 HostExecutor &HostExecutor::processDefault() {
   static HostExecutor *ex = new HostExecutor(0, 1);  // never destroyed: may be used at exit
   return *ex;
@@ -233,7 +243,5 @@ void HostExecutor::waitIdle() {
 
 extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
                                   void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
-  kiln::HostExecutor *ex = kiln::HostExecutor::current();
-  if (!ex) ex = &kiln::HostExecutor::processDefault();
-  ex->parallelFor(n, grain, [&](int64_t b, int64_t e) { fn(ctx, b, e); });
+  kiln::HostExecutor::forParallelLoops().parallelFor(n, grain, [&](int64_t b, int64_t e) { fn(ctx, b, e); });
 }

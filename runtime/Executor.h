@@ -52,6 +52,22 @@ public:
   /// outside any runtime (e.g. generated code called directly).
   static HostExecutor &processDefault();
 
+  /// While alive, kiln_parallel_for on this thread runs on `ex`'s arena
+  /// (generated code called inline, off the executor's workers).
+  class ParallelScope {
+  public:
+    explicit ParallelScope(HostExecutor &ex);
+    ~ParallelScope();
+    ParallelScope(const ParallelScope &) = delete;
+    ParallelScope &operator=(const ParallelScope &) = delete;
+
+  private:
+    HostExecutor *saved_;
+  };
+  /// The executor kiln_parallel_for uses on this thread: the innermost
+  /// ParallelScope's, else this worker's, else processDefault().
+  static HostExecutor &forParallelLoops();
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -61,7 +77,7 @@ private:
 }  // namespace kiln
 
 /// Exported to JIT-compiled code: calls fn(ctx, begin, end) over [0, n) in
-/// chunks of at least `grain`, on the current executor's arena (or the
-/// process default), and returns when all chunks are done.
+/// chunks of at least `grain`, on HostExecutor::forParallelLoops()'s arena,
+/// and returns when all chunks are done.
 extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
                                   void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
