@@ -90,7 +90,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
 
   // The cache holds code, not weights: modules that share a graph (e.g.
   // re-trained weights) share code and each bind their own.
-  auto weights = program.weights(function);
+  auto weights = program.weights(function, target().weightLayouts(options_.placement));
   if (!weights) return weights.takeError();
   bool same = weights->size() == code->weights.size();
   for (size_t i = 0; same && i < weights->size(); ++i)
@@ -108,7 +108,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   auto t0 = Clock::now();
   if (auto entry = disk_->load(key)) {
     // Warm start: the objects from disk, the weights from this program; no MLIR pass runs.
-    auto weights = program.weights(function);
+    auto weights = program.weights(function, target().weightLayouts(options_.placement));
     bool typesMatch = weights && entry->inputs == std::vector<TensorType>(types.begin(), types.end()) &&
                       entry->weights.size() == weights->size();
     for (size_t i = 0; typesMatch && i < weights->size(); ++i)

@@ -38,7 +38,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   while (true) {
     out->stats.stages.clear();
     out->objects.clear();
-    auto spec = program.specialize(function, inputTypes, out->stats.stages);
+    auto spec = program.specialize(function, inputTypes, out->stats.stages, target_->weightLayouts(placement));
     if (!spec) return spec.takeError();
     auto partStart = Clock::now();
     auto part = program.partition(**spec, placement, oracle, forceKernel);

@@ -53,6 +53,13 @@ std::string HostTarget::pipelineText() const {
   return text;
 }
 
+lowering::WeightLayouts HostTarget::weightLayouts(const ops::PlacementOptions &placement) const {
+  lowering::WeightLayouts l;
+  // The conv strategy reads HWCF filters; loops and the Eigen kernel read FHWC.
+  l.convFiltersHWCF = tuning_.vectorBits > 0 && placement.modeFor("tosa.conv2d") != ops::OpMode::kKernel;
+  return l;
+}
+
 std::string HostTarget::entrySymbol() const { return lowering::kEntryName.str(); }
 
 llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, lowering::SpecializedFunction &cluster,

@@ -28,6 +28,7 @@ public:
   std::string description() const override;
   std::string pipelineText() const override;
   StepKind stepKind() const override { return StepKind::kJit; }
+  lowering::WeightLayouts weightLayouts(const ops::PlacementOptions &placement) const override;
   llvm::Expected<TargetObject> compile(lowering::Program &program, lowering::SpecializedFunction &cluster,
                                        lowering::StageTimes &times) override;
   std::string entrySymbol() const override;

@@ -58,6 +58,9 @@ public:
   /// Identifies the pipeline and its options (hashed into cache keys).
   virtual std::string pipelineText() const = 0;
   virtual StepKind stepKind() const = 0;
+  /// The layouts this target wants weights stored in, given the per-op
+  /// placement (hoisting packs them once; see lowering::WeightLayouts).
+  virtual lowering::WeightLayouts weightLayouts(const ops::PlacementOptions &) const { return {}; }
 
   /// Lowers one outlined cluster (consuming its MLIR) and generates code.
   /// `times` receives a line per stage.

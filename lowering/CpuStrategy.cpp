@@ -150,6 +150,29 @@ bool isVectorizableElementwise(linalg::LinalgOp op) {
   return byteSizedElements(op);
 }
 
+/// f32 reductions over the innermost loop only (sums, maxima: softmax's and
+/// layer norm's rows) whose bodies only compute.
+bool isVectorizableRowReduction(linalg::LinalgOp op) {
+  if (!isa<linalg::GenericOp, linalg::ReduceOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() < 1) return false;
+  unsigned last = op.getNumLoops() - 1;
+  auto iters = op.getIteratorTypesArray();
+  for (unsigned i = 0; i < iters.size(); ++i)
+    if ((i == last) != (iters[i] == utils::IteratorType::reduction)) return false;
+  if (!allF32(op)) return false;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!out.isProjectedPermutation() || out.getNumResults() != last) return false;
+  for (unsigned r = 0; r < out.getNumResults(); ++r)
+    if (out.getDimPosition(r) != r) return false;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (!map.isIdentity()) return false;
+  }
+  Block &body = op->getRegion(0).front();
+  if (body.getOperations().size() != 2) return false;  // one combiner + yield
+  return isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(
+      body.front());
+}
+
 std::string list(llvm::ArrayRef<int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -198,6 +221,20 @@ public:
                           out, in, list(sizes))
                 .str();
     return out;
+  }
+  /// Splits the reduction of `in` into vectors of `sizes`' width
+  /// (partial results in a vector, merged once at the end) and vectorizes
+  /// the three parts.
+  void tileReduction(const std::string &in, llvm::ArrayRef<int64_t> sizes) {
+    std::string fill = fresh(), split = fresh(), comb = fresh(), loop = fresh();
+    body += llvm::formatv("    {0}, {1}, {2}, {3} = transform.structured.tile_reduction_using_for {4} by tile_sizes = {5} "
+                          ": (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, "
+                          "!transform.any_op)\n",
+                          fill, split, comb, loop, in, list(sizes))
+                .str();
+    vectorize(split);
+    vectorize(comb);
+    vectorize(fill);
   }
   std::string match(int64_t sid) {
     std::string h = fresh();
@@ -255,6 +292,7 @@ private:
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_shape_cast
       transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
     } : !transform.any_op
 )";
   }
@@ -318,7 +356,12 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5], C = bounds[6];
         RegisterTile rt = chooseRegisterTile(OW, F, tuning);
-        if (rt.n < 4) return;  // too few channels to vectorize well
+        if (rt.n < 4) {
+          // Too few channels to vectorize well: loops, but on an HWCF filter
+          // all the same, so that a packed filter's transpose cancels.
+          if (isa<linalg::Conv2DNhwcFhwcOp>(op)) schedule.op("transpose_conv2d", tag());
+          return;
+        }
         int64_t filterRowBytes = KH * KW * C * 4;
         int64_t fc = blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
         int64_t NB = bounds[0], OH = bounds[1];
@@ -337,6 +380,21 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
         h = schedule.op("decompose", h);
         schedule.vectorize(h);
+        return;
+      }
+      if (isVectorizableRowReduction(op)) {
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        int64_t lanes = std::max<int64_t>(1, vectorBits / 32);
+        int64_t inner = bounds.back();
+        int64_t width = 0;
+        for (int64_t w : {2 * lanes, lanes, lanes / 2})
+          if (w >= 4 && inner % w == 0 && !width) width = w;
+        if (width == 0 || inner == width) return;  // short or ragged rows stay on loops
+        SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
+        for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;
+        split.back() = width;
+        std::string h = schedule.tile(tag(), rows);
+        schedule.tileReduction(h, split);
         return;
       }
       if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {

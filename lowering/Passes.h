@@ -44,17 +44,19 @@ mlir::LogicalResult specializeShapes(mlir::ModuleOp module, llvm::StringRef func
 /// replaces. The runtime uses the same plan to find a function's weights
 /// without compiling (warm cache starts).
 struct HoistedWeight {
-  mlir::ElementsAttr value;
-  mlir::Type type;
+  mlir::ElementsAttr value;  // in the stored layout
+  mlir::Type type;           // of `value`
   mlir::Location loc;
+  /// Stored HWCF for a graph that reads FHWC (see WeightLayouts).
+  bool filterHWCF = false;
 };
 struct HoistPlan {
   std::vector<HoistedWeight> weights;
   std::vector<std::pair<mlir::Operation *, unsigned>> uses;  // op -> weight index
 };
 inline constexpr int64_t kDefaultHoistMinElements = 16;
-HoistPlan planHoisting(mlir::func::FuncOp fn, int64_t minElements);
+HoistPlan planHoisting(mlir::func::FuncOp fn, int64_t minElements, const WeightLayouts &layouts = {});
 /// Hoists large constants of every public function (see kiln-hoist-constants).
-mlir::LogicalResult hoistConstants(mlir::ModuleOp module, int64_t minElements);
+mlir::LogicalResult hoistConstants(mlir::ModuleOp module, int64_t minElements, const WeightLayouts &layouts = {});
 
 }  // namespace kiln::lowering

@@ -32,6 +32,8 @@ def KilnHoistConstants : Pass<"kiln-hoist-constants", "mlir::ModuleOp"> {
   let options = [
     Option<"minElements", "min-elements", "int64_t", "16",
            "smallest non-splat constant that is hoisted">,
+    Option<"convFiltersHWCF", "conv-filters-hwcf", "bool", "false",
+           "store constant tosa.conv2d filters HWCF (read back through a tosa.transpose)">,
   ];
 }
 

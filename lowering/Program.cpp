@@ -215,8 +215,8 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
 }
 
 llvm::Expected<std::unique_ptr<SpecializedFunction>>
-Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
-                    StageTimes &times) {
+Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs, StageTimes &times,
+                    const WeightLayouts &layouts) {
   const FunctionSignature *sig = lookup(function);
   if (!sig) return noSuchFunction(function, impl->functions);
   if (auto err = checkInputs(*sig, inputs)) return std::move(err);
@@ -234,7 +234,7 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   // Weights first, on the original graph: the same plan finds them again
   // without compiling (Program::weights), so cached code can be reused.
   if (auto err = impl->diagnose(ErrorCode::kInvalidArgument, "cannot hoist the weights of @" + function.str(), [&] {
-        return hoistConstants(module, kDefaultHoistMinElements);
+        return hoistConstants(module, kDefaultHoistMinElements, layouts);
       }))
     return std::move(err);
   auto hoisted = module.lookupSymbol<func::FuncOp>(function);
@@ -288,13 +288,13 @@ uint64_t Program::pipelineRuns() const {
   return impl->pipelineRuns;
 }
 
-llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function) {
+llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function, const WeightLayouts &layouts) {
   std::lock_guard<std::mutex> lock(impl->mu);
   auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
   if (!fn || !fn.isPublic() || fn.isExternal())
     return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
   std::vector<Tensor> out;
-  for (const HoistedWeight &w : planHoisting(fn, kDefaultHoistMinElements).weights) {
+  for (const HoistedWeight &w : planHoisting(fn, kDefaultHoistMinElements, layouts).weights) {
     std::string why;
     auto type = toTensorType(w.type, why);
     if (!type) return error(ErrorCode::kInvalidArgument, "@%s: weight: %s", function.str().c_str(), why.c_str());

@@ -51,6 +51,14 @@ inline constexpr llvm::StringLiteral kEntryName = "kiln_entry";
 using kiln::ArgumentInfo;
 using kiln::FunctionSignature;
 
+/// Layouts weights are stored in, chosen once when they are hoisted (at load
+/// or first specialization), never per call.
+struct WeightLayouts {
+  /// Constant tosa.conv2d filters (f32, used only as filters) stored HWCF,
+  /// the layout kiln-cpu-strategy's convolutions read; the graph transposes
+  /// them back to FHWC, which cancels against the strategy's own transpose.
+  bool convFiltersHWCF = false;
+};
 /// Wall time of one compile stage.
 struct StageTime {
   std::string stage;
@@ -89,11 +97,12 @@ public:
 
   /// Specializes `function` to static `inputs` (which must match its signature).
   llvm::Expected<std::unique_ptr<SpecializedFunction>>
-  specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs, StageTimes &times);
+  specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs, StageTimes &times,
+             const WeightLayouts &layouts = {});
 
   /// The hoisted weights of `function`, in the order compiled code takes
   /// them, found without running any pass (for code from a cache).
-  llvm::Expected<std::vector<Tensor>> weights(llvm::StringRef function);
+  llvm::Expected<std::vector<Tensor>> weights(llvm::StringRef function, const WeightLayouts &layouts = {});
   /// `function` and its callees as kiln compiles them, in MLIR's generic
   /// form without locations, with weight values left out: two modules with
   /// the same text here get the same code (the cache key's graph part).

@@ -1004,11 +1004,16 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
-  for (int64_t n : {1, 7, 16, 33, 100}) {
+  for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
     Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
     c.name = "reduce_sum_3x" + std::to_string(n);
     c.rtol = 1e-5;
     c.atol = 1e-5;
+    cs.push_back(c);
+  }
+  for (int64_t n : {24, 96, 1000}) {  // rows split into vector partials (kiln-cpu-strategy)
+    Case c = reduce("reduce_max", F, {5, n}, 1, [](double a, double b) { return std::max(a, b); }, -INFINITY);
+    c.name = "reduce_max_5x" + std::to_string(n);
     cs.push_back(c);
   }
   return cs;

@@ -74,3 +74,14 @@ func.func @bools(%a: tensor<64xi1>) -> tensor<64xi32> {
   %r = tosa.cast %a : (tensor<64xi1>) -> tensor<64xi32>
   return %r : tensor<64xi32>
 }
+
+// Row reductions: partial results in a vector across the row, one
+// horizontal reduction at the end (1000 = 125 x 8 on 8-wide vectors).
+// AVX512-LABEL: func.func @row_sums
+// AVX512: scf.for {{.*}} to %c1000 step %c8 iter_args({{.*}}) -> (vector<8xf32>)
+// AVX512: arith.addf {{.*}} : vector<8xf32>
+// AVX512: vector.reduction <add>
+func.func @row_sums(%a: tensor<64x1000xf32>) -> tensor<64x1xf32> {
+  %r = tosa.reduce_sum %a {axis = 1 : i32} : (tensor<64x1000xf32>) -> tensor<64x1xf32>
+  return %r : tensor<64x1xf32>
+}
