@@ -27,6 +27,8 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cstring>
+#include <map>
+#include <tuple>
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNHOISTCONSTANTS
@@ -74,58 +76,112 @@ bool isConvFilter(Operation *op, Type type) {
   return true;
 }
 
-/// `value` (FHWC) as an HWCF dense_resource. The blob is named after the
-/// data's hash, so every plan of the same program (specialization, warm
+/// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
+/// row-major arrays of `bytes`-byte elements.
+void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes) {
+  size_t rank = shape.size();
+  std::vector<int64_t> inStride(rank, 1), outShape(rank), idx(rank, 0);
+  for (size_t d = rank; d-- > 1;) inStride[d - 1] = inStride[d] * shape[d];
+  int64_t total = 1;
+  for (size_t i = 0; i < rank; ++i) total *= (outShape[i] = shape[perm[i]]);
+  int64_t offset = 0;
+  for (int64_t o = 0; o < total; ++o) {
+    std::memcpy(out + o * bytes, in + offset * bytes, bytes);
+    for (size_t d = rank; d-- > 0;) {
+      offset += inStride[perm[d]];
+      if (++idx[d] < outShape[d]) break;
+      offset -= inStride[perm[d]] * outShape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// `value` of `type` with its dimensions permuted by `perm`, as a
+/// dense_resource. The blob is named after the source data's hash and the
+/// permutation, so every plan of the same program (specialization, warm
 /// cache starts) finds the one copy made at the first.
-ElementsAttr toHWCF(ElementsAttr value, RankedTensorType fhwc) {
+ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
   llvm::ArrayRef<char> bytes = rawBytes(value);
-  int64_t F = fhwc.getDimSize(0), KH = fhwc.getDimSize(1), KW = fhwc.getDimSize(2), C = fhwc.getDimSize(3);
-  if (bytes.size() != size_t(F * KH * KW * C) * sizeof(float)) return {};
-  auto hwcf = RankedTensorType::get({KH, KW, C, F}, fhwc.getElementType());
+  Type elem = type.getElementType();
+  if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
+  size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  if (bytes.size() != size_t(type.getNumElements()) * elemBytes) return {};
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(type.getDimSize(p));
+  auto result = RankedTensorType::get(shape, elem);
   uint64_t hash = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(llvm::StringRef(bytes.data(), bytes.size())));
-  std::string name = llvm::formatv("kiln_hwcf_{0}_{1}x{2}x{3}x{4}", llvm::utohexstr(hash, /*LowerCase=*/true), KH, KW,
-                                   C, F)
-                         .str();
-  MLIRContext *ctx = fhwc.getContext();
+  std::string name = "kiln_w_" + llvm::utohexstr(hash, /*LowerCase=*/true) + "_p";
+  for (int64_t p : perm) name += std::to_string(p);
+  for (int64_t d : shape) name += "_" + std::to_string(d);
+  MLIRContext *ctx = type.getContext();
   auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
   if (DialectResourceBlobManager::BlobEntry *entry = manager.getBlobManager().lookup(name))
-    return DenseResourceElementsAttr::get(hwcf, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), alignof(float), /*dataIsMutable=*/true);
-  auto *in = reinterpret_cast<const float *>(bytes.data());
-  auto *out = reinterpret_cast<float *>(blob.getMutableData().data());
-  for (int64_t f = 0; f < F; ++f)
-    for (int64_t h = 0; h < KH; ++h)
-      for (int64_t w = 0; w < KW; ++w)
-        for (int64_t c = 0; c < C; ++c) {
-          float x;
-          std::memcpy(&x, in + ((f * KH + h) * KW + w) * C + c, sizeof x);  // blobs may be unaligned
-          out[((h * KW + w) * C + c) * F + f] = x;
-        }
-  return DenseResourceElementsAttr::get(hwcf, manager.insert(name, std::move(blob)));
+    return DenseResourceElementsAttr::get(result, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
+  permute(bytes.data(), blob.getMutableData().data(), type.getShape(), perm, elemBytes);
+  return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
+}
+
+/// The constant transposes of `op`'s value that can run once, now: the op
+/// whose result the weight replaces (the last transpose of a chain where
+/// each has one user) and the composed permutation.
+Operation *foldTransposes(Operation *op, SmallVector<int64_t> &perm) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  perm.clear();
+  for (int64_t i = 0; i < type.getRank(); ++i) perm.push_back(i);
+  Operation *end = op;
+  while (end->getResult(0).hasOneUse()) {
+    auto t = dyn_cast<tosa::TransposeOp>(*end->getResult(0).getUsers().begin());
+    if (!t || !cast<RankedTensorType>(t.getType()).hasStaticShape()) break;
+    ArrayRef<int32_t> p = t.getPerms();
+    if (p.size() != perm.size()) break;
+    SmallVector<int64_t> composed;
+    for (int32_t j : p) composed.push_back(perm[j]);  // out dim j = source dim perm[p[j]]
+    perm = composed;
+    end = t;
+  }
+  return end;
 }
 
 }  // namespace
 
 HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts &layouts) {
   HoistPlan plan;
-  llvm::DenseMap<std::tuple<Attribute, Type, unsigned>, unsigned> index;
+  std::map<std::tuple<const void *, const void *, std::string>, unsigned> index;
   fn.walk([&](Operation *op) {
     ElementsAttr value = hoistableValue(op, minElements);
     if (!value) return;
     Type type = op->getResult(0).getType();
-    bool hwcf = layouts.convFiltersHWCF && isConvFilter(op, type);
-    auto [it, inserted] = index.try_emplace({value, type, unsigned(hwcf)}, unsigned(plan.weights.size()));
+    // Transposes of weights run once, here (exporters emit them around
+    // every conv's filter); a conv filter is then stored HWCF.
+    SmallVector<int64_t> perm;
+    Operation *end = isa<RankedTensorType>(type) ? foldTransposes(op, perm) : op;
+    Type endType = end->getResult(0).getType();
+    bool hwcf = layouts.convFiltersHWCF && isConvFilter(end, endType);
+    if (hwcf) {
+      SmallVector<int64_t> toHWCF;
+      for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
+      perm = toHWCF;
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
+    ElementsAttr stored = value;
+    if (!identity) stored = permuted(value, cast<RankedTensorType>(type), perm);
+    if (!stored) {  // cannot permute these bytes (an elided blob): as it is
+      stored = value;
+      end = op;
+      hwcf = false;
+    }
+    std::string key;
+    for (int64_t p : perm) key += std::to_string(p) + ",";
+    auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
+                                            unsigned(plan.weights.size()));
     if (inserted) {
-      HoistedWeight w{value, type, op->getLoc()};
-      if (hwcf)
-        if (ElementsAttr packed = toHWCF(value, cast<RankedTensorType>(type))) {
-          w.value = packed;
-          w.type = packed.getShapedType();
-          w.filterHWCF = true;
-        }
+      HoistedWeight w{stored, stored == value ? type : stored.getShapedType(), op->getLoc()};
+      w.filterHWCF = hwcf;
       plan.weights.push_back(w);
     }
-    plan.uses.push_back({op, it->second});
+    plan.uses.push_back({end, it->second});
   });
   return plan;
 }
@@ -151,7 +207,12 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
                                         b.getDenseI32ArrayAttr({3, 0, 1, 2}));
       }
       op->getResult(0).replaceAllUsesWith(arg);
-      op->erase();
+      // The op and the chain of folded transposes behind it.
+      for (Operation *cur = op; cur && cur->use_empty();) {
+        Operation *prev = cur->getNumOperands() ? cur->getOperand(0).getDefiningOp() : nullptr;
+        cur->erase();
+        cur = prev;
+      }
     }
   }
   return success();

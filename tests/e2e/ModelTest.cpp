@@ -6,6 +6,7 @@
 #include "tools/models/BuiltinModels.h"
 
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -250,4 +251,77 @@ TEST(Models, CancelledCallsReturnErrors) {
   EXPECT_NE(llvm::toString(v2.takeError()).find("cancelled"), std::string::npos);
   // Uncancelled calls still work.
   ASSERT_TRUE(bool(m->call("main", {x})));
+}
+
+// An exporter's conv: OIHW filter constant transposed to OHWI in the graph,
+// plus a transposed weight read by an add. Weights are folded once at load
+// (and stored HWCF for the conv strategy); every placement and code path
+// must give the reference's answer.
+TEST(Models, TransposedWeightsFoldedAtLoad) {
+  const int64_t F = 16, C = 8, K = 3, H = 10;
+  std::vector<float> oihw(F * C * K * K), bias(F), extra(F * 24);
+  for (size_t i = 0; i < oihw.size(); ++i) oihw[i] = float((i * 37) % 101) / 101.0f - 0.5f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * float(i);
+  for (size_t i = 0; i < extra.size(); ++i) extra[i] = float(i % 7);
+  auto dense = [](const std::vector<float> &v) {
+    std::string s = "dense<[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]>";
+  };
+  // A dense value of rank > 1 is written nested.
+  std::function<std::string(const std::vector<float> &, std::vector<int64_t>, size_t &)> nested =
+      [&](const std::vector<float> &v, std::vector<int64_t> shape, size_t &at) -> std::string {
+    if (shape.empty()) return std::to_string(v[at++]);
+    std::string s = "[";
+    std::vector<int64_t> rest(shape.begin() + 1, shape.end());
+    for (int64_t i = 0; i < shape[0]; ++i) s += (i ? ", " : "") + nested(v, rest, at);
+    return s + "]";
+  };
+  size_t at = 0;
+  std::string w = "dense<" + nested(oihw, {F, C, K, K}, at) + ">";
+  at = 0;
+  std::string e = "dense<" + nested(extra, {24, F}, at) + ">";
+  std::string text = R"(func.func @main(%x: tensor<1x10x10x8xf32>, %y: tensor<16x24xf32>) -> (tensor<1x10x10x16xf32>, tensor<16x24xf32>) {
+  %w = "tosa.const"() <{values = )" + w + R"( : tensor<16x8x3x3xf32>}> : () -> tensor<16x8x3x3xf32>
+  %ohwi = tosa.transpose %w {perms = array<i32: 0, 2, 3, 1>} : (tensor<16x8x3x3xf32>) -> tensor<16x3x3x8xf32>
+  %b = "tosa.const"() <{values = )" + dense(bias) + R"( : tensor<16xf32>}> : () -> tensor<16xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %ohwi, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x10x10x8xf32>, tensor<16x3x3x8xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x10x16xf32>
+  %e = "tosa.const"() <{values = )" + e + R"( : tensor<24x16xf32>}> : () -> tensor<24x16xf32>
+  %et = tosa.transpose %e {perms = array<i32: 1, 0>} : (tensor<24x16xf32>) -> tensor<16x24xf32>
+  %s = tosa.add %et, %y : (tensor<16x24xf32>, tensor<16x24xf32>) -> tensor<16x24xf32>
+  return %c, %s : tensor<1x10x10x16xf32>, tensor<16x24xf32>
+}
+)";
+  // Reference: OHWI filter from OIHW, conv; transposed extra + y.
+  std::vector<float> ohwi(oihw.size());
+  for (int64_t f = 0; f < F; ++f)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < K; ++kh)
+        for (int64_t kw = 0; kw < K; ++kw) ohwi[((f * K + kh) * K + kw) * C + c] = oihw[((f * C + c) * K + kh) * K + kw];
+  Tensor x = test::randomTensor({1, H, H, C}, 21), y = test::randomTensor({F, 24}, 22);
+  const int64_t pad[4] = {1, 1, 1, 1}, st[2] = {1, 1}, dl[2] = {1, 1};
+  ref::Dims shape;
+  ref::Vec want = ref::conv2d(x.toVector<float>(), {1, H, H, C}, ref::Vec(ohwi.begin(), ohwi.end()), {F, K, K, C},
+                              ref::Vec(bias.begin(), bias.end()), pad, st, dl, shape);
+  std::vector<double> wantSum(F * 24);
+  std::vector<float> yv = y.toVector<float>();
+  for (int64_t i = 0; i < F; ++i)
+    for (int64_t j = 0; j < 24; ++j) wantSum[i * 24 + j] = extra[j * F + i] + yv[i * 24 + j];
+
+  for (const char *modes : {"*=jit", "*=kernel", "tosa.conv2d=kernel,*=jit"})
+    for (bool vectorize : {true, false}) {
+      SCOPED_TRACE(std::string(modes) + (vectorize ? " vectorized" : " loops"));
+      RuntimeOptions o;
+      o.cacheMode = CacheMode::kOff;
+      o.vectorize = vectorize;
+      o.placement = llvm::cantFail(ops::parseOpModes(modes));
+      auto rt = KILN_TAKE(Runtime::create(o));
+      auto m = KILN_TAKE(rt->loadModule(text, "oihw.mlir"));
+      ASSERT_TRUE(m);
+      auto out = KILN_TAKE(m->call("main", {x, y}));
+      ASSERT_EQ(out.size(), 2u);
+      EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
+      EXPECT_TRUE(test::allClose(test::asDoubles(out[1]), wantSum, 1e-6, 1e-6));
+    }
 }
