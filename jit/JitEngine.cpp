@@ -44,7 +44,16 @@ llvm::Expected<std::unique_ptr<LoadedObject>> JitEngine::load(llvm::ArrayRef<cha
   std::string jdName = (name + "#" + llvm::Twine(counter_++)).str();
   auto jd = jit_->createJITDylib(jdName);
   if (!jd) return jd.takeError();
-  jd->addToLinkOrder(*runtimeDylib_);
+  // kiln's runtime symbols first: they must win over the process's own
+  // (malloc, kiln_parallel_for), whatever LLJIT links new dylibs against.
+  llvm::orc::JITDylibSearchOrder order = {
+      {&*jd, llvm::orc::JITDylibLookupFlags::MatchAllSymbols},
+      {runtimeDylib_, llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}};
+  jd->withLinkOrderDo([&](const llvm::orc::JITDylibSearchOrder &current) {
+    for (const auto &entry : current)
+      if (entry.first != &*jd && entry.first != runtimeDylib_) order.push_back(entry);
+  });
+  jd->setLinkOrder(std::move(order), /*LinkAgainstThisJITDylibFirst=*/false);
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(object.data(), object.size()), jdName);
   if (auto err = jit_->addObjectFile(*jd, std::move(buffer))) {

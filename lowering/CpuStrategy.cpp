@@ -128,15 +128,15 @@ bool isVectorizableElementwise(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() == 0) return false;
   if (op.getNumParallelLoops() != op.getNumLoops()) return false;
   if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity()) return false;
-  for (OpOperand *in : op.getDpsInputOperands())
-    if (!op.getMatchingIndexingMap(in).isProjectedPermutation()) return false;
-  // Inputs whose innermost access is not the innermost loop would read with
-  // a stride (transposes): left to loops.
+  // Inputs may broadcast (dims dropped or 0), not permute: an input whose
+  // innermost access is not the innermost loop would read with a stride
+  // (a transpose) and stays on loops.
   unsigned last = op.getNumLoops() - 1;
   for (OpOperand *in : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(in);
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true)) return false;
     for (unsigned r = 0; r + 1 < map.getNumResults(); ++r)
-      if (map.getDimPosition(r) == last) return false;
+      if (auto d = dyn_cast<AffineDimExpr>(map.getResult(r)); d && d.getPosition() == last) return false;
   }
   for (Operation &inner : op->getRegion(0).front()) {
     Dialect *d = inner.getDialect();

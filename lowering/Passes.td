@@ -170,4 +170,16 @@ def KilnParallelLaunchers : Pass<"kiln-parallel-launchers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def KilnPropagateTransposes : Pass<"kiln-propagate-transposes", "mlir::ModuleOp"> {
+  let summary = "Sink layout transposes below elementwise ops so that pairs cancel";
+  let description = [{
+    E(transpose(x, p), transpose(y, p), small...) becomes
+    transpose(E(x, y, transpose(small, p^-1)), p) for TOSA elementwise ops,
+    where "small" operands (at most 4096 elements: per-channel constants)
+    follow the layout; consecutive transposes compose and identities vanish.
+    Exported NCHW models lose the transposes around every NHWC convolution.
+  }];
+  let dependentDialects = ["mlir::tosa::TosaDialect"];
+}
+
 #endif

@@ -131,6 +131,15 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
       }))
     return std::move(err);
 
+  // Graph rewrites that hold for every specialization run once, at load:
+  // what the weights' plan (Program::weights) sees is what compiles.
+  if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "graph rewrites failed on '" + bufferName.str() + "'", [&] {
+        PassManager pm(I.ctx.get());
+        pm.addPass(createKilnPropagateTransposes());
+        return pm.run(*I.module);
+      }))
+    return std::move(err);
+
   for (auto fn : I.module->getOps<func::FuncOp>()) {
     if (!fn.isPublic() || fn.isExternal()) continue;
     FunctionSignature sig;
