@@ -27,7 +27,8 @@ struct CpuTuning {
 struct RegisterTile {
   int64_t m, n;
 };
-/// The register tile for an m x n output: sizes divide m and n, the
+/// The register tile for an m x n output: sizes divide m and n (n a power
+/// of two, as LLVM wants vector lengths), the
 /// accumulators plus one row of B and one broadcast fit the vector
 /// registers, and the FMAs per loaded element (weighted by how full the
 /// vectors are) are the most.

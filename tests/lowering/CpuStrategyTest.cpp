@@ -29,6 +29,7 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " at " + std::to_string(t.vectorBits));
         EXPECT_EQ(m % rt.m, 0);
         EXPECT_EQ(n % rt.n, 0);
+        EXPECT_EQ(rt.n & (rt.n - 1), 0) << "vector lengths are powers of two";
         int64_t vecs = (rt.n + lanes - 1) / lanes;
         EXPECT_LE(rt.m * vecs + vecs + 1, t.vectorRegisters);
       }
@@ -37,6 +38,8 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
   RegisterTile big512 = chooseRegisterTile(3136, 64, CpuTuning::fromFeatures("+avx512f"));
   EXPECT_EQ(big512.n % 16, 0);
   EXPECT_GE(big512.m * big512.n, 256);
+  // 96 channels: 2 zmm (32), never a 3-zmm vector<48xf32>.
+  EXPECT_EQ(chooseRegisterTile(112, 96, CpuTuning::fromFeatures("+avx512f")).n, 32);
   RegisterTile big256 = chooseRegisterTile(128, 768, CpuTuning::fromFeatures("+avx2"));
   EXPECT_EQ(big256.n % 8, 0);
   EXPECT_GE(big256.m * big256.n, 64);

@@ -85,3 +85,16 @@ func.func @row_sums(%a: tensor<64x1000xf32>) -> tensor<64x1xf32> {
   %r = tosa.reduce_sum %a {axis = 1 : i32} : (tensor<64x1000xf32>) -> tensor<64x1xf32>
   return %r : tensor<64x1xf32>
 }
+
+// Depthwise conv (TOSA's hwcm with one filter per channel, rewritten to
+// hwc): vectors over channels, rows of output pixels, FMAs with the
+// accumulator carried across kh and kw.
+// AVX512-LABEL: func.func @depthwise
+// AVX512-NOT: linalg.depthwise
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512: vector.fma {{.*}} : vector<7x32xf32>
+func.func @depthwise(%x: tensor<1x14x14x32xf32>, %w: tensor<3x3x32x1xf32>, %b: tensor<32xf32>) -> tensor<1x14x14x32xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x14x14x32xf32>
+  return %r : tensor<1x14x14x32xf32>
+}
