@@ -231,8 +231,9 @@ int runCommand(const std::string &model, const std::string &function,
     std::printf("%s%s %.1f", i ? ", " : "", stages[i].stage.c_str(), stages[i].ms);
   std::printf("]\n");
   if (!times.empty())
-    std::printf("steady state: median %.4f ms, min %.4f ms over %d iterations\n",
-                times[times.size() / 2], times.front(), iterations);
+    std::printf("steady state: median %.4f ms, min %.4f ms, p90 %.4f ms over %d iterations\n",
+                times[times.size() / 2], times.front(), times[std::min(times.size() - 1, times.size() * 9 / 10)],
+                iterations);
 
   if (!outputDir.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(outputDir))

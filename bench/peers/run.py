@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""kiln side by side with ONNX Runtime and PyTorch on the same models.
+
+Exports torchvision models (same weights, same input) once into a cache
+folder: TOSA through torch-mlir for kiln, ONNX for ONNX Runtime. Then runs
+rounds that alternate ONNX Runtime, PyTorch eager and kiln (the `kiln run`
+CLI, warm persistent compile cache, 2 threads each), and prints each
+runtime's p50/p90 over the rounds and kiln's ratio to each peer. Checks that
+kiln's outputs match PyTorch's. Peers that are not installed are skipped
+with a note.
+
+  bench/peers/setup.sh                      # once: the Python environment
+  ~/.cache/kiln/peers-venv/bin/python bench/peers/run.py [--models resnet50,mobilenet_v2]
+        [--rounds 5] [--iterations 20] [--kiln build/bin/kiln]
+
+Weights are torchvision's architecture with a fixed random initialisation
+(no download): speed does not depend on the values.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def cache_dir():
+    base = os.environ.get("KILN_PEERS_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "peers-models")
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
+def export(name, folder):
+    """Exports `name` to TOSA (kiln), ONNX (ONNX Runtime), input and reference
+    output; returns the paths. Skips what exists."""
+    import torch
+    import torchvision
+    paths = {k: os.path.join(folder, f"{name}.{k}") for k in ("mlir", "onnx", "x.npy", "y.npy")}
+    if all(os.path.exists(p) for p in paths.values()):
+        return paths
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    x = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        y = model(x)
+    np.save(paths["x.npy"], x.numpy())
+    np.save(paths["y.npy"], y.numpy())
+    try:
+        from torch_mlir import fx
+        t0 = time.time()
+        module = fx.export_and_import(model, x, output_type="tosa", func_name="main")
+        with open(paths["mlir"], "w") as f:
+            f.write(str(module))
+        print(f"  exported {name} to TOSA in {time.time() - t0:.1f} s", flush=True)
+    except ImportError:
+        print("  torch-mlir is not installed: kiln is skipped (bench/peers/setup.sh)")
+    try:
+        torch.onnx.export(model, x, paths["onnx"], opset_version=17, dynamo=False)
+    except Exception as e:  # onnx missing or export failure: ONNX Runtime is skipped
+        print(f"  ONNX export failed ({e}): ONNX Runtime is skipped")
+    return paths
+
+
+def time_ort(paths, iterations, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(paths["onnx"], so, providers=["CPUExecutionProvider"])
+    x = np.load(paths["x.npy"])
+    name = session.get_inputs()[0].name
+    for _ in range(3):
+        session.run(None, {name: x})
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        session.run(None, {name: x})
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def time_torch(name, paths, iterations, threads):
+    import torch
+    import torchvision
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    x = torch.from_numpy(np.load(paths["x.npy"]))
+    times = []
+    with torch.no_grad():
+        for _ in range(3):
+            model(x)
+        for _ in range(iterations):
+            t0 = time.perf_counter()
+            model(x)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def time_kiln(kiln, paths, iterations, out_dir):
+    """Runs `kiln run` (warm disk cache after the first round); returns
+    (p50, p90, first-call ms, outputs dir)."""
+    cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "-n", str(iterations), "-o", out_dir]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kiln failed:\n{r.stderr}")
+    m = re.search(r"steady state: median ([0-9.]+) ms, min [0-9.]+ ms, p90 ([0-9.]+) ms", r.stdout)
+    first = re.search(r"first call \(([^)]*)\): ([0-9.]+) ms", r.stdout)
+    return float(m.group(1)), float(m.group(2)), (first.group(1), float(first.group(2)))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="resnet50,mobilenet_v2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--kiln", default=os.path.join(here, "..", "..", "build", "bin", "kiln"))
+    args = ap.parse_args()
+    folder = cache_dir()
+    try:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError:
+        print("PyTorch/torchvision are not installed (bench/peers/setup.sh): nothing to export; skipped")
+        return 0
+    have_ort = True
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        have_ort = False
+        print("note: onnxruntime is not installed: ONNX Runtime is skipped")
+    for name in args.models.split(","):
+        print(f"== {name} (batch 1, f32, {args.threads} threads, {args.rounds} alternating rounds "
+              f"of {args.iterations} calls)", flush=True)
+        paths = export(name, folder)
+        res = {"onnxruntime": [], "pytorch": [], "kiln": []}
+        out_dir = os.path.join(folder, f"{name}.kiln-out")
+        firsts = []
+        for _ in range(args.rounds):
+            if have_ort and os.path.exists(paths["onnx"]):
+                t = time_ort(paths, args.iterations, args.threads)
+                res["onnxruntime"].append((np.percentile(t, 50), np.percentile(t, 90)))
+            t = time_torch(name, paths, args.iterations, args.threads)
+            res["pytorch"].append((np.percentile(t, 50), np.percentile(t, 90)))
+            if os.path.exists(paths["mlir"]):
+                p50, p90, first = time_kiln(args.kiln, paths, args.iterations, out_dir)
+                res["kiln"].append((p50, p90))
+                firsts.append(first)
+        summary = {k: (float(np.median([a for a, _ in v])), float(np.median([b for _, b in v])))
+                   for k, v in res.items() if v}
+        for k, (p50, p90) in summary.items():
+            print(f"  {k:12s} p50 {p50:8.2f} ms   p90 {p90:8.2f} ms")
+        if "kiln" in summary:
+            for peer in ("onnxruntime", "pytorch"):
+                if peer in summary:
+                    print(f"  kiln / {peer:11s} {summary['kiln'][0] / summary[peer][0]:.2f}x (p50; < 1 is faster)")
+            print(f"  kiln first call: {firsts[0][1]:.0f} ms ({firsts[0][0]}); later rounds: "
+                  f"{firsts[-1][1]:.0f} ms ({firsts[-1][0]})")
+            got = np.load(os.path.join(out_dir, "out0.npy"))
+            want = np.load(paths["y.npy"])
+            err = float(np.abs(got - want).max() / max(1e-30, float(np.abs(want).max())))
+            print(f"  kiln vs PyTorch: max relative error {err:.2e}", "(ok)" if err < 1e-3 else "(MISMATCH)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
