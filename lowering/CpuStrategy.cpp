@@ -413,9 +413,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         schedule.vectorize(h);
         return;
       }
-      if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op) && allF32(op)) {
-        // Loops: n, oh, ow, c, kh, kw. Vectors over channels, rows of output
-        // pixels; the accumulator stays in registers across kh and kw.
+      if (isa<linalg::DepthwiseConv2DNhwcHwcOp, linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op) &&
+          allF32(op)) {
+        // Depthwise conv and pooling. Loops: n, oh, ow, c, kh, kw. Vectors
+        // over channels, rows of output pixels; the accumulator stays in
+        // registers across kh and kw.
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t NB = bounds[0], OH = bounds[1], OW = bounds[2], C = bounds[3];
         RegisterTile rt = chooseRegisterTile(OW, C, tuning);
