@@ -182,4 +182,15 @@ def KilnPropagateTransposes : Pass<"kiln-propagate-transposes", "mlir::ModuleOp"
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }
 
+def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
+  let summary = "Strided memref.copy ops become linalg.copy (vectorizable loops)";
+  let description = [{
+    After bufferization, a memref.copy whose source or target is not
+    contiguous (static shape) becomes linalg.copy, which lowers to loops
+    that LLVM vectorizes, instead of a call of the element-by-element
+    `memrefCopy`. Contiguous copies stay memref.copy (one memcpy).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif

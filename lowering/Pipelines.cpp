@@ -40,7 +40,7 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
        "canonicalize,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
        "canonicalize,buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
       {"kiln-lower-to-llvm",
-       "builtin.module(kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+       "builtin.module(kiln-strided-copies,kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
        "canonicalize,cse,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
        "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
        "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-arith-to-llvm,"
