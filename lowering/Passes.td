@@ -186,11 +186,13 @@ def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
   let summary = "Strided memref.copy ops become linalg.copy (vectorizable loops)";
   let description = [{
     After bufferization, a memref.copy whose source or target is not
-    contiguous (static shape) becomes linalg.copy, which lowers to loops
-    that LLVM vectorizes, instead of a call of the element-by-element
+    contiguous (static shape) becomes loops over the outer dimensions moving
+    the innermost one in whole vectors (or linalg.copy loops when it has no
+    power-of-two vector divisor), instead of a call of the element-by-element
     `memrefCopy`. Contiguous copies stay memref.copy (one memcpy).
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect", "mlir::ub::UBDialect"];
 }
 
 #endif

@@ -3,15 +3,21 @@
 // kiln-strided-copies: after bufferization, a memref.copy between buffers
 // that are not both contiguous (a padded input's interior, a slice of an
 // activation) would become a call of the generic `memrefCopy`, which walks
-// element by element through strides and sizes. Such copies become
-// linalg.copy, which lowers to loops whose innermost dimension LLVM
-// vectorizes. Contiguous copies stay memref.copy (one memcpy).
+// element by element through strides and sizes. Such copies become loops
+// over the outer dimensions that move the innermost one in whole vectors
+// (vector.transfer_read/write; no work left for LLVM's loop vectorizer),
+// or linalg.copy loops when the innermost size has no power-of-two vector
+// divisor. Contiguous copies stay memref.copy (one memcpy).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNSTRIDEDCOPIES
@@ -39,7 +45,33 @@ struct StridedCopies : impl::KilnStridedCopiesBase<StridedCopies> {
     });
     for (memref::CopyOp op : copies) {
       OpBuilder b(op);
-      linalg::CopyOp::create(b, op.getLoc(), op.getSource(), op.getTarget());
+      Location loc = op.getLoc();
+      auto type = cast<MemRefType>(op.getSource().getType());
+      Type elem = type.getElementType();
+      int64_t inner = type.getShape().back();
+      int64_t width = 0;
+      if (elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0)
+        for (int64_t w = 512 / elem.getIntOrFloatBitWidth(); w >= 2 && !width; w /= 2)
+          if (inner % w == 0) width = w;
+      if (!width) {
+        linalg::CopyOp::create(b, loc, op.getSource(), op.getTarget());
+        op.erase();
+        continue;
+      }
+      SmallVector<Value> lbs, ubs, steps;
+      for (int64_t i = 0; i < type.getRank(); ++i) {
+        lbs.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+        ubs.push_back(arith::ConstantIndexOp::create(b, loc, type.getDimSize(i)));
+        steps.push_back(arith::ConstantIndexOp::create(b, loc, i + 1 == type.getRank() ? width : 1));
+      }
+      auto vecType = VectorType::get({width}, elem);
+      Value src = op.getSource(), dst = op.getTarget();
+      scf::buildLoopNest(b, loc, lbs, ubs, steps, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value pad = ub::PoisonOp::create(nb, l, elem);
+        SmallVector<bool> inBounds = {true};
+        Value v = vector::TransferReadOp::create(nb, l, vecType, src, ivs, pad, inBounds);
+        vector::TransferWriteOp::create(nb, l, v, dst, ivs, inBounds);
+      });
       op.erase();
     }
   }
