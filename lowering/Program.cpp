@@ -131,20 +131,6 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
       }))
     return std::move(err);
 
-  // TOSA requires paddings >= 0; lowering would index outside the input.
-  if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "invalid operation in '" + bufferName.str() + "'", [&] {
-        WalkResult r = I.module->walk([&](Operation *op) {
-          if (op->getName().getDialectNamespace() != "tosa") return WalkResult::advance();
-          auto pad = op->getAttrOfType<DenseI64ArrayAttr>("pad");
-          if (!pad || llvm::all_of(pad.asArrayRef(), [](int64_t v) { return v >= 0; })) return WalkResult::advance();
-          op->emitError() << "'" << op->getName() << "' has a negative padding " << pad
-                          << " (TOSA requires paddings >= 0)";
-          return WalkResult::interrupt();
-        });
-        return failure(r.wasInterrupted());
-      }))
-    return std::move(err);
-
   // Graph rewrites that hold for every specialization run once, at load:
   // what the weights' plan (Program::weights) sees is what compiles.
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "graph rewrites failed on '" + bufferName.str() + "'", [&] {

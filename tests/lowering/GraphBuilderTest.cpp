@@ -107,3 +107,36 @@ TEST(GraphBuilder, BadOpsAreErrorsNamingTheOp) {
   EXPECT_NE(verify.message.find("the graph 'test:bad' is not valid"), std::string::npos) << verify.message;
   EXPECT_NE(verify.message.find("test:bad:1:1: error: 'tosa.exp' op"), std::string::npos) << verify.message;
 }
+
+// Negative paddings (TOSA requires >= 0) are refused when the graph is
+// built or parsed, naming the op, never lowered into reads outside the input.
+TEST(GraphBuilder, NegativePaddingIsRefused) {
+  GraphBuilder g("main", "test:negative-pad");
+  auto x = g.argument({DType::f32, {1, 56, 56, 8}});
+  auto w = g.argument({DType::f32, {8, 1, 1, 8}});
+  auto b = g.argument({DType::f32, {8}});
+  ops::AttrMap a;
+  a.set("acc_type", std::string("f32"));
+  a.set("pad", std::vector<int64_t>{0, -1, 0, -1});
+  a.set("stride", std::vector<int64_t>{2, 2});
+  a.set("dilation", std::vector<int64_t>{1, 1});
+  a.set("input_zp", 0.0);
+  a.set("weight_zp", 0.0);
+  auto y = g.op("tosa.conv2d", {x, w, b}, a, {{DType::f32, {1, 28, 28, 8}}});
+  std::string message;
+  if (!y) {
+    message = llvm::toString(y.takeError());
+  } else {
+    auto program = g.finish({(*y)[0]});
+    ASSERT_FALSE(bool(program));
+    message = llvm::toString(program.takeError());
+  }
+  EXPECT_NE(message.find("tosa.conv2d"), std::string::npos) << message;
+  EXPECT_NE(message.find("padding values to be >= 0"), std::string::npos) << message;
+
+  std::string text = g.str();
+  auto parsed = Program::parse(text, "negative-pad.mlir");
+  ASSERT_FALSE(bool(parsed));
+  std::string m2 = llvm::toString(parsed.takeError());
+  EXPECT_NE(m2.find("padding values to be >= 0"), std::string::npos) << m2;
+}
