@@ -7,9 +7,9 @@
 // The runtime then owns weights as buffers and generated code never embeds
 // them. Splats and small constants stay, so they keep folding. With
 // conv-filters-hwcf, an f32 constant read only as tosa.conv2d's filter is
-// stored HWCF (transposed once, here, into a blob named after its data) and
-// read back through tosa.transpose, which cancels against the conv
-// strategy's own transpose: the filter is never transposed per call.
+// stored HWCF (transposed once, here, into a blob named after the source
+// constant) and read back through tosa.transpose, which cancels against the
+// conv strategy's own transpose: the filter is never transposed per call.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -23,8 +23,6 @@
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/xxhash.h"
 
 #include <cstring>
 #include <map>
@@ -97,26 +95,32 @@ void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::Arr
 }
 
 /// `value` of `type` with its dimensions permuted by `perm`, as a
-/// dense_resource. The blob is named after the source data's hash and the
+/// dense_resource. The blob is named after the source value's identity in
+/// this context (its resource key, or the uniqued attribute) and the
 /// permutation, so every plan of the same program (specialization, warm
-/// cache starts) finds the one copy made at the first.
+/// cache starts) finds the one copy made at the first without reading the
+/// data again.
 ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
-  llvm::ArrayRef<char> bytes = rawBytes(value);
   Type elem = type.getElementType();
   if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
   size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  if (bytes.size() != size_t(type.getNumElements()) * elemBytes) return {};
   SmallVector<int64_t> shape;
   for (int64_t p : perm) shape.push_back(type.getDimSize(p));
   auto result = RankedTensorType::get(shape, elem);
-  uint64_t hash = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(llvm::StringRef(bytes.data(), bytes.size())));
-  std::string name = "kiln_w_" + llvm::utohexstr(hash, /*LowerCase=*/true) + "_p";
+  std::string name = "kiln_w_";
+  if (auto r = dyn_cast<DenseResourceElementsAttr>(value))
+    name += r.getRawHandle().getKey().str();
+  else
+    name += llvm::utohexstr(reinterpret_cast<uintptr_t>(value.getAsOpaquePointer()), /*LowerCase=*/true);
+  name += "_p";
   for (int64_t p : perm) name += std::to_string(p);
   for (int64_t d : shape) name += "_" + std::to_string(d);
   MLIRContext *ctx = type.getContext();
   auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
   if (DialectResourceBlobManager::BlobEntry *entry = manager.getBlobManager().lookup(name))
     return DenseResourceElementsAttr::get(result, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
+  llvm::ArrayRef<char> bytes = rawBytes(value);
+  if (bytes.size() != size_t(type.getNumElements()) * elemBytes) return {};
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
   permute(bytes.data(), blob.getMutableData().data(), type.getShape(), perm, elemBytes);
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));

@@ -3,7 +3,7 @@
 // RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-hoist-constants{conv-filters-hwcf=true},kiln-specialize-shapes{function=main shapes=1x4x4x2xf32,2x2x2x3xf32},kiln-tosa-to-linalg,kiln-cpu-tile-vectorize)" | FileCheck %s --check-prefix=STRATEGY
 
 // A constant read only as a conv filter is stored HWCF, transposed once at
-// hoisting into a blob named after its data, and read back through a
+// hoisting into a blob named after the source constant, and read back through a
 // transpose to FHWC; after the conv strategy's own transpose to HWCF the
 // two cancel: no transpose runs per call. Filter element (f, h, w, c) =
 // 1000f + 100h + 10w + c, so HWCF element 1 is (f=1, 0, 0, 0) = 1000.
