@@ -37,8 +37,6 @@ public:
                                 std::vector<std::string> faultSites) override;
 
   const codegen::TargetDescription &machine() const { return codegen_->target(); }
-  /// What code-generation strategies are chosen from on this machine.
-  const lowering::CpuTuning &tuning() const { return tuning_; }
 
 private:
   HostTarget() = default;

@@ -5,23 +5,30 @@
 // registers, L2 size), writes the strategies of the whole module as one
 // transform-dialect schedule and applies it with the transform interpreter.
 //
-//   matmul, batch_matmul   cache tiles [Mc, Nc, Kc], then a register tile
+//   matmul, batch_matmul   parallel blocks [Mc, Nc] (scf.forall when big
+//                          enough), a k block, then a register tile
 //                          [mr, nr, 1]; vectorized to a vector.contract whose
 //                          accumulator is hoisted out of the k loop, lowered
 //                          to outer products (broadcast A x vector of B, FMA).
-//   conv_2d_nhwc_fhwc      filter to HWCF (a transpose of a constant filter
-//                          folds away: see kiln-pack-weights), an output-
-//                          channel block that keeps the filter slice in L2,
-//                          then a register tile over (output width, output
-//                          channels), decomposed to 1-D convolutions and
-//                          vectorized like matmul.
-//   elementwise / fill     innermost dimension tiled to whole vectors,
-//                          vectorized (masked when the tile does not divide).
+//   conv_2d_nhwc_fhwc/hwcf filter to HWCF (a packed constant filter's
+//                          transpose cancels: see kiln-hoist-constants),
+//                          parallel blocks of output rows and of output
+//                          channels sized for L2, then a register tile over
+//                          (output width, output channels), decomposed to 1-D
+//                          convolutions and vectorized like matmul.
+//   depthwise conv, pooling  rows of output pixels x channel vectors, the
+//                          accumulator kept across the window (TOSA's
+//                          depthwise hwcm with one filter per channel is
+//                          first rewritten to hwc).
+//   row reductions         vector partials across the row, one horizontal
+//                          reduction at the end.
+//   elementwise / fill     innermost dimension in whole vectors, the
+//                          remainder peeled into one static tail (no masks).
 //
 // Register tiles are chosen by `chooseRegisterTile`: among tiles whose sizes
-// divide the op's (so every tile is static and needs no mask), the one with
-// the most FMAs per loaded element that fits the vector registers with room
-// for the B row and the A broadcast.
+// divide the op's (so every tile is static and needs no mask) and whose
+// vectors are powers of two, the one with the most FMAs per load that fits
+// the vector registers with room for the B row and the A broadcast.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -99,6 +106,15 @@ int64_t blockOf(int64_t dim, int64_t unit, int64_t limit) {
   for (int64_t b = unit; b <= std::min(dim, limit); b += unit)
     if (dim % b == 0) best = b;
   return best;
+}
+
+/// The block of output rows (a divisor of `rows`) that gives at least
+/// kParallelTasks parallel tiles, with `otherTiles` tiles per row block
+/// from the other parallel dimensions; `rows` when there is one row.
+int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles) {
+  int64_t block = rows;
+  while (otherTiles * (rows / block) < kParallelTasks && block > 1) block = blockOf(rows, 1, block - 1);
+  return block;
 }
 
 bool allStatic(linalg::LinalgOp op) {
@@ -338,6 +354,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     if (vectorBits <= 0) return;
     dropUnitMultiplier(getOperation());
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes};
+    const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
     Schedule schedule;
     int64_t sid = 0;
@@ -401,10 +418,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         bool parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
         if (parallel) {
           // Blocks of output rows (and filter blocks) for the threads.
-          int64_t ohb = OH;
-          auto tasks = [&] { return NB * (OH / ohb) * (F / fc); };
-          while (tasks() < kParallelTasks && ohb > 1) ohb = blockOf(OH, 1, ohb - 1);
-          parallel = tasks() > 1;
+          int64_t ohb = rowBlockForThreads(OH, NB * (F / fc));
+          parallel = NB * (OH / ohb) * (F / fc) > 1;
           if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc, 0, 0, 0});
         }
         if (!parallel) h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
@@ -425,8 +440,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         std::string h = tag();
         bool parallel = 2.0 * NB * OH * OW * C * bounds[4] * bounds[5] >= kParallelMinFlops / 4;
         if (parallel) {
-          int64_t ohb = OH;
-          while (NB * (OH / ohb) < kParallelTasks && ohb > 1) ohb = blockOf(OH, 1, ohb - 1);
+          int64_t ohb = rowBlockForThreads(OH, NB);
           parallel = NB * (OH / ohb) > 1;
           if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0, 0, 0});
         }
@@ -437,7 +451,6 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       }
       if (isVectorizableRowReduction(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-        int64_t lanes = std::max<int64_t>(1, vectorBits / 32);
         int64_t inner = bounds.back();
         int64_t width = 0;
         for (int64_t w : {2 * lanes, lanes, lanes / 2})
@@ -452,7 +465,6 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       }
       if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-        int64_t lanes = std::max<int64_t>(1, vectorBits / 32);
         int64_t inner = bounds.back();
         int64_t width = int64_t(llvm::bit_floor(uint64_t(std::min(inner, 2 * lanes))));
         SmallVector<int64_t> sizes(bounds.size(), 1), vec(bounds.size(), 1);
