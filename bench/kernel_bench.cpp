@@ -129,32 +129,50 @@ double peakGflops() {
 /// All cores' peak (the runtimes use every core).
 double machinePeak() { return peakGflops() * std::max(1u, std::thread::hardware_concurrency()); }
 
+/// A tensor of small deterministic values (i % 13) * 0.01 + offset.
+Tensor filled(const TensorType &tt, float offset = 0) {
+  Tensor x = Tensor::empty(tt.dtype, tt.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 13) * 0.01f + offset;
+  return x;
+}
+std::vector<Tensor> filledInputs(const Case &c) {
+  std::vector<Tensor> in;
+  for (const TensorType &tt : c.inputs) in.push_back(filled(tt));
+  return in;
+}
+std::string shapes(const std::vector<TensorType> &types) {
+  std::string s;
+  for (const TensorType &tt : types) s += (s.empty() ? "" : ",") + tt.str();
+  return s;
+}
+
+/// Calls `a` and `b` on `in` alternately for the benchmark's iterations
+/// (after one warm-up call each); returns each one's total seconds.
+std::pair<double, double> timeAlternating(benchmark::State &state, Module &a, Module &b, const std::vector<Tensor> &in) {
+  llvm::cantFail(a.call("main", in).takeError());
+  llvm::cantFail(b.call("main", in).takeError());
+  double ta = 0, tb = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto ra = a.call("main", in);
+    auto t1 = std::chrono::steady_clock::now();
+    auto rb = b.call("main", in);
+    auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(ra);
+    benchmark::DoNotOptimize(rb);
+    ta += std::chrono::duration<double>(t1 - t0).count();
+    tb += std::chrono::duration<double>(t2 - t1).count();
+  }
+  return {ta, tb};
+}
+
 static void BM_JitVsKernel(benchmark::State &state) {
   const Case &c = cases()[size_t(state.range(0))];
   static auto jitRt = bench::makeRuntime("*=jit");
   static auto kernelRt = bench::makeRuntime("*=kernel");
   auto mj = load(*jitRt, c);
   auto mk = load(*kernelRt, c);
-  std::vector<Tensor> in;
-  for (const TensorType &tt : c.inputs) {
-    Tensor x = Tensor::empty(tt.dtype, tt.shape);
-    for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 13) * 0.01f;
-    in.push_back(x);
-  }
-  llvm::cantFail(mj->call("main", in).takeError());
-  llvm::cantFail(mk->call("main", in).takeError());
-  double tj = 0, tk = 0;
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto a = mj->call("main", in);
-    auto t1 = std::chrono::steady_clock::now();
-    auto b = mk->call("main", in);
-    auto t2 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(a);
-    benchmark::DoNotOptimize(b);
-    tj += std::chrono::duration<double>(t1 - t0).count();
-    tk += std::chrono::duration<double>(t2 - t1).count();
-  }
+  auto [tj, tk] = timeAlternating(state, *mj, *mk, filledInputs(c));
   double n = double(state.iterations());
   bool compute = c.flops > 0;
   double work = compute ? c.flops : c.bytes;
@@ -163,9 +181,7 @@ static void BM_JitVsKernel(benchmark::State &state) {
   state.counters[std::string("kernel_") + unit] = work * n / tk / 1e9;
   state.counters["jit_over_kernel"] = tk / tj;
   if (compute && peakGflops() > 0) state.counters["jit_pct_of_machine_peak"] = 100.0 * work * n / tj / 1e9 / machinePeak();
-  std::string shape;
-  for (const TensorType &tt : c.inputs) shape += (shape.empty() ? "" : ",") + tt.str();
-  state.SetLabel(std::string(c.name) + " " + shape);
+  state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
 }
 BENCHMARK(BM_JitVsKernel)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
 
@@ -178,34 +194,13 @@ static void BM_JitThreads(benchmark::State &state) {
   static auto two = bench::makeRuntime("*=jit", 2);
   auto m1 = load(*one, c);
   auto m2 = load(*two, c);
-  std::vector<Tensor> in;
-  for (const TensorType &tt : c.inputs) {
-    Tensor x = Tensor::empty(tt.dtype, tt.shape);
-    for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 13) * 0.01f;
-    in.push_back(x);
-  }
-  llvm::cantFail(m1->call("main", in).takeError());
-  llvm::cantFail(m2->call("main", in).takeError());
-  double t1 = 0, t2 = 0;
-  for (auto _ : state) {
-    auto a0 = std::chrono::steady_clock::now();
-    auto a = m1->call("main", in);
-    auto a1 = std::chrono::steady_clock::now();
-    auto b = m2->call("main", in);
-    auto a2 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(a);
-    benchmark::DoNotOptimize(b);
-    t1 += std::chrono::duration<double>(a1 - a0).count();
-    t2 += std::chrono::duration<double>(a2 - a1).count();
-  }
+  auto [t1, t2] = timeAlternating(state, *m1, *m2, filledInputs(c));
   double n = double(state.iterations());
   state.counters["gflops_1_thread"] = c.flops * n / t1 / 1e9;
   state.counters["gflops_2_threads"] = c.flops * n / t2 / 1e9;
   if (peakGflops() > 0) state.counters["pct_of_core_peak_1_thread"] = 100.0 * c.flops * n / t1 / 1e9 / peakGflops();
   state.counters["speedup_2_threads"] = t1 / t2;
-  std::string shape;
-  for (const TensorType &tt : c.inputs) shape += (shape.empty() ? "" : ",") + tt.str();
-  state.SetLabel(std::string(c.name) + " " + shape);
+  state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
 }
 BENCHMARK(BM_JitThreads)->DenseRange(7, 11)->Unit(benchmark::kMicrosecond);
 
@@ -217,18 +212,13 @@ static void BM_ResNet50Conv(benchmark::State &state) {
   static auto rt = bench::makeRuntime("*=jit");
   // As in a model: the filter and bias are constants of the graph (packed
   // once at load), the activation an argument.
-  auto filled = [](const TensorType &tt) {
-    Tensor x = Tensor::empty(tt.dtype, tt.shape);
-    for (int64_t i = 0; i < x.numElements(); ++i) x.data<float>()[i] = float(i % 13) * 0.01f - 0.06f;
-    return x;
-  };
   lowering::GraphBuilder g("main", "bench:resnet50-conv");
   auto x = g.argument(c.inputs[0]);
-  auto w = llvm::cantFail(g.resourceConstant("filter", filled(c.inputs[1])));
-  auto b = llvm::cantFail(g.resourceConstant("bias", filled(c.inputs[2])));
+  auto w = llvm::cantFail(g.resourceConstant("filter", filled(c.inputs[1], -0.06f)));
+  auto b = llvm::cantFail(g.resourceConstant("bias", filled(c.inputs[2], -0.06f)));
   auto r = llvm::cantFail(g.op(c.name, {x, w, b}, c.attrs, {c.output}));
   auto m = llvm::cantFail(rt->loadProgram(llvm::cantFail(g.finish(r))));
-  std::vector<Tensor> in = {filled(c.inputs[0])};
+  std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   llvm::cantFail(m->call("main", in).takeError());
   double t = 0;
   for (auto _ : state) {
@@ -241,9 +231,7 @@ static void BM_ResNet50Conv(benchmark::State &state) {
   state.counters["gflops"] = c.flops * n / t / 1e9;
   if (peakGflops() > 0) state.counters["pct_of_machine_peak"] = 100.0 * c.flops * n / t / 1e9 / machinePeak();
   state.counters["ms_per_inference"] = 1e3 * t / n * count;
-  std::string shape;
-  for (const TensorType &tt : c.inputs) shape += (shape.empty() ? "" : ",") + tt.str();
-  state.SetLabel(shape + " stride " + std::to_string(llvm::cantFail(c.attrs.getInts("stride"))[0]));
+  state.SetLabel(shapes(c.inputs) + " stride " + std::to_string(llvm::cantFail(c.attrs.getInts("stride"))[0]));
 }
 BENCHMARK(BM_ResNet50Conv)->DenseRange(0, 22)->Unit(benchmark::kMicrosecond);
 
