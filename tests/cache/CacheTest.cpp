@@ -36,8 +36,8 @@ struct TempDir {
   ~TempDir() { llvm::sys::fs::remove_directories(path); }
 };
 
-std::unique_ptr<Runtime> runtimeAt(const std::string &dir, std::vector<std::string> *warnings = nullptr,
-                                   uint64_t maxBytes = 1ull << 30, size_t memoryEntries = 512) {
+std::unique_ptr<Runtime> runtimeAt(const std::string &dir, uint64_t maxBytes = 1ull << 30,
+                                   size_t memoryEntries = 512) {
   RuntimeOptions o;
   o.cacheDir = dir;
   o.cacheMode = kiln::CacheMode::kReadWrite;
@@ -55,6 +55,14 @@ std::vector<std::string> entryFiles(const std::string &dir) {
   for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
     if (llvm::StringRef(it->path()).ends_with(".kiln")) out.push_back(it->path());
   return out;
+}
+
+/// A disk cache's options at `dir` whose warnings go to `warnings`.
+DiskCacheOptions collectingWarnings(const std::string &dir, std::vector<std::string> &warnings) {
+  DiskCacheOptions o;
+  o.dir = dir;
+  o.warn = [&warnings](const std::string &w) { warnings.push_back(w); };
+  return o;
 }
 
 CachedFunction sampleEntry() {
@@ -127,9 +135,7 @@ TEST(DiskCache, FuzzedEntriesAreRejected) {
 TEST(DiskCache, BadFilesOnDiskAreReportedOnceRemovedAndMissed) {
   TempDir tmp;
   std::vector<std::string> warnings;
-  DiskCacheOptions o;
-  o.dir = tmp.path;
-  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  DiskCacheOptions o = collectingWarnings(tmp.path, warnings);
   auto cache = DiskCache::open(o);
   CachedFunction e = sampleEntry();
   cache->store(e);
@@ -226,9 +232,7 @@ TEST(DiskCache, ClearAndEvictionTouchOnlyTheCachesOwnEntries) {
 TEST(DiskCache, EntriesThatAreNotRegularFilesAreSkipped) {
   TempDir tmp;
   std::vector<std::string> warnings;
-  DiskCacheOptions o;
-  o.dir = tmp.path;
-  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  DiskCacheOptions o = collectingWarnings(tmp.path, warnings);
   auto c = DiskCache::open(o);
   CachedFunction e = sampleEntry();
   std::string path = entryPath(tmp.path, e.key.digest());
@@ -268,9 +272,8 @@ TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
   std::string file = tmp.path + "/not-a-dir";
   std::ofstream(file) << "x";
   std::vector<std::string> warnings;
-  DiskCacheOptions o;
-  o.dir = file + "/cache";  // its parent is a file: cannot be created
-  o.warn = [&](const std::string &w) { warnings.push_back(w); };
+  // Its parent is a file: the directory cannot be created.
+  DiskCacheOptions o = collectingWarnings(file + "/cache", warnings);
   auto cache = DiskCache::open(o);
   EXPECT_EQ(cache->mode(), cache::CacheMode::kOff);
   ASSERT_EQ(warnings.size(), 1u);
@@ -447,7 +450,7 @@ TEST(CompileCache, BoundedInMemoryAndOnDisk) {
   }
   const uint64_t cap = sizes[1] + sizes[2];
   TempDir tmp;
-  auto rt = runtimeAt(tmp.path, nullptr, /*maxBytes=*/cap, /*memoryEntries=*/2);
+  auto rt = runtimeAt(tmp.path, /*maxBytes=*/cap, /*memoryEntries=*/2);
   auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
   for (int64_t b : {1, 2, 3}) {
     ASSERT_TRUE(bool(m->compile("main", {TensorType{DType::f32, {b, 64}}})));
