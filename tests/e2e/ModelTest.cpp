@@ -263,28 +263,23 @@ TEST(Models, TransposedWeightsFoldedAtLoad) {
   for (size_t i = 0; i < oihw.size(); ++i) oihw[i] = float((i * 37) % 101) / 101.0f - 0.5f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * float(i);
   for (size_t i = 0; i < extra.size(); ++i) extra[i] = float(i % 7);
-  auto dense = [](const std::vector<float> &v) {
-    std::string s = "dense<[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]>";
-  };
-  // A dense value of rank > 1 is written nested.
-  std::function<std::string(const std::vector<float> &, std::vector<int64_t>, size_t &)> nested =
-      [&](const std::vector<float> &v, std::vector<int64_t> shape, size_t &at) -> std::string {
+  // dense<...> text of `v` with `shape` (nested lists, one per dimension).
+  std::function<std::string(const std::vector<float> &, llvm::ArrayRef<int64_t>, size_t &)> nested =
+      [&](const std::vector<float> &v, llvm::ArrayRef<int64_t> shape, size_t &at) -> std::string {
     if (shape.empty()) return std::to_string(v[at++]);
     std::string s = "[";
-    std::vector<int64_t> rest(shape.begin() + 1, shape.end());
-    for (int64_t i = 0; i < shape[0]; ++i) s += (i ? ", " : "") + nested(v, rest, at);
+    for (int64_t i = 0; i < shape[0]; ++i) s += (i ? ", " : "") + nested(v, shape.drop_front(), at);
     return s + "]";
   };
-  size_t at = 0;
-  std::string w = "dense<" + nested(oihw, {F, C, K, K}, at) + ">";
-  at = 0;
-  std::string e = "dense<" + nested(extra, {24, F}, at) + ">";
+  auto dense = [&](const std::vector<float> &v, llvm::ArrayRef<int64_t> shape) {
+    size_t at = 0;
+    return "dense<" + nested(v, shape, at) + ">";
+  };
+  std::string w = dense(oihw, {F, C, K, K}), b = dense(bias, {F}), e = dense(extra, {24, F});
   std::string text = R"(func.func @main(%x: tensor<1x10x10x8xf32>, %y: tensor<16x24xf32>) -> (tensor<1x10x10x16xf32>, tensor<16x24xf32>) {
   %w = "tosa.const"() <{values = )" + w + R"( : tensor<16x8x3x3xf32>}> : () -> tensor<16x8x3x3xf32>
   %ohwi = tosa.transpose %w {perms = array<i32: 0, 2, 3, 1>} : (tensor<16x8x3x3xf32>) -> tensor<16x3x3x8xf32>
-  %b = "tosa.const"() <{values = )" + dense(bias) + R"( : tensor<16xf32>}> : () -> tensor<16xf32>
+  %b = "tosa.const"() <{values = )" + b + R"( : tensor<16xf32>}> : () -> tensor<16xf32>
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %c = tosa.conv2d %x, %ohwi, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x10x10x8xf32>, tensor<16x3x3x8xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x10x16xf32>
   %e = "tosa.const"() <{values = )" + e + R"( : tensor<24x16xf32>}> : () -> tensor<24x16xf32>
