@@ -160,6 +160,7 @@ const FunctionSignature *Module::signature(llvm::StringRef function) const {
 }
 
 uint64_t Module::pipelineRuns() const { return impl_->program->pipelineRuns(); }
+const std::string &Module::graphRewrites() const { return impl_->program->graphRewrites(); }
 
 size_t Module::numCompiled() const {
   std::shared_lock<std::shared_mutex> lock(impl_->tableMu);

@@ -195,4 +195,21 @@ def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
                            "mlir::vector::VectorDialect", "mlir::ub::UBDialect"];
 }
 
+def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::ModuleOp"> {
+  let summary = "Evaluate constant subgraphs once and fold per-channel affine ops into convolutions";
+  let description = [{
+    Replaces every f32 TOSA op whose operands are all constants (elementwise
+    arithmetic with broadcasting, reshape, transpose) by its value, then
+    folds chains of add/sub/mul by per-output-channel constants that follow
+    a tosa.conv2d or tosa.depthwise_conv2d with constant filter and bias into
+    that filter and bias (batch norm after a convolution disappears). Values
+    derived from dense_resource weights stay dense_resource (kiln_folded*).
+  }];
+  let statistics = [
+    Statistic<"numFolded", "folded-ops", "ops replaced by their constant value">,
+    Statistic<"numIntoConvolutions", "ops-into-convolutions", "affine ops folded into convolutions">,
+  ];
+  let dependentDialects = ["mlir::tosa::TosaDialect"];
+}
+
 #endif

@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -29,6 +30,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -114,6 +117,34 @@ static std::string recursion(ModuleOp module, func::FuncOp root) {
   return found;
 }
 
+/// Ops of every function by name, constants and returns left out.
+static std::map<std::string, int64_t> opCounts(ModuleOp module) {
+  std::map<std::string, int64_t> counts;
+  module.walk([&](Operation *op) {
+    if (isa<ModuleOp, func::FuncOp, func::ReturnOp>(op) || op->hasTrait<OpTrait::ConstantLike>()) return;
+    ++counts[op->getName().getStringRef().str()];
+  });
+  return counts;
+}
+
+/// "558 -> 352 ops in 41.2 ms (tosa.sub 53 -> 0, ...)": what the load-time
+/// graph rewrites changed.
+static std::string describeRewrites(const std::map<std::string, int64_t> &before,
+                                    const std::map<std::string, int64_t> &after, double ms) {
+  int64_t total[2] = {0, 0};
+  std::string changes;
+  std::set<std::string> names;
+  for (auto &[n, c] : before) names.insert(n), total[0] += c;
+  for (auto &[n, c] : after) names.insert(n), total[1] += c;
+  for (const std::string &n : names) {
+    auto b = before.find(n), a = after.find(n);
+    int64_t cb = b == before.end() ? 0 : b->second, ca = a == after.end() ? 0 : a->second;
+    if (cb != ca) changes += (changes.empty() ? "" : ", ") + n + " " + std::to_string(cb) + " -> " + std::to_string(ca);
+  }
+  return std::to_string(total[0]) + " -> " + std::to_string(total[1]) + " ops in " +
+         llvm::formatv("{0:f1}", ms).str() + " ms" + (changes.empty() ? "" : " (" + changes + ")");
+}
+
 llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
   Impl &I = *this;
   // Only dialects kiln lowers may appear.
@@ -133,12 +164,19 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
 
   // Graph rewrites that hold for every specialization run once, at load:
   // what the weights' plan (Program::weights) sees is what compiles.
+  auto t0 = Clock::now();
+  std::map<std::string, int64_t> before = opCounts(*I.module);
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "graph rewrites failed on '" + bufferName.str() + "'", [&] {
         PassManager pm(I.ctx.get());
         pm.addPass(createKilnPropagateTransposes());
+        // KILN_FOLD_CONSTANTS=0 keeps constant subgraphs as exported (to
+        // compare, or to rule the folding out when a result looks wrong).
+        const char *fold = std::getenv("KILN_FOLD_CONSTANTS");
+        if (!fold || std::string(fold) != "0") pm.addPass(createKilnFoldConstants());
         return pm.run(*I.module);
       }))
     return std::move(err);
+  I.rewrites = describeRewrites(before, opCounts(*I.module), msSince(t0));
 
   for (auto fn : I.module->getOps<func::FuncOp>()) {
     if (!fn.isPublic() || fn.isExternal()) continue;
@@ -172,6 +210,8 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
 }
 
 const std::vector<FunctionSignature> &Program::functions() const { return impl->functions; }
+
+const std::string &Program::graphRewrites() const { return impl->rewrites; }
 
 const FunctionSignature *Program::lookup(llvm::StringRef name) const {
   for (const FunctionSignature &f : impl->functions)

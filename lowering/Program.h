@@ -94,6 +94,9 @@ public:
   /// Public functions, in module order.
   const std::vector<FunctionSignature> &functions() const;
   const FunctionSignature *lookup(llvm::StringRef name) const;
+  /// What the graph rewrites run at load (transpose propagation, constant
+  /// folding) changed: "558 -> 352 ops in 41.2 ms (tosa.sub 53 -> 0, ...)".
+  const std::string &graphRewrites() const;
 
   /// Specializes `function` to static `inputs` (which must match its signature).
   llvm::Expected<std::unique_ptr<SpecializedFunction>>

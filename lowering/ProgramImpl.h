@@ -114,6 +114,7 @@ struct Program::Impl {
   llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
   uint64_t pipelineRuns = 0;                      // specializations + lowerings
   llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
+  std::string rewrites;                           // what the load-time graph rewrites did
 
   /// Runs `body` with MLIR diagnostics captured; on failure the error says
   /// `what` failed and lists the diagnostics with their source locations.

@@ -138,6 +138,22 @@ const kiln::FunctionSignature *findFunction(kiln::Module &m, const std::string &
   return nullptr;
 }
 
+/// "tosa.conv2d x53, tosa.add x16, ..." (program order of first use) for
+/// long lists; short ones as they are.
+static std::string opList(const std::vector<std::string> &ops) {
+  if (ops.size() <= 12) return llvm::join(ops, ", ");
+  std::vector<std::pair<std::string, int>> counts;
+  for (const std::string &op : ops) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](auto &c) { return c.first == op; });
+    if (it == counts.end()) counts.push_back({op, 1});
+    else ++it->second;
+  }
+  std::string s = std::to_string(ops.size()) + " ops: ";
+  for (size_t i = 0; i < counts.size(); ++i)
+    s += (i ? ", " : "") + counts[i].first + (counts[i].second > 1 ? " x" + std::to_string(counts[i].second) : "");
+  return s;
+}
+
 int runCommand(const std::string &model, const std::string &function,
                const std::vector<std::string> &inputSpecs, const std::string &outputDir,
                int iterations, bool explain, const CommonOptions &common) {
@@ -216,11 +232,12 @@ int runCommand(const std::string &model, const std::string &function,
     std::printf("%s]\n", out.numElements() > 8 ? ", ..." : "");
   }
   if (explain) {
+    std::printf("graph rewrites at load: %s\n", (*module)->graphRewrites().c_str());
     std::printf("placement: %s\n", (*compiled)->placementSummary().c_str());
     for (const auto &step : (*compiled)->plan.steps) {
       bool jit = step.kind == kiln::lowering::PlanStep::kJit;
       std::printf("  step %-12s %s\n", jit ? step.name.c_str() : "kernel",
-                  jit ? ("JIT (" + step.target + "): " + llvm::join(step.ops, ", ")).c_str()
+                  jit ? ("JIT (" + step.target + "): " + opList(step.ops)).c_str()
                       : (step.kernel + " (" + step.op + ", " + step.reason + ")").c_str());
     }
   }

@@ -33,6 +33,19 @@ ref::Vec mlpReference(const ref::Vec &x, int64_t batch) {
   return ref::softmax(o, batch, 10);
 }
 
+/// dense<...> text of `v` with `shape` (nested lists, one per dimension).
+std::string denseText(const std::vector<float> &v, llvm::ArrayRef<int64_t> shape) {
+  std::function<std::string(llvm::ArrayRef<int64_t>, size_t &)> nested = [&](llvm::ArrayRef<int64_t> dims,
+                                                                               size_t &at) -> std::string {
+    if (dims.empty()) return std::to_string(v[at++]);
+    std::string s = "[";
+    for (int64_t i = 0; i < dims[0]; ++i) s += (i ? ", " : "") + nested(dims.drop_front(), at);
+    return s + "]";
+  };
+  size_t at = 0;
+  return "dense<" + nested(shape, at) + ">";
+}
+
 }  // namespace
 
 TEST(Models, MlpMatchesReferenceForSeveralBatchSizes) {
@@ -263,19 +276,7 @@ TEST(Models, TransposedWeightsFoldedAtLoad) {
   for (size_t i = 0; i < oihw.size(); ++i) oihw[i] = float((i * 37) % 101) / 101.0f - 0.5f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * float(i);
   for (size_t i = 0; i < extra.size(); ++i) extra[i] = float(i % 7);
-  // dense<...> text of `v` with `shape` (nested lists, one per dimension).
-  std::function<std::string(const std::vector<float> &, llvm::ArrayRef<int64_t>, size_t &)> nested =
-      [&](const std::vector<float> &v, llvm::ArrayRef<int64_t> shape, size_t &at) -> std::string {
-    if (shape.empty()) return std::to_string(v[at++]);
-    std::string s = "[";
-    for (int64_t i = 0; i < shape[0]; ++i) s += (i ? ", " : "") + nested(v, shape.drop_front(), at);
-    return s + "]";
-  };
-  auto dense = [&](const std::vector<float> &v, llvm::ArrayRef<int64_t> shape) {
-    size_t at = 0;
-    return "dense<" + nested(v, shape, at) + ">";
-  };
-  std::string w = dense(oihw, {F, C, K, K}), b = dense(bias, {F}), e = dense(extra, {24, F});
+  std::string w = denseText(oihw, {F, C, K, K}), b = denseText(bias, {F}), e = denseText(extra, {24, F});
   std::string text = R"(func.func @main(%x: tensor<1x10x10x8xf32>, %y: tensor<16x24xf32>) -> (tensor<1x10x10x16xf32>, tensor<16x24xf32>) {
   %w = "tosa.const"() <{values = )" + w + R"( : tensor<16x8x3x3xf32>}> : () -> tensor<16x8x3x3xf32>
   %ohwi = tosa.transpose %w {perms = array<i32: 0, 2, 3, 1>} : (tensor<16x8x3x3xf32>) -> tensor<16x3x3x8xf32>
@@ -319,4 +320,99 @@ TEST(Models, TransposedWeightsFoldedAtLoad) {
       EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
       EXPECT_TRUE(test::allClose(test::asDoubles(out[1]), wantSum, 1e-6, 1e-6));
     }
+}
+
+// An exported batch norm after a conv and after a depthwise conv
+// (NCHW-style per-channel constants, rsqrt(var + eps), sub/mul/mul/add):
+// folded into the filters and biases at load, the graph must still give the
+// unfolded reference's answer under every placement, and the rewrite must
+// show in the module's report.
+TEST(Models, BatchNormFoldedIntoConvolutions) {
+  const int64_t C = 8, F = 16, H = 9;
+  auto values = [](int64_t n, int seed, float lo, float hi) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
+    return v;
+  };
+  std::vector<float> w = values(F * 3 * 3 * C, 1, -0.5f, 0.5f), dw = values(3 * 3 * F, 2, -0.5f, 0.5f);
+  std::vector<float> bn[2][4];  // mean, var, gamma, beta per norm
+  for (int n = 0; n < 2; ++n) {
+    bn[n][0] = values(F, 3 + n, -1.0f, 1.0f);
+    bn[n][1] = values(F, 5 + n, 0.1f, 2.0f);
+    bn[n][2] = values(F, 7 + n, 0.5f, 1.5f);
+    bn[n][3] = values(F, 9 + n, -0.5f, 0.5f);
+  }
+  std::string text = R"(func.func @main(%x: tensor<1x9x9x8xf32>) -> tensor<1x9x9x16xf32> {
+  %w = "tosa.const"() <{values = )" + denseText(w, {F, 3, 3, C}) + R"( : tensor<16x3x3x8xf32>}> : () -> tensor<16x3x3x8xf32>
+  %dw = "tosa.const"() <{values = )" + denseText(dw, {3, 3, F, 1}) + R"( : tensor<3x3x16x1xf32>}> : () -> tensor<3x3x16x1xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %eps = "tosa.const"() <{values = dense<1.0e-5> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shape = tosa.const_shape {values = dense<[1, 1, 1, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+)";
+  for (int n = 0; n < 2; ++n) {
+    std::string k = std::to_string(n);
+    text += "  %mean" + k + " = \"tosa.const\"() <{values = " + denseText(bn[n][0], {1, F, 1, 1}) +
+            " : tensor<1x16x1x1xf32>}> : () -> tensor<1x16x1x1xf32>\n";
+    text += "  %var" + k + " = \"tosa.const\"() <{values = " + denseText(bn[n][1], {F}) +
+            " : tensor<16xf32>}> : () -> tensor<16xf32>\n";
+    text += "  %gamma" + k + " = \"tosa.const\"() <{values = " + denseText(bn[n][2], {1, 1, 1, F}) +
+            " : tensor<1x1x1x16xf32>}> : () -> tensor<1x1x1x16xf32>\n";
+    text += "  %beta" + k + " = \"tosa.const\"() <{values = " + denseText(bn[n][3], {1, 1, 1, F}) +
+            " : tensor<1x1x1x16xf32>}> : () -> tensor<1x1x1x16xf32>\n";
+  }
+  auto batchNorm = [](const std::string &in, const std::string &k) {
+    return "  %ve" + k + " = tosa.add %var" + k + ", %eps : (tensor<16xf32>, tensor<1xf32>) -> tensor<16xf32>\n" +
+           "  %r" + k + " = tosa.rsqrt %ve" + k + " : (tensor<16xf32>) -> tensor<16xf32>\n" +
+           "  %r4" + k + " = tosa.reshape %r" + k + ", %shape : (tensor<16xf32>, !tosa.shape<4>) -> tensor<1x1x1x16xf32>\n" +
+           "  %mt" + k + " = tosa.transpose %mean" + k +
+           " {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x16x1x1xf32>) -> tensor<1x1x1x16xf32>\n" +
+           "  %d" + k + " = tosa.sub " + in + ", %mt" + k +
+           " : (tensor<1x9x9x16xf32>, tensor<1x1x1x16xf32>) -> tensor<1x9x9x16xf32>\n" +
+           "  %m" + k + " = tosa.mul %d" + k + ", %r4" + k +
+           ", %s : (tensor<1x9x9x16xf32>, tensor<1x1x1x16xf32>, tensor<1xi8>) -> tensor<1x9x9x16xf32>\n" +
+           "  %g" + k + " = tosa.mul %m" + k + ", %gamma" + k +
+           ", %s : (tensor<1x9x9x16xf32>, tensor<1x1x1x16xf32>, tensor<1xi8>) -> tensor<1x9x9x16xf32>\n" +
+           "  %bn" + k + " = tosa.add %g" + k + ", %beta" + k +
+           " : (tensor<1x9x9x16xf32>, tensor<1x1x1x16xf32>) -> tensor<1x9x9x16xf32>\n";
+  };
+  text += R"(  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x9x9x8xf32>, tensor<16x3x3x8xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x9x9x16xf32>
+)" + batchNorm("%c", "0") +
+          R"(  %relu = tosa.clamp %bn0 {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<1x9x9x16xf32>) -> tensor<1x9x9x16xf32>
+  %dc = tosa.depthwise_conv2d %relu, %dw, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x9x9x16xf32>, tensor<3x3x16x1xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x9x9x16xf32>
+)" + batchNorm("%dc", "1") + "  return %bn1 : tensor<1x9x9x16xf32>\n}\n";
+
+  // Reference: the graph as written, batch norm unfolded.
+  Tensor x = test::randomTensor({1, H, H, C}, 31);
+  const int64_t pad[4] = {1, 1, 1, 1}, st[2] = {1, 1}, dl[2] = {1, 1};
+  auto norm = [&](ref::Vec y, int n) {
+    for (size_t i = 0; i < y.size(); ++i) {
+      size_t f = i % F;
+      y[i] = (y[i] - bn[n][0][f]) * (1.0f / std::sqrt(bn[n][1][f] + 1e-5f)) * bn[n][2][f] + bn[n][3][f];
+    }
+    return y;
+  };
+  ref::Dims shape;
+  ref::Vec y = norm(ref::conv2d(x.toVector<float>(), {1, H, H, C}, ref::Vec(w.begin(), w.end()), {F, 3, 3, C},
+                                ref::Vec(F, 0.0f), pad, st, dl, shape), 0);
+  for (float &v : y) v = std::max(v, 0.0f);
+  ref::Vec want = norm(ref::depthwiseConv2d(y, {1, H, H, F}, ref::Vec(dw.begin(), dw.end()), {3, 3, F, 1},
+                                            ref::Vec(F, 0.0f), pad, st, dl, shape), 1);
+
+  for (const char *modes : {"*=jit", "*=kernel"}) {
+    SCOPED_TRACE(modes);
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    o.placement = llvm::cantFail(ops::parseOpModes(modes));
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadModule(text, "bn.mlir"));
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->graphRewrites().find("tosa.rsqrt 2 -> 0"), std::string::npos) << m->graphRewrites();
+    EXPECT_NE(m->graphRewrites().find("tosa.sub 2 -> 0"), std::string::npos) << m->graphRewrites();
+    EXPECT_NE(m->graphRewrites().find("tosa.mul 4 -> 0"), std::string::npos) << m->graphRewrites();
+    auto out = KILN_TAKE(m->call("main", {x}));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
+  }
 }

@@ -1,0 +1,102 @@
+// RUN: %kiln-opt %s --kiln-fold-constants | FileCheck %s
+
+// An exported batch norm after a conv: rsqrt(var + eps) and the transposed
+// per-channel constants are evaluated, then (y - mean) * r * gamma + beta
+// goes into the conv's filter and bias. Only the conv and the ReLU remain.
+// filter' = w * r * gamma = 2 * 0.5 * 3 = 3; bias' = (1 - mean) * 1.5 + beta
+// = (1 - 2) * 1.5 + 0.25 = -1.25.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-DAG: %[[W:.*]] = "tosa.const"() <{values = dense<3.000000e+00> : tensor<4x1x1x4xf32>}>
+// CHECK-DAG: %[[B:.*]] = "tosa.const"() <{values = dense<-1.250000e+00> : tensor<4xf32>}>
+// CHECK: %[[C:.*]] = tosa.conv2d %arg0, %[[W]], %[[B]]
+// CHECK-NEXT: %[[R:.*]] = tosa.clamp %[[C]]
+// CHECK-NEXT: return %[[R]]
+func.func @batch_norm(%x: tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32> {
+  %w = "tosa.const"() <{values = dense<2.0> : tensor<4x1x1x4xf32>}> : () -> tensor<4x1x1x4xf32>
+  %b = "tosa.const"() <{values = dense<1.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %var = "tosa.const"() <{values = dense<4.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %eps = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mean = "tosa.const"() <{values = dense<2.0> : tensor<1x4x1x1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %gamma = "tosa.const"() <{values = dense<3.0> : tensor<1x1x1x4xf32>}> : () -> tensor<1x1x1x4xf32>
+  %beta = "tosa.const"() <{values = dense<0.25> : tensor<1x1x1x4xf32>}> : () -> tensor<1x1x1x4xf32>
+  %shape = tosa.const_shape {values = dense<[1, 1, 1, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<4x1x1x4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x4xf32>
+  %ve = tosa.add %var, %eps : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  %r = tosa.rsqrt %ve : (tensor<4xf32>) -> tensor<4xf32>
+  %meanT = tosa.transpose %mean {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %d = tosa.sub %c, %meanT : (tensor<1x8x8x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x8x8x4xf32>
+  %r4 = tosa.reshape %r, %shape : (tensor<4xf32>, !tosa.shape<4>) -> tensor<1x1x1x4xf32>
+  %m1 = tosa.mul %d, %r4, %s : (tensor<1x8x8x4xf32>, tensor<1x1x1x4xf32>, tensor<1xi8>) -> tensor<1x8x8x4xf32>
+  %m2 = tosa.mul %m1, %gamma, %s : (tensor<1x8x8x4xf32>, tensor<1x1x1x4xf32>, tensor<1xi8>) -> tensor<1x8x8x4xf32>
+  %a = tosa.add %beta, %m2 : (tensor<1x1x1x4xf32>, tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  %y = tosa.clamp %a {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  return %y : tensor<1x8x8x4xf32>
+}
+
+// Weights stay weights: a chain on a dense_resource filter gives
+// dense_resource results (hoisted later, never inlined into code). k - y
+// negates the scale: filter' = -w, bias' = 1 - b.
+// CHECK-LABEL: func.func @resource_weights
+// CHECK-DAG: "tosa.const"() <{values = dense_resource<kiln_folded{{.*}}> : tensor<2x1x1x2xf32>}>
+// CHECK-DAG: "tosa.const"() <{values = dense_resource<kiln_folded{{.*}}> : tensor<2xf32>}>
+// CHECK: tosa.conv2d
+// CHECK-NOT: tosa.sub
+// CHECK: return
+func.func @resource_weights(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %w = "tosa.const"() <{values = dense_resource<wts> : tensor<2x1x1x2xf32>}> : () -> tensor<2x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<[0.5, -0.5]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %d = tosa.sub %one, %c : (tensor<1x1x1x1xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  return %d : tensor<1x4x4x2xf32>
+}
+
+// Depthwise (HWCM, C=2, M=2): output channel c*M+m scales filter [.., c, m].
+// CHECK-LABEL: func.func @depthwise
+// CHECK: "tosa.const"() <{values = dense<{{\[\[\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]]]> : tensor<1x1x2x2xf32>}>
+// CHECK: tosa.depthwise_conv2d
+// CHECK-NOT: tosa.mul
+func.func @depthwise(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x4xf32> {
+  %w = "tosa.const"() <{values = dense<1.0> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %k = "tosa.const"() <{values = dense<[[[[1.0, 2.0, 3.0, 4.0]]]]> : tensor<1x1x1x4xf32>}> : () -> tensor<1x1x1x4xf32>
+  %c = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x4xf32>
+  %m = tosa.mul %c, %k, %s : (tensor<1x4x4x4xf32>, tensor<1x1x1x4xf32>, tensor<1xi8>) -> tensor<1x4x4x4xf32>
+  return %m : tensor<1x4x4x4xf32>
+}
+
+// Nothing folds when the conv result has a second user, when the constant
+// varies over a spatial dimension, or when the filter is not a constant.
+// CHECK-LABEL: func.func @not_folded
+// CHECK: tosa.add
+// CHECK: tosa.mul
+// CHECK: tosa.add
+func.func @not_folded(%x: tensor<1x4x4x2xf32>, %wArg: tensor<2x1x1x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) {
+  %w = "tosa.const"() <{values = dense<1.0> : tensor<2x1x1x2xf32>}> : () -> tensor<2x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %k = "tosa.const"() <{values = dense<2.0> : tensor<1x1x1x2xf32>}> : () -> tensor<1x1x1x2xf32>
+  %row = "tosa.const"() <{values = dense<[[[[1.0], [2.0], [3.0], [4.0]]]]> : tensor<1x1x4x1xf32>}> : () -> tensor<1x1x4x1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %a = tosa.add %c, %k : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<1x4x4x2xf32>
+  %c2 = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %m = tosa.mul %c2, %row, %s : (tensor<1x4x4x2xf32>, tensor<1x1x4x1xf32>, tensor<1xi8>) -> tensor<1x4x4x2xf32>
+  %c3 = tosa.conv2d %x, %wArg, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %a3 = tosa.add %c3, %k : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<1x4x4x2xf32>
+  %out = tosa.add %a, %c : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  return %out, %m, %a3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      wts: "0x040000000000803F0000803F0000803F0000803F"
+    }
+  }
+#-}
