@@ -3,6 +3,8 @@
 
 #include "cache/CacheKey.h"
 #include "jit/CompileService.h"
+
+#include <thread>
 #include "jit/HostTarget.h"
 #include "lowering/Program.h"
 
@@ -73,6 +75,10 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.disk.warn = o.warnings;
   service.placement = o.placement;
   service.warn = o.warnings;
+  service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {
+    executor->spawnBlocking(std::move(task));
+  };
+  service.compileThreads = o.compileThreads > 0 ? o.compileThreads : int(std::max(1u, std::thread::hardware_concurrency()));
   if (faults) service.faults = *faults;
   rt->service_ = std::make_shared<jit::CompileService>(std::shared_ptr<jit::Target>(std::move(*target)),
                                                        std::move(service));

@@ -43,6 +43,10 @@ struct RuntimeOptions {
   int threads = 0;
   /// Threads for blocking work (compiles, file I/O), off the compute workers.
   int blockingThreads = 2;
+  /// Threads that compile one function's JIT kernels in parallel (the
+  /// compiling thread plus helpers on the blocking pool; 0 = the machine's
+  /// cores).
+  int compileThreads = 0;
   /// Persistent compile cache directory ("" = $KILN_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).
   std::string cacheDir;

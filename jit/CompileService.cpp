@@ -10,7 +10,8 @@
 namespace kiln::jit {
 
 CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOptions options)
-    : target_(std::move(target)), options_(std::move(options)), compiler_(target_),
+    : target_(std::move(target)), options_(std::move(options)),
+      compiler_(target_, options_.spawn, options_.compileThreads),
       disk_(cache::DiskCache::open(options_.disk)), memory_(options_.memoryEntries) {
   targetText_ = target_->description();
   pipelineId_ = cache::hash128Hex(target_->name().str() + "\n" + target_->pipelineText());

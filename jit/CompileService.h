@@ -36,6 +36,10 @@ struct CompileServiceOptions {
   cache::DiskCacheOptions disk;
   ops::PlacementOptions placement;
   FaultInjection faults;  // tests only; not part of cache keys
+  /// Where helper threads of a parallel compile run (the executor's
+  /// blocking pool) and how many threads one compile uses in all.
+  SpawnFn spawn;
+  int compileThreads = 1;
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
 };

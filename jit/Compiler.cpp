@@ -6,6 +6,13 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+
 namespace kiln::jit {
 namespace {
 
@@ -27,6 +34,33 @@ public:
 
 }  // namespace
 
+void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const {
+  // Work sharing: the caller and up to `helpers` tasks on the spawn pool
+  // claim jobs from one counter. The caller can finish every job alone, so
+  // a busy pool never deadlocks it; a helper that starts after all jobs are
+  // claimed touches only the shared counter.
+  struct State {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t done = 0;
+  };
+  auto state = std::make_shared<State>();
+  auto work = [state, n](llvm::function_ref<void(size_t)> fn) {
+    for (size_t i; (i = state->next.fetch_add(1)) < n;) {
+      fn(i);
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (++state->done == n) state->cv.notify_all();
+    }
+  };
+  if (spawn_)
+    for (int h = 0; h < helpers && size_t(h + 1) < n; ++h)
+      spawn_([state, work, job] { work(job); });
+  work(job);
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->cv.wait(lock, [&] { return state->done == n; });
+}
+
 llvm::Expected<std::shared_ptr<CompiledFunction>>
 Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
                   const ops::PlacementOptions &placement, const FaultInjection &faults) {
@@ -37,6 +71,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   std::set<std::string> forceKernel;
   while (true) {
     out->stats.stages.clear();
+    out->stats.kernelsShared = 0;
     out->objects.clear();
     auto spec = program.specialize(function, inputTypes, out->stats.stages, target_->weightLayouts(placement));
     if (!spec) return spec.takeError();
@@ -49,32 +84,76 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     out->weights = (*part)->weights;
     out->plan = std::move((*part)->plan);
 
+    // Identical clusters (same fingerprint) compile once; distinct ones in
+    // parallel. Each job keeps its own stage times, merged below.
+    struct Job {
+      size_t step;
+      std::optional<TargetObject> object;
+      std::string error;
+      lowering::StageTimes times;
+      int objectIndex = -1;
+    };
+    std::vector<Job> jobs;
+    std::vector<int> jobOf(out->plan.steps.size(), -1);
+    std::map<std::string, int> byFingerprint;
+    for (size_t i = 0; i < out->plan.steps.size(); ++i) {
+      if (out->plan.steps[i].kind != lowering::PlanStep::kJit) continue;
+      const std::string &fp = (*part)->clusters[i]->fingerprint;
+      auto [it, inserted] = byFingerprint.try_emplace(fp, int(jobs.size()));
+      if (inserted || fp.empty()) {
+        it->second = int(jobs.size());
+        jobs.push_back(Job{i});
+      }
+      jobOf[i] = it->second;
+    }
+    auto runJob = [&](size_t j) {
+      Job &job = jobs[j];
+      const lowering::PlanStep &s = out->plan.steps[job.step];
+      for (const std::string &op : s.ops)
+        if (faults.failClustersWith.count(op)) {
+          job.error = "injected failure (op " + op + ")";
+          return;
+        }
+      auto object = target_->compile(program, *(*part)->clusters[job.step], job.times);
+      if (object) job.object = std::move(*object);
+      else job.error = llvm::toString(object.takeError());
+    };
+    int threads = std::min<int>(threads_, int(jobs.size()));
+    runShared(jobs.size(), threads - 1, runJob);
+    out->stats.compileThreads = std::max(1, threads);
+
     std::set<std::string> failedOps;
     std::string failure;
     for (size_t i = 0; i < out->plan.steps.size(); ++i) {
       lowering::PlanStep &s = out->plan.steps[i];
       if (s.kind != lowering::PlanStep::kJit) continue;
-      llvm::Error err = llvm::Error::success();
-      for (const std::string &op : s.ops)
-        if (faults.failClustersWith.count(op) && !err)
-          err = error(ErrorCode::kCompileFailed, "injected failure (op %s)", op.c_str());
-      if (!err) {
-        auto object = target_->compile(program, *(*part)->clusters[i], out->stats.stages);
-        if (object) {
-          s.target = target_->name().str();
-          s.object = int(out->objects.size());
-          s.symbol = target_->entrySymbol();
-          s.faultSites = std::move(object->faultSites);
-          out->objects.push_back(std::move(object->bytes));
-          continue;
-        }
-        err = object.takeError();
+      Job &job = jobs[size_t(jobOf[i])];
+      if (!job.object) {
+        failure = "@" + function.str() + ": JIT compilation of " + s.name + " (" + llvm::join(s.ops, ", ") +
+                  ") failed: " + job.error;
+        failedOps.insert(s.ops.begin(), s.ops.end());
+        break;
       }
-      failure = "@" + function.str() + ": JIT compilation of " + s.name + " (" + llvm::join(s.ops, ", ") +
-                ") failed: " + llvm::toString(std::move(err));
-      failedOps.insert(s.ops.begin(), s.ops.end());
-      break;
+      if (job.objectIndex < 0) {
+        job.objectIndex = int(out->objects.size());
+        out->objects.push_back(job.object->bytes);
+      } else {
+        ++out->stats.kernelsShared;
+      }
+      s.target = target_->name().str();
+      s.object = job.objectIndex;
+      s.symbol = target_->entrySymbol();
+      s.faultSites = job.object->faultSites;
     }
+    out->stats.kernelsCompiled = int(jobs.size());
+    // Stage times summed over the jobs, in the order stages first appear.
+    for (const Job &job : jobs)
+      for (const lowering::StageTime &t : job.times) {
+        auto it = std::find_if(out->stats.stages.begin(), out->stats.stages.end(),
+                               [&](const lowering::StageTime &x) { return x.stage == t.stage; });
+        if (it == out->stats.stages.end()) out->stats.stages.push_back(t);
+        else it->ms += t.ms;
+      }
     if (failure.empty()) break;
     // Fall back: the failed cluster's ops go to kernels, if that changes anything.
     size_t before = forceKernel.size();

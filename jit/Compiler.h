@@ -19,6 +19,7 @@
 #include "runtime/Executable.h"
 #include "runtime/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,7 +28,12 @@
 namespace kiln::jit {
 
 struct CompileStats {
-  lowering::StageTimes stages;  // specialize, partition, lowering stages, llvm-opt, ...
+  /// specialize, partition, then each lowering stage summed over the
+  /// kernels compiled (they run `compileThreads` at a time), jit-load.
+  lowering::StageTimes stages;
+  int kernelsCompiled = 0;  // JIT clusters compiled
+  int kernelsShared = 0;    // JIT clusters that reused an identical one's code
+  int compileThreads = 1;
   double totalMs = 0;
   size_t objectBytes = 0;
   bool fromObject = false;      // linked from existing objects (cache), not compiled
@@ -66,9 +72,15 @@ private:
   std::vector<Launch> launches_;  // per plan step (empty fn for kernels)
 };
 
+/// Runs a task on a pool where it may block (the executor's blocking pool).
+using SpawnFn = std::function<void(llvm::unique_function<void()>)>;
+
 class Compiler {
 public:
-  explicit Compiler(std::shared_ptr<Target> target) : target_(std::move(target)) {}
+  /// With `spawn`, the JIT clusters of one function compile in parallel on
+  /// up to `threads` threads (the calling one included); without, in turn.
+  explicit Compiler(std::shared_ptr<Target> target, SpawnFn spawn = nullptr, int threads = 1)
+      : target_(std::move(target)), spawn_(std::move(spawn)), threads_(spawn_ ? std::max(1, threads) : 1) {}
   Target &target() const { return *target_; }
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
@@ -87,11 +99,16 @@ public:
        std::vector<Tensor> weights, lowering::ExecPlan plan, std::vector<llvm::SmallVector<char, 0>> objects);
 
 private:
+  /// Runs job(0..n-1) on this thread and on up to `helpers` spawned tasks;
+  /// returns when every job has finished.
+  void runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const;
   /// Loads the objects, finds each JIT step's entry, builds the executable.
   llvm::Error link(CompiledFunction &out);
   static llvm::Error buildExecutable(CompiledFunction &out);
 
   std::shared_ptr<Target> target_;
+  SpawnFn spawn_;
+  int threads_;
 };
 
 }  // namespace kiln::jit

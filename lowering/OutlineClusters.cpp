@@ -14,6 +14,8 @@
 #include "lowering/ProgramImpl.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/BitVector.h"
@@ -33,12 +35,19 @@ namespace kiln::lowering {
 namespace {
 
 /// Groups of placed ops with transitively closed dependencies.
+/// An op a kernel is built around: at most anchors-per-cluster per cluster.
+bool isAnchor(Operation *op) {
+  return isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::TransposeConv2DOp, tosa::Conv3DOp, tosa::MatMulOp,
+             tosa::MaxPool2dOp, tosa::AvgPool2dOp, linalg::ConvolutionOpInterface, linalg::ContractionOpInterface>(op);
+}
+
 struct Grouping {
   struct Group {
     bool jit;
     std::vector<Operation *> ops;
     llvm::BitVector deps;  // groups this one (transitively) reads from
     bool dead = false;
+    int anchors = 0;
   };
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
@@ -70,6 +79,7 @@ struct Grouping {
     groups[c].deps |= gd.deps;
     if (has(groups[c].deps, c)) groups[c].deps.reset(c);
     if (has(groups[c].deps, d)) groups[c].deps.reset(d);
+    groups[c].anchors += gd.anchors;
     gd.ops.clear();
     gd.dead = true;
     for (Group &g : groups)
@@ -83,7 +93,10 @@ struct Grouping {
 };
 
 struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
+  using Base::Base;
   void runOnOperation() override {
+    const int limit = int(anchorsPerCluster);
+    auto fits = [&](int anchors) { return limit <= 0 || anchors <= limit; };
     ModuleOp module = getOperation();
     auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
     if (!fn || fn.isExternal()) {
@@ -123,24 +136,28 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         g.create(false, &op, depsExcept(-1));
         continue;
       }
+      int anchor = isAnchor(&op) ? 1 : 0;
       int chosen = -1;
       for (int c : producers)
-        if (g.groups[c].jit && !depsExcept(c).test(c)) {
+        if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && !depsExcept(c).test(c)) {
           chosen = c;
           break;
         }
       if (chosen < 0) {
-        g.create(true, &op, depsExcept(-1));
+        g.groups[g.create(true, &op, depsExcept(-1))].anchors = anchor;
         continue;
       }
       llvm::BitVector nd = depsExcept(chosen);
       nd.resize(g.groups.size());
       g.groups[chosen].ops.push_back(&op);
+      g.groups[chosen].anchors += anchor;
       g.groupOf[&op] = chosen;
       g.groups[chosen].deps |= nd;
       g.close(chosen);
       for (int d : producers)  // merge other JIT producers when the graph stays acyclic
-        if (d != chosen && g.groups[d].jit && !g.groups[d].dead && g.canMerge(chosen, d)) g.merge(chosen, d);
+        if (d != chosen && g.groups[d].jit && !g.groups[d].dead &&
+            fits(g.groups[chosen].anchors + g.groups[d].anchors) && g.canMerge(chosen, d))
+          g.merge(chosen, d);
     }
 
     // Topological order of live groups (Kahn over direct producer edges,

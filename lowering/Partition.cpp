@@ -15,6 +15,9 @@
 #include "ops/OpTable.h"
 #include "runtime/Error.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -152,6 +155,12 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr}) o->removeAttr(a);
       });
       cluster->function = spec.function + "." + step.name;
+      {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        cluster->impl->module->print(os, OpPrintingFlags().printGenericOpForm());
+        cluster->fingerprint = llvm::utohexstr(llvm::xxh3_64bits(text)) + "-" + llvm::utohexstr(text.size());
+      }
       for (int id : step.inputs) cluster->inputTypes.push_back(plan.values[id].type);
       for (int id : step.outputs) cluster->resultTypes.push_back(plan.values[id].type);
       summary.jitOps += step.ops.size();

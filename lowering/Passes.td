@@ -82,7 +82,13 @@ def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
     @kiln_cluster<N>` (with copies of the constants it uses) and replaces it
     by a `func.call`; kernel ops stay. kiln_fn's body is left in a
     topological order of calls and kernel ops: the execution plan's steps.
+    A cluster holds at most `anchors-per-cluster` anchor ops (convolutions,
+    matmuls, pooling), with the elementwise ops that follow them; 0: no limit.
   }];
+  let options = [
+    Option<"anchorsPerCluster", "anchors-per-cluster", "int64_t", "1",
+           "most anchor ops (conv, matmul, pooling) in one cluster; 0 = no limit">,
+  ];
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 

@@ -76,6 +76,10 @@ public:
   std::vector<Tensor> weights;         // hoisted constants, passed after the inputs
   /// The specialized graph as MLIR text (weights elided), e.g. for cache keys.
   std::string printGraph() const;
+  /// Set on partitioned clusters: a hash of the cluster's full text (generic
+  /// form, no locations). Two clusters of one program with equal
+  /// fingerprints compile to the same code.
+  std::string fingerprint;
 
   struct Impl;  // defined in ProgramImpl.h
 private:

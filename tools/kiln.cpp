@@ -241,12 +241,15 @@ int runCommand(const std::string &model, const std::string &function,
                       : (step.kernel + " (" + step.op + ", " + step.reason + ")").c_str());
     }
   }
-  std::printf("first call (%s + run): %.2f ms  [",
-              (*compiled)->stats.fromObject ? "load from disk cache" : "compile", firstMs);
-  const auto &stages = (*compiled)->stats.stages;
-  for (size_t i = 0; i < stages.size(); ++i)
-    std::printf("%s%s %.1f", i ? ", " : "", stages[i].stage.c_str(), stages[i].ms);
+  const auto &stats = (*compiled)->stats;
+  std::printf("first call (%s + run): %.2f ms  [", stats.fromObject ? "load from disk cache" : "compile", firstMs);
+  for (size_t i = 0; i < stats.stages.size(); ++i)
+    std::printf("%s%s %.1f", i ? ", " : "", stats.stages[i].stage.c_str(), stats.stages[i].ms);
   std::printf("]\n");
+  if (!stats.fromObject && stats.kernelsCompiled > 0)
+    std::printf("  (lowering and LLVM stages summed over %d JIT kernels compiled on %d threads; %d more shared "
+                "an identical kernel's code)\n",
+                stats.kernelsCompiled, stats.compileThreads, stats.kernelsShared);
   if (!times.empty())
     std::printf("steady state: median %.4f ms, min %.4f ms, p90 %.4f ms over %d iterations\n",
                 times[times.size() / 2], times.front(), times[std::min(times.size() - 1, times.size() * 9 / 10)],

@@ -416,3 +416,65 @@ TEST(Models, BatchNormFoldedIntoConvolutions) {
     EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
   }
 }
+
+// A network's repeated blocks (same shapes, other weights) are identical JIT
+// kernels: compiled once and shared; distinct kernels compile in parallel.
+// Every thread count and placement gives the reference's answer.
+TEST(Models, IdenticalKernelsCompileOnceAndDistinctOnesInParallel) {
+  const int64_t C = 8, H = 10, K = 3;
+  std::vector<std::vector<float>> w(3);
+  for (size_t n = 0; n < w.size(); ++n) {
+    w[n].resize(size_t(C * K * K * C));
+    for (size_t i = 0; i < w[n].size(); ++i) w[n][i] = float(int((i * 31 + n * 17) % 23) - 11) / 40.0f;
+  }
+  std::string text = "func.func @main(%x: tensor<1x10x10x8xf32>) -> tensor<1x5x5x8xf32> {\n"
+                     "  %b = \"tosa.const\"() <{values = dense<0.0> : tensor<8xf32>}> : () -> tensor<8xf32>\n"
+                     "  %z = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n";
+  std::string in = "%x";
+  for (size_t n = 0; n < w.size(); ++n) {
+    std::string k = std::to_string(n);
+    text += "  %w" + k + " = \"tosa.const\"() <{values = " + denseText(w[n], {C, K, K, C}) +
+            " : tensor<8x3x3x8xf32>}> : () -> tensor<8x3x3x8xf32>\n";
+    text += "  %c" + k + " = tosa.conv2d " + in + ", %w" + k + ", %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, "
+            "stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x10x10x8xf32>, tensor<8x3x3x8xf32>, "
+            "tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x10x8xf32>\n";
+    text += "  %r" + k + " = tosa.clamp %c" + k + " {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : "
+            "(tensor<1x10x10x8xf32>) -> tensor<1x10x10x8xf32>\n";
+    in = "%r" + k;
+  }
+  text += "  %p = tosa.max_pool2d " + in + " {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, "
+          "stride = array<i64: 2, 2>} : (tensor<1x10x10x8xf32>) -> tensor<1x5x5x8xf32>\n"
+          "  return %p : tensor<1x5x5x8xf32>\n}\n";
+  Tensor x = test::randomTensor({1, H, H, C}, 41);
+  const int64_t pad[4] = {1, 1, 1, 1}, st[2] = {1, 1}, dl[2] = {1, 1}, pk[2] = {2, 2}, ppad[4] = {0, 0, 0, 0};
+  ref::Dims shape;
+  ref::Vec y = x.toVector<float>();
+  for (size_t n = 0; n < w.size(); ++n) {
+    y = ref::conv2d(y, {1, H, H, C}, ref::Vec(w[n].begin(), w[n].end()), {C, K, K, C}, ref::Vec(C, 0.0f), pad, st,
+                    dl, shape);
+    for (float &v : y) v = std::max(v, 0.0f);
+  }
+  ref::Vec want = ref::pool2d(y, {1, H, H, C}, pk, pk, ppad, /*max=*/true, shape);
+
+  for (int threads : {1, 2})
+    for (const char *modes : {"*=jit", "tosa.max_pool2d=kernel"}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, " + modes);
+      RuntimeOptions o;
+      o.cacheMode = CacheMode::kOff;
+      o.compileThreads = threads;
+      o.placement = llvm::cantFail(ops::parseOpModes(modes));
+      auto rt = KILN_TAKE(Runtime::create(o));
+      auto m = KILN_TAKE(rt->loadModule(text, "blocks.mlir"));
+      ASSERT_TRUE(m);
+      auto out = KILN_TAKE(m->call("main", {x}));
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
+      auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+      bool poolJit = std::string(modes) == "*=jit";
+      // The first conv + ReLU, the two repeats sharing its code, the pool.
+      EXPECT_EQ(fn->stats.kernelsCompiled, poolJit ? 2 : 1);
+      EXPECT_EQ(fn->stats.kernelsShared, 2);
+      EXPECT_EQ(fn->objects.size(), size_t(fn->stats.kernelsCompiled));
+      EXPECT_EQ(fn->stats.compileThreads, poolJit ? threads : 1);
+    }
+}
