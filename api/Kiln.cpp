@@ -75,6 +75,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.disk.warn = o.warnings;
   service.placement = o.placement;
   service.warn = o.warnings;
+  service.trace = [executor = rt->executor_] { return executor->trace(); };
   service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {
     executor->spawnBlocking(std::move(task));
   };

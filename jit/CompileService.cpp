@@ -1,4 +1,7 @@
 #include "jit/CompileService.h"
+#include "runtime/Trace.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include "jit/PlanJson.h"
 #include "runtime/Clock.h"
@@ -125,6 +128,13 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       auto loaded = compiler_.load(function, entry->inputs, entry->results, *weights, std::move(*plan),
                                    std::move(objects));
       if (loaded) {
+        if (TraceRecorder *trace = options_.trace ? options_.trace() : nullptr) {
+          TraceEvent e;
+          e.name = "load @" + function.str() + " from the disk cache";
+          e.category = "compile";
+          e.args = {{"signature", key.signature}, {"objects", std::to_string(entry->objects.size())}};
+          trace->add(std::move(e), t0, Clock::now());
+        }
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.diskHits;
         stats_.diskLoadMs += msSince(t0);
@@ -146,6 +156,19 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
     if (compiled) stats_.jitFallbacks += uint64_t((*compiled)->stats.jitFallbacks);
   }
   if (!compiled) return compiled.takeError();
+  if (TraceRecorder *trace = options_.trace ? options_.trace() : nullptr) {
+    const CompileStats &st = (*compiled)->stats;
+    TraceEvent e;
+    e.name = "compile @" + function.str();
+    e.category = "compile";
+    e.args = {{"signature", key.signature},
+              {"kernels compiled", std::to_string(st.kernelsCompiled)},
+              {"kernels shared", std::to_string(st.kernelsShared)},
+              {"threads", std::to_string(st.compileThreads)}};
+    for (const lowering::StageTime &t : st.stages)
+      e.args.push_back({"ms " + t.stage, llvm::formatv("{0:f1}", t.ms).str()});
+    trace->add(std::move(e), t0, Clock::now());
+  }
   if (options_.warn)
     for (const std::string &w : (*compiled)->stats.warnings) options_.warn(w);
   cache::CachedFunction entry;

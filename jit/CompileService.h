@@ -40,6 +40,9 @@ struct CompileServiceOptions {
   /// blocking pool) and how many threads one compile uses in all.
   SpawnFn spawn;
   int compileThreads = 1;
+  /// The recorder compiles and disk loads are traced to, if any (the
+  /// executor's, while a profiler records).
+  std::function<TraceRecorder *()> trace;
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
 };

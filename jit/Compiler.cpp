@@ -279,6 +279,13 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
     }
     auto added = b.addStep(name, kind, std::move(fn), ids(step.inputs), ids(step.outputs));
     if (!added) return added.takeError();
+    // Provenance: the ops' distinct locations, in order.
+    std::string provenance;
+    for (size_t i = 0; i < step.locations.size(); ++i)
+      if (i == 0 || step.locations[i] != step.locations[i - 1])
+        provenance += (provenance.empty() ? "" : ", ") + step.locations[i];
+    b.describeStep(*added, step.flops, step.kind == lowering::PlanStep::kJit ? llvm::join(step.ops, ", ") : step.op,
+                   std::move(provenance));
   }
   for (auto [value, output] : copies) {
     auto added = b.addStep("copy", StepKind::kCopy, copyStep(plan.values[value].type.byteSize()),

@@ -80,7 +80,9 @@ std::string planToJson(const lowering::ExecPlan &plan) {
                   {"kernel", s.kernel},
                   {"attrs", attrsToJson(s.attrs)},
                   {"location", s.location},
-                  {"reason", s.reason}});
+                  {"reason", s.reason},
+                  {"flops", s.flops},
+                  {"locations", s.locations}});
   j["values"] = vs;
   j["steps"] = ss;
   j["results"] = plan.results;
@@ -127,6 +129,8 @@ llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {
       st.attrs = attrsFromJson(s.at("attrs"));
       st.location = s.at("location").get<std::string>();
       st.reason = s.at("reason").get<std::string>();
+      st.flops = s.value("flops", 0.0);
+      st.locations = s.value("locations", std::vector<std::string>());
       for (int id : st.inputs)
         if (id < 0 || id >= int(p.values.size())) return bad("bad value id");
       for (int id : st.outputs)

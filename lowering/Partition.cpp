@@ -19,6 +19,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -50,6 +51,53 @@ std::string PlacementSummary::str() const {
 }
 
 namespace {
+
+double numElements(Type t) {
+  auto s = dyn_cast<ShapedType>(t);
+  if (!s || !s.hasStaticShape()) return 0;
+  return double(s.getNumElements());
+}
+
+/// Arithmetic `op` does (a multiply-add counts 2), from its static shapes;
+/// ops without a formula count one per result element.
+double opFlops(Operation *op) {
+  if (op->getNumResults() == 0) return 0;
+  // Data movement computes nothing.
+  if (isa<tosa::TransposeOp, tosa::ReshapeOp, tosa::SliceOp, tosa::PadOp, tosa::ConcatOp, tosa::TileOp,
+          tosa::GatherOp, tosa::ScatterOp, tosa::IdentityOp, tosa::ReverseOp>(op))
+    return 0;
+  double out = numElements(op->getResult(0).getType());
+  auto dims = [](Value v) {
+    auto s = dyn_cast<ShapedType>(v.getType());
+    return s && s.hasStaticShape() ? llvm::SmallVector<int64_t>(s.getShape()) : llvm::SmallVector<int64_t>();
+  };
+  if (isa<tosa::Conv2DOp>(op)) {  // filter FHWC
+    auto w = dims(op->getOperand(1));
+    return w.size() == 4 ? 2 * out * double(w[1] * w[2] * w[3]) : out;
+  }
+  if (isa<tosa::DepthwiseConv2DOp>(op)) {  // filter HWCM
+    auto w = dims(op->getOperand(1));
+    return w.size() == 4 ? 2 * out * double(w[0] * w[1]) : out;
+  }
+  if (isa<tosa::MatMulOp>(op)) {  // [B, M, K] x [B, K, N]
+    auto a = dims(op->getOperand(0));
+    return a.size() == 3 ? 2 * out * double(a[2]) : out;
+  }
+  if (auto p = dyn_cast<tosa::MaxPool2dOp>(op)) return out * double(p.getKernel()[0] * p.getKernel()[1]);
+  if (auto p = dyn_cast<tosa::AvgPool2dOp>(op)) return out * double(p.getKernel()[0] * p.getKernel()[1]);
+  if (isa<tosa::ReduceSumOp, tosa::ReduceMaxOp, tosa::ReduceMinOp, tosa::ReduceProductOp>(op))
+    return numElements(op->getOperand(0).getType());
+  if (auto l = dyn_cast<linalg::LinalgOp>(op)) {  // the iteration space; x2 with reductions (multiply-add)
+    double space = 1;
+    for (int64_t r : l.getStaticLoopRanges()) {
+      if (ShapedType::isDynamic(r)) return out;
+      space *= double(r);
+    }
+    return l.getNumReductionLoops() ? 2 * space : space;
+  }
+  return out;
+}
+
 std::string stringAttr(Operation *op, llvm::StringRef name) {
   auto a = op->getAttrOfType<StringAttr>(name);
   return a ? a.str() : std::string();
@@ -140,6 +188,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       for (Operation &inner : callee.getBody().front().without_terminator()) {
         if (isFreeOp(&inner)) continue;
         step.ops.push_back(inner.getName().getStringRef().str());
+        step.flops += opFlops(&inner);
+        step.locations.push_back(locationString(inner.getLoc()));
         if (std::string note = stringAttr(&inner, kNoteAttr); !note.empty()) summary.notes.push_back(note);
       }
       // The cluster as a module of its own: kiln_fn(inputs...) -> outputs...
@@ -181,6 +231,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
     step.kernel = stringAttr(&op, kKernelAttr);
     step.reason = stringAttr(&op, kReasonAttr);
     step.location = locationString(op.getLoc());
+    step.flops = opFlops(&op);
+    step.locations = {step.location};
     for (Value v : view.data) {
       auto id = constantValue(v);
       if (!id) return id.takeError();

@@ -39,6 +39,9 @@ struct PlanStep {
   ops::AttrMap attrs;
   std::string location;              // the op's MLIR location
   std::string reason;                // why a kernel: "mode=kernel", "no lowering", "JIT compile failed"
+  // Both kinds, for profiles.
+  double flops = 0;                  // arithmetic per run, from the ops' shapes
+  std::vector<std::string> locations;  // MLIR locations of the ops, in order (provenance)
 };
 
 struct ExecPlan {

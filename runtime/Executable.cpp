@@ -1,4 +1,5 @@
 #include "runtime/Executable.h"
+#include "runtime/Trace.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/BitVector.h"
@@ -168,10 +169,21 @@ void Executable::runFrom(Execution *ex, int step) const {
       error = ex->recordError(Status{ErrorCode::kCancelled, "execution cancelled before step '" + s.name + "'", {}});
     if (!error) {
       StepContext ctx(s, ex->buffers.data(), *ex->executor);
+      TraceRecorder *trace = ex->executor->trace();
+      Clock::time_point start = trace ? Clock::now() : Clock::time_point();
       if (llvm::Error err = s.fn(ctx)) {
         Status status = toStatus(std::move(err));
         status.message = "step '" + s.name + "' failed: " + status.message;
         error = ex->recordError(std::move(status));
+      }
+      if (trace) {
+        static const char *const kinds[] = {"jit", "kernel", "copy", "other"};
+        TraceEvent e;
+        e.name = s.name;
+        e.category = kinds[int(s.kind)];
+        e.executable = shared_from_this();
+        e.step = step;
+        trace->add(std::move(e), start, Clock::now());
       }
     }
     int next = -1;
@@ -232,6 +244,13 @@ int ExecutableBuilder::addOutput(TensorType type) {
   exe_->buffers_[id].index = int(exe_->outputs_.size());
   exe_->outputs_.push_back(id);
   return id;
+}
+
+void ExecutableBuilder::describeStep(int step, double flops, std::string ops, std::string provenance) {
+  if (step < 0 || step >= int(exe_->steps_.size())) return;
+  exe_->steps_[step].flops = flops;
+  exe_->steps_[step].ops = std::move(ops);
+  exe_->steps_[step].provenance = std::move(provenance);
 }
 
 llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, StepFn fn,

@@ -72,6 +72,12 @@ struct StepDesc {
   llvm::SmallVector<int, 4> successors;       // step ids
   int32_t numPredecessors = 0;
   llvm::SmallVector<int, 2> producesOutputs;  // output indices this step writes
+  /// Arithmetic the step does per run (from its ops' shapes; 0 = unknown),
+  /// for profiles: achieved GFLOP/s against the machine's peak.
+  double flops = 0;
+  /// What the step computes ("tosa.conv2d, tosa.clamp") and where it comes
+  /// from (its ops' MLIR locations), for profiles.
+  std::string ops, provenance;
 };
 
 struct BufferDesc {
@@ -158,6 +164,8 @@ public:
   /// are added in a topological order. Returns the step id.
   llvm::Expected<int> addStep(std::string name, StepKind kind, StepFn fn,
                               llvm::ArrayRef<int> inputs, llvm::ArrayRef<int> outputs);
+  /// Describes step `step` for profiles (see StepDesc::flops, ops, provenance).
+  void describeStep(int step, double flops, std::string ops, std::string provenance);
   /// `after` waits for `before` (both existing steps, before < after).
   llvm::Error addControlDependency(int before, int after);
   /// Checks that every output is produced and plans intermediate buffers.

@@ -1,4 +1,5 @@
 #include "runtime/Executor.h"
+#include "runtime/Trace.h"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
@@ -245,3 +246,11 @@ extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
                                   void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
   kiln::HostExecutor::forParallelLoops().parallelFor(n, grain, [&](int64_t b, int64_t e) { fn(ctx, b, e); });
 }
+
+namespace kiln {
+void HostExecutor::setTrace(std::shared_ptr<TraceRecorder> trace) {
+  std::lock_guard<std::mutex> lock(traceMu_);
+  trace_.store(trace.get(), std::memory_order_release);
+  if (trace) traces_.push_back(std::move(trace));
+}
+}  // namespace kiln

@@ -14,6 +14,7 @@
 #include "llvm/ADT/FunctionExtras.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -23,6 +24,8 @@
 #include <vector>
 
 namespace kiln {
+
+class TraceRecorder;
 
 class HostExecutor {
 public:
@@ -43,6 +46,12 @@ public:
   void parallelFor(int64_t n, int64_t grain, llvm::function_ref<void(int64_t, int64_t)> body);
   /// Waits until every task spawned so far (compute and blocking) has finished.
   void waitIdle();
+
+  /// Steps that executables run on this executor are recorded in `trace`
+  /// until another is set (null: recording off, the default). A recorder
+  /// once set stays alive as long as the executor.
+  void setTrace(std::shared_ptr<TraceRecorder> trace);
+  TraceRecorder *trace() const { return trace_.load(std::memory_order_acquire); }
 
   /// True on a compute worker of this executor.
   bool onWorker() const;
@@ -72,6 +81,9 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int threads_;
+  std::atomic<TraceRecorder *> trace_{nullptr};
+  std::mutex traceMu_;
+  std::vector<std::shared_ptr<TraceRecorder>> traces_;  // every recorder set, kept alive
 };
 
 }  // namespace kiln

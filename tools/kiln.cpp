@@ -1,6 +1,7 @@
 // kiln: the command-line driver.
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
 //            [--output DIR] [--iterations N] [--explain] [--op-mode OP=MODE,...]
+//   kiln profile <model> [--input ARG=FILE.npy]... [--iterations N] [--out DIR]
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
 //   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
 //   kiln models            list the built-in models
@@ -9,6 +10,7 @@
 #include "jit/Compiler.h"
 #include "runtime/Clock.h"
 #include "api/Kiln.h"
+#include "api/Profiler.h"
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -19,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -154,9 +157,12 @@ static std::string opList(const std::vector<std::string> &ops) {
   return s;
 }
 
+/// `kiln run`, and `kiln profile` (with `profileDir`: the calls are
+/// recorded, the per-kernel table printed and the trace written there).
 int runCommand(const std::string &model, const std::string &function,
                const std::vector<std::string> &inputSpecs, const std::string &outputDir,
-               int iterations, bool explain, const CommonOptions &common) {
+               int iterations, bool explain, const CommonOptions &common,
+               const std::optional<std::string> &profileDir = std::nullopt) {
   auto rt = makeRuntime(common);
   if (!rt) return fail(llvm::toString(rt.takeError()));
   auto module = loadModel(**rt, model);
@@ -201,6 +207,8 @@ int runCommand(const std::string &model, const std::string &function,
   if (auto err = kiln::checkInputs(*sig, types))
     return fail(llvm::toString(std::move(err)));
 
+  std::unique_ptr<kiln::Profiler> profiler;
+  if (profileDir) profiler = std::make_unique<kiln::Profiler>(**rt);
   auto t0 = Clock::now();
   auto result = (*module)->call(function, inputs);
   double firstMs = msSince(t0);
@@ -254,6 +262,25 @@ int runCommand(const std::string &model, const std::string &function,
     std::printf("steady state: median %.4f ms, min %.4f ms, p90 %.4f ms over %d iterations\n",
                 times[times.size() / 2], times.front(), times[std::min(times.size() - 1, times.size() * 9 / 10)],
                 iterations);
+
+  if (profiler) {
+    kiln::Profile prof = profiler->stop();
+    std::printf("\n%s", prof.table().c_str());
+    if (!profileDir->empty()) {
+      if (auto ec = llvm::sys::fs::create_directories(*profileDir))
+        return fail("cannot create profile directory '" + *profileDir + "': " + ec.message());
+      for (auto [name, text] : {std::pair<std::string, std::string>{"trace.json", prof.chromeTraceJson()},
+                                {"kernels.txt", prof.table(SIZE_MAX)}}) {
+        std::string path = *profileDir + "/" + name;
+        std::error_code ec;
+        llvm::raw_fd_ostream os(path, ec);
+        if (ec) return fail("cannot write '" + path + "': " + ec.message());
+        os << text;
+      }
+      std::printf("wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing) and %s/kernels.txt\n",
+                  profileDir->c_str(), profileDir->c_str());
+    }
+  }
 
   if (!outputDir.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(outputDir))
@@ -399,6 +426,18 @@ int main(int argc, char **argv) {
   };
   addCommon(run);
 
+  std::string profileDir;
+  CLI::App *profile = app.add_subcommand("profile", "run a model and profile its kernels (per-kernel table, trace)");
+  profile->add_option("model", model, "MLIR file (text or bytecode) or built-in model")->required();
+  profile->add_option("--function,-f", function, "function to call")->capture_default_str();
+  profile->add_option("--input,-i", inputs, "ARG=FILE.npy (ARG: position or argument name)");
+  profile->add_option("--iterations,-n", iterations, "profiled calls after the first")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  profile->add_option("--out", profileDir, "write trace.json (Chrome trace events) and kernels.txt here");
+  profile->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
+  addCommon(profile);
+
   std::vector<std::string> shapes;
   CLI::App *prewarm = app.add_subcommand("prewarm", "compile a model into the persistent cache");
   prewarm->add_option("model", model, "MLIR file or built-in model")->required();
@@ -436,6 +475,7 @@ int main(int argc, char **argv) {
   }
   common.optLevel = optLevel;
   if (*run) return runCommand(model, function, inputs, outputDir, iterations, explain, common);
+  if (*profile) return runCommand(model, function, inputs, "", iterations, false, common, profileDir);
   if (*prewarm) return prewarmCommand(model, function, shapes, common);
   if (*cacheCmd) {
     if (*cacheExplain) return cacheExplainCommand(model, function, shapes, common);

@@ -1,0 +1,79 @@
+// Profiler: what ran, where the time went, and how close each kernel came
+// to the machine's peak.
+//
+//   kiln::Profiler p(*runtime);              // starts recording
+//   module->call("main", {x});               // ... any calls, any threads
+//   kiln::Profile prof = p.stop();           // stops; the figures
+//   std::puts(prof.table().c_str());         // per-kernel table, slowest first
+//   write(prof.chromeTraceJson());           // opens in Perfetto / chrome://tracing
+//
+// While no profiler records, executables pay one pointer load per step.
+// Every executed step is recorded (name, JIT or handwritten, thread, start,
+// end), and every compile (its stages and cache outcome). Per kernel: calls,
+// total and mean time, FLOPs from its ops' shapes, bytes of its buffers,
+// achieved GFLOP/s and GB/s, and the fraction of the machine's measured
+// peak (one core's FMA throughput times the executor's threads; one
+// thread's copy bandwidth), so that each kernel sits on a roofline.
+//
+// Thread-safety: a Profiler belongs to one thread; the calls it records may
+// come from any. One profiler per runtime at a time.
+#pragma once
+
+#include "api/Kiln.h"
+#include "runtime/Trace.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct KernelProfile {
+  std::string name;        // "jit:@main.cluster3", "kernel:conv2d_f32_im2col_eigen", "copy"
+  std::string kind;        // jit | kernel | copy | other
+  std::string ops;         // the ops it computes
+  std::string provenance;  // their MLIR locations
+  std::string outputType;  // of its first output ("1x7x7x2048xf32")
+  int64_t calls = 0;
+  double totalMs = 0;
+  double flopsPerCall = 0, bytesPerCall = 0;
+  double meanMs() const { return calls ? totalMs / double(calls) : 0; }
+  double gflops() const { return totalMs > 0 ? flopsPerCall * double(calls) / (totalMs * 1e6) : 0; }
+  double gbs() const { return totalMs > 0 ? bytesPerCall * double(calls) / (totalMs * 1e6) : 0; }
+};
+
+struct Profile {
+  std::vector<TraceEvent> events;      // steps and compiles, in the order recorded
+  std::vector<KernelProfile> kernels;  // by total time, largest first
+  double recordedMs = 0;               // wall time between start and stop
+  double stepMs = 0;                   // total time inside steps (all threads)
+  double peakGflops = 0;               // one core's FMA peak x compute threads
+  double bandwidthGBs = 0;             // one thread's copy bandwidth
+  int threads = 1;
+
+  /// Per-kernel table, slowest first, with a header line of totals.
+  std::string table(size_t maxRows = 40) const;
+  /// Chrome trace-event JSON: one track per thread, compiles and steps on
+  /// one timeline (Perfetto, chrome://tracing).
+  std::string chromeTraceJson() const;
+};
+
+class Profiler {
+public:
+  /// Starts recording the runtime's executions and compiles; measures the
+  /// machine's peaks first (about 0.2 s) unless `measurePeaks` is false.
+  explicit Profiler(Runtime &runtime, bool measurePeaks = true);
+  ~Profiler();
+  Profiler(const Profiler &) = delete;
+  Profiler &operator=(const Profiler &) = delete;
+  /// Stops recording and computes the figures.
+  Profile stop();
+
+private:
+  Runtime &runtime_;
+  std::shared_ptr<TraceRecorder> trace_;
+  double peakGflops_ = 0, bandwidthGBs_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace kiln

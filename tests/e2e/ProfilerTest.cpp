@@ -1,0 +1,95 @@
+// The profiler: every executed step and compile is recorded, per-kernel
+// FLOPs equal hand counts, the trace is valid Chrome trace-event JSON, and
+// nothing is recorded once it stops.
+#include "api/Profiler.h"
+#include "tests/TestRuntime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+using namespace kiln;
+
+namespace {
+
+// conv (JIT) -> add (handwritten kernel) -> reshape + matmul (JIT).
+const char *kModel = R"(
+func.func @main(%x: tensor<1x8x8x4xf32>, %w: tensor<8x3x3x4xf32>, %y: tensor<1x8x16xf32>) -> tensor<1x64x16xf32> {
+  %b = "tosa.const"() <{values = dense<0.5> : tensor<8xf32>}> : () -> tensor<8xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<8x3x3x4xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x8xf32>
+  %a = tosa.add %c, %c : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %shape = tosa.const_shape {values = dense<[1, 64, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %a, %shape : (tensor<1x8x8x8xf32>, !tosa.shape<3>) -> tensor<1x64x8xf32>
+  %m = tosa.matmul %r, %y, %z, %z : (tensor<1x64x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x16xf32>
+  return %m : tensor<1x64x16xf32>
+}
+)";
+
+}  // namespace
+
+TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.placement = llvm::cantFail(ops::parseOpModes("tosa.add=kernel"));
+  auto rt = KILN_TAKE(Runtime::create(o));
+  auto m = KILN_TAKE(rt->loadModule(kModel, "profiled.mlir"));
+  ASSERT_TRUE(m);
+  std::vector<Tensor> in = {test::randomTensor({1, 8, 8, 4}, 1), test::randomTensor({8, 3, 3, 4}, 2),
+                            test::randomTensor({1, 8, 16}, 3)};
+  const int calls = 3;
+  Profile prof;
+  {
+    Profiler profiler(*rt, /*measurePeaks=*/false);
+    for (int i = 0; i < calls; ++i) ASSERT_TRUE(KILN_TAKE(m->call("main", in)).size() == 1);
+    prof = profiler.stop();
+  }
+  // Three kernels, each run once per call, with FLOPs counted from shapes.
+  std::map<std::string, const KernelProfile *> byOps;
+  for (const KernelProfile &k : prof.kernels) byOps[k.ops] = &k;
+  ASSERT_EQ(prof.kernels.size(), 3u) << prof.table();
+  const KernelProfile *conv = nullptr, *add = nullptr, *matmul = nullptr;
+  for (const KernelProfile &k : prof.kernels) {
+    if (k.ops.find("tosa.conv2d") != std::string::npos) conv = &k;
+    if (k.ops == "tosa.add") add = &k;
+    if (k.ops.find("tosa.matmul") != std::string::npos) matmul = &k;
+  }
+  ASSERT_TRUE(conv && add && matmul) << prof.table();
+  EXPECT_EQ(conv->flopsPerCall, 2.0 * 8 * 8 * 8 * 3 * 3 * 4);  // 2 * N*OH*OW*F * KH*KW*C
+  EXPECT_EQ(add->flopsPerCall, 8.0 * 8 * 8);                   // one per element
+  EXPECT_EQ(matmul->flopsPerCall, 2.0 * 64 * 16 * 8);         // 2 * M*N*K
+  EXPECT_EQ(conv->kind, "jit");
+  EXPECT_EQ(add->kind, "kernel");
+  EXPECT_EQ(add->outputType, "1x8x8x8xf32");
+  EXPECT_NE(conv->provenance.find("profiled.mlir:"), std::string::npos) << conv->provenance;
+  for (const KernelProfile &k : prof.kernels) {
+    EXPECT_EQ(k.calls, calls) << k.name;
+    EXPECT_GT(k.totalMs, 0) << k.name;
+  }
+  EXPECT_NE(prof.table().find("tosa.conv2d"), std::string::npos);
+
+  // Chrome trace events: every step and the compile, complete ("X") events
+  // on named thread tracks, steps carrying their ops and FLOPs.
+  nlohmann::json trace = nlohmann::json::parse(prof.chromeTraceJson());
+  int steps = 0, compiles = 0, threadNames = 0;
+  for (const auto &e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") ++threadNames;
+    if (e.at("ph") != "X") continue;
+    EXPECT_GE(e.at("dur").get<double>(), 0);
+    if (e.at("cat") == "compile") {
+      ++compiles;
+      EXPECT_EQ(e.at("args").at("kernels compiled"), "2");
+      EXPECT_TRUE(e.at("args").contains("ms llvm-codegen"));
+    } else {
+      ++steps;
+      EXPECT_TRUE(e.at("args").contains("ops"));
+    }
+  }
+  EXPECT_EQ(steps, 3 * calls);
+  EXPECT_EQ(compiles, 1);
+  EXPECT_GE(threadNames, 1);
+
+  // Stopped: calls record nothing.
+  EXPECT_EQ(rt->executor().trace(), nullptr);
+  ASSERT_TRUE(KILN_TAKE(m->call("main", in)).size() == 1);
+}
