@@ -353,7 +353,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
   void runOnOperation() override {
     if (vectorBits <= 0) return;
     dropUnitMultiplier(getOperation());
-    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes};
+    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
     Schedule schedule;
@@ -423,6 +423,13 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc, 0, 0, 0});
         }
         if (!parallel) h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
+        // Input-channel blocks whose filter slice (KH x KW x cb x one
+        // register tile of filters) stays in L1 while every output row and
+        // column tile of the block reuses it: without them each output row
+        // streams the whole filter block from L2 again (a 1x1 conv with
+        // 2048 channels ran at 6% of peak, blocked at 85%).
+        int64_t cb = blockOf(C, 1, std::max<int64_t>(1, tuning.l1Bytes / (KH * KW * rt.n * 4)));
+        if (cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, cb});
         h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
         h = schedule.op("decompose", h);
         schedule.vectorize(h);
@@ -565,7 +572,7 @@ CpuTuning CpuTuning::fromFeatures(llvm::StringRef features, int64_t maxVectorBit
 
 std::string CpuTuning::passOptions() const {
   return "vector-bits=" + std::to_string(vectorBits) + " vector-registers=" + std::to_string(vectorRegisters) +
-         " l2-bytes=" + std::to_string(l2Bytes);
+         " l2-bytes=" + std::to_string(l2Bytes) + " l1-bytes=" + std::to_string(l1Bytes);
 }
 
 }  // namespace kiln::lowering

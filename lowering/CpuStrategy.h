@@ -14,6 +14,7 @@ struct CpuTuning {
   int64_t vectorBits = 0;
   int64_t vectorRegisters = 16;
   int64_t l2Bytes = 512 * 1024;
+  int64_t l1Bytes = 32 * 1024;
 
   /// From an LLVM feature string ("+avx2,+avx512f,-sse4a,..."); at most
   /// `maxVectorBits` wide when that is > 0 (e.g. 256 on an AVX-512 host to

@@ -144,6 +144,8 @@ def KilnCpuStrategy : Pass<"kiln-cpu-strategy", "mlir::ModuleOp"> {
            "vector registers the register tile may use">,
     Option<"l2Bytes", "l2-bytes", "int64_t", "524288",
            "per-core L2 size the cache blocks aim at">,
+    Option<"l1Bytes", "l1-bytes", "int64_t", "32768",
+           "L1 data cache bytes per core (filter slices a conv tile reuses)">,
   ];
   let dependentDialects = ["mlir::transform::TransformDialect", "mlir::vector::VectorDialect",
                            "mlir::scf::SCFDialect", "mlir::affine::AffineDialect",

@@ -17,7 +17,7 @@ TEST(CpuStrategy, TuningFromFeatures) {
   CpuTuning capped = CpuTuning::fromFeatures("+avx2,+avx512f", 256);
   EXPECT_EQ(capped.vectorBits, 256);
   EXPECT_EQ(capped.vectorRegisters, 16);
-  EXPECT_EQ(capped.passOptions(), "vector-bits=256 vector-registers=16 l2-bytes=524288");
+  EXPECT_EQ(capped.passOptions(), "vector-bits=256 vector-registers=16 l2-bytes=524288 l1-bytes=32768");
 }
 
 TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
