@@ -7,7 +7,7 @@
 //   std::puts(prof.table().c_str());         // per-kernel table, slowest first
 //   write(prof.chromeTraceJson());           // opens in Perfetto / chrome://tracing
 //
-// While no profiler records, executables pay one pointer load per step.
+// While no profiler records, executables pay one relaxed load per step.
 // Every executed step is recorded (name, JIT or handwritten, thread, start,
 // end), and every compile (its stages and cache outcome). Per kernel: calls,
 // total and mean time, FLOPs from its ops' shapes, bytes of its buffers,

@@ -128,7 +128,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       auto loaded = compiler_.load(function, entry->inputs, entry->results, *weights, std::move(*plan),
                                    std::move(objects));
       if (loaded) {
-        if (TraceRecorder *trace = options_.trace ? options_.trace() : nullptr) {
+        if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
           TraceEvent e;
           e.name = "load @" + function.str() + " from the disk cache";
           e.category = "compile";
@@ -156,7 +156,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
     if (compiled) stats_.jitFallbacks += uint64_t((*compiled)->stats.jitFallbacks);
   }
   if (!compiled) return compiled.takeError();
-  if (TraceRecorder *trace = options_.trace ? options_.trace() : nullptr) {
+  if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
     const CompileStats &st = (*compiled)->stats;
     TraceEvent e;
     e.name = "compile @" + function.str();

@@ -42,7 +42,7 @@ struct CompileServiceOptions {
   int compileThreads = 1;
   /// The recorder compiles and disk loads are traced to, if any (the
   /// executor's, while a profiler records).
-  std::function<TraceRecorder *()> trace;
+  std::function<std::shared_ptr<TraceRecorder>()> trace;
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
 };

@@ -169,7 +169,7 @@ void Executable::runFrom(Execution *ex, int step) const {
       error = ex->recordError(Status{ErrorCode::kCancelled, "execution cancelled before step '" + s.name + "'", {}});
     if (!error) {
       StepContext ctx(s, ex->buffers.data(), *ex->executor);
-      TraceRecorder *trace = ex->executor->trace();
+      std::shared_ptr<TraceRecorder> trace = ex->executor->trace();
       Clock::time_point start = trace ? Clock::now() : Clock::time_point();
       if (llvm::Error err = s.fn(ctx)) {
         Status status = toStatus(std::move(err));

@@ -249,8 +249,8 @@ extern "C" void kiln_parallel_for(int64_t n, int64_t grain,
 
 namespace kiln {
 void HostExecutor::setTrace(std::shared_ptr<TraceRecorder> trace) {
-  std::lock_guard<std::mutex> lock(traceMu_);
-  trace_.store(trace.get(), std::memory_order_release);
-  if (trace) traces_.push_back(std::move(trace));
+  bool on = bool(trace);
+  std::atomic_store_explicit(&trace_, std::move(trace), std::memory_order_release);
+  tracing_.store(on, std::memory_order_relaxed);
 }
 }  // namespace kiln

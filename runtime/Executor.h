@@ -48,10 +48,14 @@ public:
   void waitIdle();
 
   /// Steps that executables run on this executor are recorded in `trace`
-  /// until another is set (null: recording off, the default). A recorder
-  /// once set stays alive as long as the executor.
+  /// until another is set (null: recording off, the default).
   void setTrace(std::shared_ptr<TraceRecorder> trace);
-  TraceRecorder *trace() const { return trace_.load(std::memory_order_acquire); }
+  /// The recorder, or null. While none is set this is one relaxed load;
+  /// a step that got a recorder keeps it alive while it records.
+  std::shared_ptr<TraceRecorder> trace() const {
+    if (!tracing_.load(std::memory_order_relaxed)) return nullptr;
+    return std::atomic_load_explicit(&trace_, std::memory_order_acquire);
+  }
 
   /// True on a compute worker of this executor.
   bool onWorker() const;
@@ -81,9 +85,8 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int threads_;
-  std::atomic<TraceRecorder *> trace_{nullptr};
-  std::mutex traceMu_;
-  std::vector<std::shared_ptr<TraceRecorder>> traces_;  // every recorder set, kept alive
+  std::atomic<bool> tracing_{false};
+  std::shared_ptr<TraceRecorder> trace_;  // accessed with std::atomic_load/store
 };
 
 }  // namespace kiln

@@ -1,6 +1,6 @@
 // TraceRecorder: timed events (executed steps, compiles) from any thread,
 // for profiles. A HostExecutor carries at most one; Executable records
-// each step it runs there while one is set, and nothing at all (one pointer
+// each step it runs there while one is set, and nothing at all (one relaxed
 // load per step) while none is.
 //
 // Thread-safety: add() and events() may be called from any thread.
