@@ -292,6 +292,16 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
                            {buf[value]}, {output});
     if (!added) return added.takeError();
   }
+  // Steps that write nothing (a cluster of cf.assert checks) still decide the
+  // call's outcome: every later step that writes a result waits for them, so
+  // a failed check reaches the results.
+  const auto &steps = b.stepsSoFar();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (!steps[s].outputs.empty()) continue;
+    for (size_t t = s + 1; t < steps.size(); ++t)
+      if (!steps[t].producesOutputs.empty())
+        if (auto err = b.addControlDependency(int(s), int(t))) return err;
+  }
   auto exe = b.build();
   if (!exe) return exe.takeError();
   out.executable = std::move(*exe);

@@ -9,6 +9,8 @@
 //     and slices at dynamic offsets (scatter's rows): an index outside the
 //     tensor reports a fault, and the access uses index 0 instead (no stray
 //     read or write).
+//   - cf.assert (exporters' shape and value checks): a false condition
+//     reports a fault with the assert's message; the assert goes away.
 // A fault calls `kiln_report_fault(site)`; the runtime turns it into an error
 // naming the op and its location once the step returns. The sites' messages
 // are left in the module attribute `kiln.fault_sites`.
@@ -18,6 +20,7 @@
 #include "lowering/ProgramImpl.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -61,7 +64,9 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
     };
 
     llvm::SmallVector<Operation *> divisions, accesses, slices;
+    llvm::SmallVector<cf::AssertOp> asserts;
     module.walk([&](Operation *op) {
+      if (auto a = dyn_cast<cf::AssertOp>(op)) asserts.push_back(a);
       if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::FloorDivSIOp,
               arith::CeilDivSIOp, arith::CeilDivUIOp>(op) &&
           isa<IntegerType>(op->getResult(0).getType()))
@@ -71,6 +76,14 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
       else if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
         slices.push_back(op);
     });
+
+    for (cf::AssertOp a : asserts) {
+      Location loc = a.getLoc();
+      b.setInsertionPoint(a);
+      Value failed = arith::XOrIOp::create(b, loc, a.getArg(), arith::ConstantIntOp::create(b, loc, 1, 1));
+      reportFault(b, loc, failed, siteText(a, "assertion failed: " + a.getMsg().str()));
+      a.erase();
+    }
 
     for (Operation *op : divisions) {
       Value lhs = op->getOperand(0), rhs = op->getOperand(1);

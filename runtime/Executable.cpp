@@ -297,6 +297,8 @@ llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, 
   return id;
 }
 
+const std::vector<StepDesc> &ExecutableBuilder::stepsSoFar() const { return exe_->steps_; }
+
 llvm::Error ExecutableBuilder::addControlDependency(int before, int after) {
   auto &steps = exe_->steps_;
   if (before < 0 || after >= int(steps.size()) || before >= after)

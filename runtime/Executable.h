@@ -166,6 +166,8 @@ public:
                               llvm::ArrayRef<int> inputs, llvm::ArrayRef<int> outputs);
   /// Describes step `step` for profiles (see StepDesc::flops, ops, provenance).
   void describeStep(int step, double flops, std::string ops, std::string provenance);
+  /// The steps added so far.
+  const std::vector<StepDesc> &stepsSoFar() const;
   /// `after` waits for `before` (both existing steps, before < after).
   llvm::Error addControlDependency(int before, int after);
   /// Checks that every output is produced and plans intermediate buffers.

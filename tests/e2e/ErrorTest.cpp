@@ -237,3 +237,51 @@ func.func @main(%v: tensor<1x4x2xf32>, %i: tensor<1x2xi32>, %x: tensor<1x2x2xf32
   Status ss = toStatus(r.takeError());
   EXPECT_NE(ss.message.find("scatter.mlir:3:8: index out of range"), std::string::npos) << ss.message;
 }
+
+// Exporters' cf.assert checks (torch-mlir's linalg-on-tensors output): a
+// check that holds costs nothing (it folds away once shapes are static); one
+// that fails is an error naming its message and location, also when the
+// assert's step writes no result and the results come from other steps;
+// data-dependent checks run in generated code.
+TEST(Errors, ExportedAssertsAreCheckedAtRunTime) {
+  const char *text = R"mlir(
+func.func @main(%a: tensor<?x4xf32>, %b: tensor<4x3xf32>, %lim: tensor<i32>) -> tensor<?x3xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %d = tensor.dim %a, %c1 : tensor<?x4xf32>
+  %k = tensor.dim %b, %c0 : tensor<4x3xf32>
+  %eq = arith.cmpi eq, %d, %k : index
+  cf.assert %eq, "mismatching contracting dimension for torch.aten.mm"
+  %n = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %small = arith.cmpi sle, %n, %c2 : index
+  cf.assert %small, "at most 2 rows"
+  %l = tensor.extract %lim[] : tensor<i32>
+  %zero = arith.constant 0 : i32
+  %positive = arith.cmpi sgt, %l, %zero : i32
+  cf.assert %positive, "limit must be positive"
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x3xf32>) -> tensor<?x3xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<?x4xf32>, tensor<4x3xf32>) outs(%f : tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %m : tensor<?x3xf32>
+}
+)mlir";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(text, "assert.mlir"));
+  ASSERT_TRUE(m);
+  Tensor b = test::randomTensor({4, 3}, 2);
+  Tensor one = Tensor::fromVector<int32_t>(DType::i32, {}, {1});
+  auto ok = KILN_TAKE(m->call("main", {test::randomTensor({2, 4}, 1), b, one}));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].type().str(), "2x3xf32");
+
+  auto rows = m->call("main", {test::randomTensor({3, 4}, 1), b, one});
+  ASSERT_FALSE(bool(rows));
+  std::string msg = toStatus(rows.takeError()).message;
+  EXPECT_NE(msg.find("assert.mlir:12:3: assertion failed: at most 2 rows"), std::string::npos) << msg;
+
+  auto limit = m->call("main", {test::randomTensor({1, 4}, 1), b, Tensor::fromVector<int32_t>(DType::i32, {}, {0})});
+  ASSERT_FALSE(bool(limit));
+  msg = toStatus(limit.takeError()).message;
+  EXPECT_NE(msg.find("assert.mlir:16:3: assertion failed: limit must be positive"), std::string::npos) << msg;
+}
