@@ -220,4 +220,14 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }
 
+def KilnDistinctResults : Pass<"kiln-distinct-results", "mlir::ModuleOp"> {
+  let summary = "Copy returned buffers that alias an earlier result";
+  let description = [{
+    After bufferization: a func.return operand whose root buffer (through
+    view-like ops) was already returned is copied into a fresh allocation,
+    so that buffer-results-to-out-params sees distinct buffers.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif

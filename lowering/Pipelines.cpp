@@ -31,13 +31,14 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
       {"kiln-cpu-tile-vectorize",
        "builtin.module(kiln-cpu-strategy{" + tuning.passOptions() + "},canonicalize,cse)"},
       // allow-return-allocs-from-loops: tosa.while_loop bodies yield new buffers.
+      // kiln-distinct-results: no two results share a buffer (out-params).
       // inline: the deallocation helper takes dynamic memrefs, which the
       // bare-pointer ABI of the last stage cannot express; inline it away.
       {"kiln-bufferize",
        "builtin.module(func.func(eliminate-empty-tensors),"
        "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
        "function-boundary-type-conversion=identity-layout-map},"
-       "canonicalize,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+       "canonicalize,kiln-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
        "canonicalize,buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
       {"kiln-lower-to-llvm",
        "builtin.module(kiln-strided-copies,kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
