@@ -201,6 +201,12 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       auto copy = cast<func::FuncOp>(b.clone(*callee));
       copy.setSymName(kSpecializedFnName);
       copy.setPublic();
+      // Inputs belong to the caller (graph inputs, weights, other steps'
+      // results that further steps read): bufferization must copy before
+      // writing into one (linalg exports write into their `outs` operands,
+      // e.g. one linalg.fill shared by several matmuls).
+      for (unsigned a = 0; a < copy.getNumArguments(); ++a)
+        copy.setArgAttr(a, "bufferization.writable", BoolAttr::get(module.getContext(), false));
       copy.walk([](Operation *o) {
         for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr}) o->removeAttr(a);
       });

@@ -478,3 +478,36 @@ TEST(Models, IdenticalKernelsCompileOnceAndDistinctOnesInParallel) {
       EXPECT_EQ(fn->stats.compileThreads, poolJit ? threads : 1);
     }
 }
+
+// linalg-on-tensors as torch-mlir writes it: one linalg.fill is the `outs`
+// of several matmuls. Each matmul is its own JIT kernel; a kernel must copy
+// an input before writing into it (the fill's buffer is read by the others),
+// whatever the order the steps run in.
+TEST(Models, LinalgMatmulsSharingOneFillStayIndependent) {
+  const char *text = R"mlir(
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<8x4xf32>, %d: tensor<8x4xf32>)
+    -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m2 = linalg.matmul ins(%a, %c : tensor<4x8xf32>, tensor<8x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m3 = linalg.matmul ins(%a, %d : tensor<4x8xf32>, tensor<8x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %m1, %m2, %m3 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+)mlir";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(text, "shared_fill.mlir"));
+  ASSERT_TRUE(m);
+  Tensor a = test::randomTensor({4, 8}, 1);
+  std::vector<Tensor> rhs = {test::randomTensor({8, 4}, 2), test::randomTensor({8, 4}, 3), test::randomTensor({8, 4}, 4)};
+  for (int call = 0; call < 5; ++call) {
+    auto out = KILN_TAKE(m->call("main", {a, rhs[0], rhs[1], rhs[2]}));
+    ASSERT_EQ(out.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      ref::Vec want = ref::matmul(a.toVector<float>(), rhs[i].toVector<float>(), 1, 4, 8, 4);
+      EXPECT_TRUE(test::allClose(test::asDoubles(out[i]), test::asDoubles(want), 1e-5, 1e-6)) << "result " << i;
+    }
+  }
+  auto fn = KILN_TAKE(m->compile("main", {a.type(), rhs[0].type(), rhs[1].type(), rhs[2].type()}));
+  EXPECT_EQ(fn->plan.steps.size(), 3u);  // one kernel per matmul
+}
