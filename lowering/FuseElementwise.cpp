@@ -3,7 +3,8 @@
 // kiln-fuse-elementwise: fuses elementwise linalg.generic producers into
 // their consumers (MLIR's elementwise fusion patterns, reshape folding and
 // canonicalization, as linalg-fuse-elementwise-ops does), but only while the
-// fused body stays within `max-body-ops` operations. Unbounded fusion of a
+// fused body stays within `max-body-ops` operations, and never folding a
+// reshape into a named op or a reduction (a matmul must stay a matmul). Unbounded fusion of a
 // long chain rebuilds an ever-growing body at every step (quadratic compile
 // time: a 4,000-op chain took seconds); bounded, compile time is linear and
 // each fused kernel stays a reasonable loop body.
@@ -43,9 +44,21 @@ struct FuseElementwise : impl::KilnFuseElementwiseBase<FuseElementwise> {
       if (!producer || !producer->hasOneUse()) return false;
       return int64_t(bodyOps(producer) + bodyOps(fused->getOwner())) <= limit;
     };
+    // Reshapes fold into elementwise generics only: folded into a matmul or
+    // a convolution they would turn it into a higher-rank generic
+    // contraction that no strategy recognizes (torch-mlir's linalg BERT ran
+    // its matmuls as scalar loops).
+    auto isKernelOp = [](Operation *op) {
+      auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+      return linalgOp && (!isa<linalg::GenericOp>(op) || linalgOp.getNumReductionLoops() > 0);
+    };
+    linalg::ControlFusionFn reshapeControl = [control, isKernelOp](OpOperand *fused) {
+      if (isKernelOp(fused->getOwner()) || isKernelOp(fused->get().getDefiningOp())) return false;
+      return control(fused);
+    };
     RewritePatternSet patterns(context);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
