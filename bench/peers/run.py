@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kiln side by side with ONNX Runtime and PyTorch on the same models.
 
-Exports torchvision models (same weights, same input) once into a cache
-folder: TOSA through torch-mlir for kiln, ONNX for ONNX Runtime. Then runs
+Exports torchvision models and a transformers BERT-base encoder (same
+weights, same input) once into a cache folder: TOSA through torch-mlir for
+kiln, ONNX for ONNX Runtime. Then runs
 rounds that alternate ONNX Runtime, PyTorch eager and kiln (the `kiln run`
 CLI, warm persistent compile cache, 2 threads each), and prints each
 runtime's p50/p90 over the rounds and kiln's ratio to each peer. Checks that
@@ -10,11 +11,11 @@ kiln's outputs match PyTorch's. Peers that are not installed are skipped
 with a note.
 
   bench/peers/setup.sh                      # once: the Python environment
-  ~/.cache/kiln/peers-venv/bin/python bench/peers/run.py [--models resnet50,mobilenet_v2]
+  ~/.cache/kiln/peers-venv/bin/python bench/peers/run.py [--models resnet50,mobilenet_v2,bert]
         [--rounds 5] [--iterations 20] [--kiln build/bin/kiln]
 
-Weights are torchvision's architecture with a fixed random initialisation
-(no download): speed does not depend on the values.
+Weights are the architectures' fixed random initialisation (no download):
+speed does not depend on the values.
 """
 import argparse
 import os
@@ -33,17 +34,46 @@ def cache_dir():
     return base
 
 
+def build_model(name):
+    """The model and its input, with fixed random weights (no download):
+    a torchvision CNN (1x3x224x224 image) or "bert" (a transformers
+    BERT-base encoder, sequence 128, token ids in)."""
+    import torch
+    torch.manual_seed(0)
+    if name == "bert":
+        from transformers import BertConfig, BertModel
+        cfg = BertConfig()
+        cfg._attn_implementation = "eager"
+        bert = BertModel(cfg, add_pooling_layer=False).eval()
+        # torch-mlir's importer cannot map registered buffers: pass what
+        # they hold (positions, token types) explicitly and drop them.
+        for mod in bert.modules():
+            for k in list(mod._buffers.keys()):
+                del mod._buffers[k]
+
+        class Encoder(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1]).unsqueeze(0)
+                return self.m(input_ids=ids, token_type_ids=torch.zeros_like(ids),
+                              position_ids=pos).last_hidden_state
+
+        return Encoder(bert).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+    import torchvision
+    return getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
+
+
 def export(name, folder):
     """Exports `name` to TOSA (kiln), ONNX (ONNX Runtime), input and reference
     output; returns the paths. Skips what exists."""
     import torch
-    import torchvision
     paths = {k: os.path.join(folder, f"{name}.{k}") for k in ("mlir", "onnx", "x.npy", "y.npy")}
     if all(os.path.exists(p) for p in paths.values()):
         return paths
-    torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None).eval()
-    x = torch.randn(1, 3, 224, 224)
+    model, x = build_model(name)
     with torch.no_grad():
         y = model(x)
     np.save(paths["x.npy"], x.numpy())
@@ -84,10 +114,8 @@ def time_ort(paths, iterations, threads):
 
 def time_torch(name, paths, iterations, threads):
     import torch
-    import torchvision
     torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None).eval()
+    model, _ = build_model(name)
     x = torch.from_numpy(np.load(paths["x.npy"]))
     times = []
     with torch.no_grad():
@@ -115,7 +143,7 @@ def time_kiln(kiln, paths, iterations, out_dir):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="resnet50,mobilenet_v2")
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
@@ -125,8 +153,9 @@ def main():
     try:
         import torch  # noqa: F401
         import torchvision  # noqa: F401
+        import transformers  # noqa: F401
     except ImportError:
-        print("PyTorch/torchvision are not installed (bench/peers/setup.sh): nothing to export; skipped")
+        print("PyTorch/torchvision/transformers are not installed (bench/peers/setup.sh): nothing to export; skipped")
         return 0
     have_ort = True
     try:
