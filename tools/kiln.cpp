@@ -1,6 +1,7 @@
 // kiln: the command-line driver.
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
 //            [--output DIR] [--iterations N] [--explain] [--op-mode OP=MODE,...]
+//   kiln import <model.onnx | model.pt2> [-o model.mlir | model.mlirbc]
 //   kiln profile <model> [--input ARG=FILE.npy]... [--iterations N] [--out DIR]
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
 //   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
@@ -11,6 +12,7 @@
 #include "runtime/Clock.h"
 #include "api/Kiln.h"
 #include "api/Profiler.h"
+#include "tools/Import.h"
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -426,6 +428,12 @@ int main(int argc, char **argv) {
   };
   addCommon(run);
 
+  kiln::tools::ImportOptions importOptions;
+  CLI::App *importCmd = app.add_subcommand(
+      "import", "convert an ONNX file or a saved torch.export program (.pt2) to MLIR kiln loads (needs torch-mlir)");
+  importCmd->add_option("model", importOptions.input, "model.onnx or model.pt2")->required();
+  importCmd->add_option("--output,-o", importOptions.output, "output file (.mlir text, .mlirbc bytecode; default: MODEL.mlir)");
+
   std::string profileDir;
   CLI::App *profile = app.add_subcommand("profile", "run a model and profile its kernels (per-kernel table, trace)");
   profile->add_option("model", model, "MLIR file (text or bytecode) or built-in model")->required();
@@ -475,6 +483,14 @@ int main(int argc, char **argv) {
   }
   common.optLevel = optLevel;
   if (*run) return runCommand(model, function, inputs, outputDir, iterations, explain, common);
+  if (*importCmd) {
+    auto r = kiln::tools::importModel(importOptions);
+    if (!r) return fail(llvm::toString(r.takeError()));
+    std::printf("imported %s -> %s (%s)\n", importOptions.input.c_str(), r->output.c_str(), r->route.c_str());
+    for (const std::string &f : r->functions) std::printf("  %s\n", f.c_str());
+    std::printf("graph rewrites at load: %s\n", r->graphRewrites.c_str());
+    return 0;
+  }
   if (*profile) return runCommand(model, function, inputs, "", iterations, false, common, profileDir);
   if (*prewarm) return prewarmCommand(model, function, shapes, common);
   if (*cacheCmd) {

@@ -19,3 +19,21 @@ config.environment["PATH"] = os.pathsep.join(["/usr/lib/llvm-22/bin", config.env
 
 # The CLI's persistent compile cache goes to the build tree, never $HOME.
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")
+
+# torch-mlir's tools (optional): `kiln import` tests run where they are
+# installed (bench/peers/setup.sh) and are UNSUPPORTED elsewhere.
+def _find_import_tools():
+    candidates = [os.environ.get("KILN_IMPORT_TOOLS", "")]
+    candidates += os.environ.get("PATH", "").split(os.pathsep)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    candidates.append(os.environ.get("KILN_PEERS_VENV", os.path.join(cache, "kiln", "peers-venv")) + "/bin")
+    for d in candidates:
+        if d and os.path.exists(os.path.join(d, "torch-mlir-opt")) and os.path.exists(os.path.join(d, "python3")):
+            return d
+    return None
+
+_tools = _find_import_tools()
+if _tools:
+    config.available_features.add("torch-mlir")
+    config.environment["KILN_IMPORT_TOOLS"] = _tools
+    config.substitutions.append(("%peers-python", os.path.join(_tools, "python3")))
