@@ -499,7 +499,7 @@ int main(int argc, char **argv) {
   }
   if (*list) {
     for (const std::string &name : kiln::models::builtinModelNames())
-      std::printf("%-6s %s\n", name.c_str(),
+      std::printf("%-9s %s\n", name.c_str(),
                   kiln::models::findBuiltinModel(name)->description.c_str());
     return 0;
   }

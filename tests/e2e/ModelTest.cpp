@@ -511,3 +511,32 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<8x4xf32>, %
   auto fn = KILN_TAKE(m->compile("main", {a.type(), rhs[0].type(), rhs[1].type(), rhs[2].type()}));
   EXPECT_EQ(fn->plan.steps.size(), 3u);  // one kernel per matmul
 }
+
+// The built-in ResNet-50 (the README's main job): generated code, the
+// handwritten kernels and a mix agree on the logits.
+TEST(Models, BuiltinResnet50AgreesOnJitKernelsAndMixed) {
+  const auto *model = models::findBuiltinModel("resnet50");
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(model->mlir.empty());  // built in memory only
+  Tensor x = test::randomTensor({1, 224, 224, 3}, 7);
+  std::vector<std::vector<double>> outs;
+  for (const char *modes : {"*=jit", "*=kernel", "tosa.conv2d=kernel,tosa.max_pool2d=kernel,*=jit"}) {
+    SCOPED_TRACE(modes);
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    o.placement = llvm::cantFail(ops::parseOpModes(modes));
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadProgram(KILN_TAKE(model->build())));
+    ASSERT_TRUE(m);
+    auto out = KILN_TAKE(m->call("main", {x}));
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].type().str(), "1x1000xf32");
+    outs.push_back(test::asDoubles(out[0]));
+    double norm = 0;
+    for (double v : outs.back()) norm += v * v;
+    EXPECT_GT(norm, 1.0);  // not all zeros
+    EXPECT_LT(norm, 1e12);  // nor blown up
+  }
+  EXPECT_TRUE(test::allClose(outs[1], outs[0], 1e-3, 1e-3));
+  EXPECT_TRUE(test::allClose(outs[2], outs[0], 1e-3, 1e-3));
+}

@@ -3,6 +3,7 @@
 #include "lowering/GraphBuilder.h"
 
 #include <cfloat>
+#include <cmath>
 
 #include <cstdint>
 #include <cstdio>
@@ -135,19 +136,103 @@ llvm::Expected<std::vector<V>> writeCnn(GraphBuilder &g) {
   return std::vector<V>{out};
 }
 
+/// ResNet-50 v1.5 (torchvision's layout: stride on the 3x3 conv of a
+/// bottleneck), NHWC, batch norm folded into the conv biases, deterministic
+/// He-scaled weights (25.6 M parameters as dense_resource blobs), logits out.
+/// Strided convolutions pad (or slice) so that TOSA's exact output sizes hold,
+/// as torch-mlir's export does.
+llvm::Expected<std::vector<V>> writeResnet50(GraphBuilder &g) {
+  Writer w{g};
+  unsigned seed = 100;
+  auto convAttrs = [](std::vector<int64_t> pad, int64_t stride) {
+    return attrs({{"acc_type", std::string("f32")}, {"pad", pad}, {"stride", std::vector<int64_t>{stride, stride}},
+                  {"dilation", std::vector<int64_t>{1, 1}}, {"input_zp", 0.0}, {"weight_zp", 0.0}});
+  };
+  auto relu = attrs({{"min_val", 0.0}, {"max_val", double(FLT_MAX)}});
+  // conv (+ bias) with a KxK filter from `c` to `f` channels; `hw` is the
+  // input size, the output size is returned through `hw`.
+  auto conv = [&](V x, int64_t &hw, int64_t c, int64_t f, int64_t k, int64_t stride, float gain,
+                  const std::string &name) {
+    std::vector<int64_t> pad;
+    if (k == 1) pad = {0, 0, 0, 0};
+    else if (stride == 1) pad = {k / 2, k / 2, k / 2, k / 2};
+    else pad = {k / 2, k / 2 - 1, k / 2, k / 2 - 1};  // exact: (hw + k - 2 - k) / 2 + 1 = hw / 2
+    if (k == 1 && stride == 2) {  // 1x1 stride 2: the last row and column are never read
+      x = w.op("tosa.slice", {x}, attrs({{"start", std::vector<int64_t>{0, 0, 0, 0}},
+                                         {"size", std::vector<int64_t>{1, hw - 1, hw - 1, c}}}),
+               f32({1, hw - 1, hw - 1, c}));
+      hw -= 1;
+    }
+    float scale = gain * std::sqrt(6.0f / float(k * k * c));
+    V wt = w.take(g.resourceConstant(name + "_w", weights({f, k, k, c}, seed++, scale)));
+    V b = w.take(g.resourceConstant(name + "_b", weights({f}, seed++, 0.05f)));
+    int64_t out = (hw + pad[0] + pad[1] - k) / stride + 1;
+    hw = out;
+    return w.op("tosa.conv2d", {x, wt, b}, convAttrs(pad, stride), f32({1, out, out, f}));
+  };
+  V x = g.argument(f32({1, 224, 224, 3}), "image");
+  int64_t hw = 224;
+  V y = conv(x, hw, 3, 64, 7, 2, 1.0f, "stem");
+  y = w.op("tosa.clamp", {y}, relu, f32({1, hw, hw, 64}));
+  y = w.op("tosa.max_pool2d", {y},
+           attrs({{"kernel", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+                  {"pad", std::vector<int64_t>{1, 0, 1, 0}}}),
+           f32({1, hw / 2, hw / 2, 64}));
+  hw /= 2;
+  int64_t channels = 64;
+  const int64_t blocks[4] = {3, 4, 6, 3}, widths[4] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage)
+    for (int64_t block = 0; block < blocks[stage]; ++block) {
+      std::string name = "layer" + std::to_string(stage + 1) + "_" + std::to_string(block);
+      int64_t width = widths[stage], out = 4 * width, stride = stage > 0 && block == 0 ? 2 : 1;
+      int64_t h1 = hw;
+      V a = conv(y, h1, channels, width, 1, 1, 1.0f, name + "_conv1");
+      a = w.op("tosa.clamp", {a}, relu, f32({1, h1, h1, width}));
+      V b = conv(a, h1, width, width, 3, stride, 1.0f, name + "_conv2");
+      b = w.op("tosa.clamp", {b}, relu, f32({1, h1, h1, width}));
+      V c = conv(b, h1, width, out, 1, 1, 0.5f, name + "_conv3");  // residual branches start small
+      V shortcut = y;
+      if (block == 0) {
+        int64_t h2 = hw;
+        shortcut = conv(y, h2, channels, out, 1, stride, 1.0f, name + "_downsample");
+      }
+      V sum = w.op("tosa.add", {c, shortcut}, {}, f32({1, h1, h1, out}));
+      y = w.op("tosa.clamp", {sum}, relu, f32({1, h1, h1, out}));
+      hw = h1;
+      channels = out;
+    }
+  V pooled = w.op("tosa.avg_pool2d", {y},
+                  attrs({{"acc_type", std::string("f32")}, {"kernel", std::vector<int64_t>{hw, hw}},
+                         {"stride", std::vector<int64_t>{1, 1}}, {"pad", std::vector<int64_t>{0, 0, 0, 0}},
+                         {"input_zp", 0.0}, {"output_zp", 0.0}}),
+                  f32({1, 1, 1, channels}));
+  V flat = w.op("tosa.reshape", {pooled}, attrs({{"shape", std::vector<int64_t>{1, 1, channels}}}), f32({1, 1, channels}));
+  V fw = w.take(g.resourceConstant("fc_w", weights({1, channels, 1000}, seed++, std::sqrt(3.0f / float(channels)))));
+  V fb = w.take(g.resourceConstant("fc_b", weights({1, 1000}, seed++, 0.05f)));
+  V logits3 = w.op("tosa.matmul", {flat, fw}, attrs({{"a_zp", 0.0}, {"b_zp", 0.0}}), f32({1, 1, 1000}));
+  V logits2 = w.op("tosa.reshape", {logits3}, attrs({{"shape", std::vector<int64_t>{1, 1000}}}), f32({1, 1000}));
+  V logits = w.op("tosa.add", {logits2, fb}, {}, f32({1, 1000}));
+  if (w.err) return std::move(w.err);
+  return std::vector<V>{logits};
+}
+
 using Writer_ = llvm::Expected<std::vector<V>> (*)(GraphBuilder &);
 
-BuiltinModel make(const char *name, const char *description, Writer_ write) {
+/// `withText`: also keep the module as MLIR text (small models only; a
+/// ResNet-50's text would be 200 MB).
+BuiltinModel make(const char *name, const char *description, Writer_ write, bool withText = true) {
   BuiltinModel m;
   m.name = name;
   m.description = description;
-  GraphBuilder g("main", std::string("builtin:") + name);
-  auto results = write(g);
-  if (!results)  // a bug in this file, caught by every test that loads a model
-    llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(results.takeError()));
-  if (auto err = g.setResults(*results))
-    llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(std::move(err)));
-  m.mlir = "// kiln built-in model '" + std::string(name) + "': " + description + "\n" + g.str();
+  if (withText) {
+    GraphBuilder g("main", std::string("builtin:") + name);
+    auto results = write(g);
+    if (!results)  // a bug in this file, caught by every test that loads a model
+      llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(results.takeError()));
+    if (auto err = g.setResults(*results))
+      llvm::report_fatal_error(llvm::Twine("built-in model '") + name + "': " + llvm::toString(std::move(err)));
+    m.mlir = "// kiln built-in model '" + std::string(name) + "': " + description + "\n" + g.str();
+  }
   m.build = [name = std::string(name), write]() -> llvm::Expected<std::unique_ptr<lowering::Program>> {
     GraphBuilder g("main", "builtin:" + name);
     auto results = write(g);
@@ -159,12 +244,16 @@ BuiltinModel make(const char *name, const char *description, Writer_ write) {
 
 }  // namespace
 
-std::vector<std::string> builtinModelNames() { return {"mlp", "cnn"}; }
+std::vector<std::string> builtinModelNames() { return {"mlp", "cnn", "resnet50"}; }
 
 const BuiltinModel *findBuiltinModel(const std::string &name) {
   static const BuiltinModel models[] = {
       make("mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", &writeMlp),
-      make("cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32", &writeCnn)};
+      make("cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32", &writeCnn),
+      make("resnet50",
+           "ResNet-50 v1.5, NHWC, batch norm folded, deterministic weights (25.6 M), input image: "
+           "1x224x224x3xf32, logits out",
+           &writeResnet50, /*withText=*/false)};
   for (const BuiltinModel &m : models)
     if (m.name == name) return &m;
   return nullptr;

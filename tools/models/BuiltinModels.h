@@ -16,9 +16,9 @@
 namespace kiln::models {
 
 struct BuiltinModel {
-  std::string name;         // "mlp", "cnn"
+  std::string name;         // "mlp", "cnn", "resnet50"
   std::string description;
-  std::string mlir;         // the module as MLIR text (generic form)
+  std::string mlir;         // the module as MLIR text (generic form); empty for big models
   /// The module built in memory (no text in between).
   std::function<llvm::Expected<std::unique_ptr<lowering::Program>>()> build;
 };
