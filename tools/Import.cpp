@@ -109,7 +109,14 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-import", "torch.mlir", torchFile))
       return llvm::createStringError(ec, "cannot create a temporary file: %s", ec.message().c_str());
     auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(torchFile); });
-    if (auto err = run({*importer, input.str(), "-o", torchFile.str().str()}, options.timeoutSeconds))
+    // The importer's temporaries go to the system's temporary directory,
+    // not next to the model.
+    llvm::SmallString<128> tempDir;
+    if (auto ec = llvm::sys::fs::createUniqueDirectory("kiln-import", tempDir))
+      return llvm::createStringError(ec, "cannot create a temporary directory: %s", ec.message().c_str());
+    auto removeTemps = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tempDir); });
+    if (auto err = run({*importer, input.str(), "--temp-dir", tempDir.str().str(), "-o", torchFile.str().str()},
+                       options.timeoutSeconds))
       return std::move(err);
     std::vector<std::string> args = {*opt, torchFile.str().str(), "--torch-onnx-to-torch-backend-pipeline",
                                      "--torch-backend-to-tosa-backend-pipeline", "-o", output};

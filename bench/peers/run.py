@@ -26,44 +26,15 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from zoo_models import build_model  # noqa: E402
+
 
 def cache_dir():
     base = os.environ.get("KILN_PEERS_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "peers-models")
     os.makedirs(base, exist_ok=True)
     return base
-
-
-def build_model(name):
-    """The model and its input, with fixed random weights (no download):
-    a torchvision CNN (1x3x224x224 image) or "bert" (a transformers
-    BERT-base encoder, sequence 128, token ids in)."""
-    import torch
-    torch.manual_seed(0)
-    if name == "bert":
-        from transformers import BertConfig, BertModel
-        cfg = BertConfig()
-        cfg._attn_implementation = "eager"
-        bert = BertModel(cfg, add_pooling_layer=False).eval()
-        # torch-mlir's importer cannot map registered buffers: pass what
-        # they hold (positions, token types) explicitly and drop them.
-        for mod in bert.modules():
-            for k in list(mod._buffers.keys()):
-                del mod._buffers[k]
-
-        class Encoder(torch.nn.Module):
-            def __init__(self, m):
-                super().__init__()
-                self.m = m
-
-            def forward(self, ids):
-                pos = torch.arange(ids.shape[1]).unsqueeze(0)
-                return self.m(input_ids=ids, token_type_ids=torch.zeros_like(ids),
-                              position_ids=pos).last_hidden_state
-
-        return Encoder(bert).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
-    import torchvision
-    return getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
 
 
 def export(name, folder):
