@@ -2,7 +2,9 @@
 # Builds kiln (installing what is missing) and runs every test: the gtest
 # suites and lit/FileCheck tests through CTest; then the whole suite again
 # under AddressSanitizer + UBSan (leak checks on), and the host-runtime tests
-# under ThreadSanitizer (LLVM/MLIR and libtbb are not instrumented).
+# under ThreadSanitizer (LLVM/MLIR and libtbb are not instrumented). The
+# model zoo (kiln_zoo_tests: real models, where bench/models/export.py made
+# them) runs once, uninstrumented.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh "$@"
@@ -18,7 +20,7 @@ sanitized() {  # name, extra cmake args...
   ninja -C "$dir" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/sanitizers/tsan.supp" \
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    ctest --test-dir "$dir" --output-on-failure -j2
+    ctest --test-dir "$dir" --output-on-failure -j2 -E kiln_zoo_tests
 }
 sanitized thread -DKILN_RUNTIME_ONLY=ON
 sanitized address -DKILN_RUNTIME_ONLY=OFF
