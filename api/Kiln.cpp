@@ -64,6 +64,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   host.codegen.maxVectorBits = o.maxVectorBits;
   host.vectorize = o.vectorize;
   host.dumpIRDir = o.dumpIRDir;
+  host.jitSymbols = o.jitSymbols.value_or(false);
   auto target = jit::HostTarget::create(host);
   if (!target) return target.takeError();
 

@@ -72,12 +72,16 @@ struct RuntimeOptions {
   /// Write the IR after each lowering stage into this directory ("" =
   /// $KILN_DUMP_IR, else off).
   std::string dumpIRDir;
+  /// Register generated code with perf (jitdump files, for `perf record -k 1`
+  /// + `perf inject --jit`) and with GDB's JIT interface, each kernel under
+  /// its own name ("kiln.main.cluster3"). Unset = $KILN_PERF=1, else off.
+  std::optional<bool> jitSymbols;
   /// Where warnings go (null = stderr).
   WarningSink warnings;
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
-  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS. What `explicitOptions` sets wins. Errors
+  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }

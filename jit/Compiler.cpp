@@ -142,7 +142,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       }
       s.target = target_->name().str();
       s.object = job.objectIndex;
-      s.symbol = target_->entrySymbol();
+      s.symbol = job.object->entry.empty() ? target_->entrySymbol() : job.object->entry;
       s.faultSites = job.object->faultSites;
     }
     out->stats.kernelsCompiled = int(jobs.size());

@@ -34,7 +34,7 @@ llvm::Expected<std::unique_ptr<HostTarget>> HostTarget::create(HostTargetOptions
   t->codegen_ = std::move(*cg);
   t->tuning_ = lowering::CpuTuning::fromFeatures(t->codegen_->target().features, t->options_.codegen.maxVectorBits);
   if (!t->options_.vectorize) t->tuning_.vectorBits = 0;
-  auto engine = JitEngine::create();
+  auto engine = JitEngine::create(t->options_.jitSymbols);
   if (!engine) return engine.takeError();
   t->engine_ = std::move(*engine);
   return std::move(t);
@@ -68,6 +68,20 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
   TargetObject out;
   auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &out.faultSites);
   if (!llvmModule) return llvmModule.takeError();
+  // Each kernel's functions under its own name (in perf, GDB, crash traces):
+  // kiln_entry -> kiln_entry.main.cluster3, kiln_fn* -> kiln.main.cluster3*.
+  for (llvm::Function &f : **llvmModule) {
+    if (f.isDeclaration()) continue;
+    llvm::StringRef name = f.getName();
+    if (name == entrySymbol()) {
+      out.entry = entrySymbol() + "." + cluster.function;
+      f.setName(out.entry);
+    } else if (name.starts_with(lowering::kSpecializedFnName)) {
+      f.setName("kiln." + cluster.function + name.drop_front(lowering::kSpecializedFnName.size()).str());
+    }
+  }
+  if (!out.entry.empty() && (*llvmModule)->getFunction(out.entry)->getName() != out.entry)
+    return error(ErrorCode::kInternal, "cannot name the entry of %s", cluster.function.c_str());
   codegen::ObjectTimes objTimes;
   auto obj = codegen_->emitObject(**llvmModule, &objTimes);
   if (!obj) return obj.takeError();

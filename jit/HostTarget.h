@@ -19,6 +19,8 @@ struct HostTargetOptions {
   std::string dumpIRDir;
   /// Per-op tiling and vectorization (kiln-cpu-strategy); false = loops.
   bool vectorize = true;
+  /// Register loaded code with perf (jitdump) and GDB (JitEngine).
+  bool jitSymbols = false;
 };
 
 class HostTarget final : public Target {

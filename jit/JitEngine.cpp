@@ -3,7 +3,10 @@
 
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -11,14 +14,28 @@
 
 namespace kiln::jit {
 
-llvm::Expected<std::shared_ptr<JitEngine>> JitEngine::create() {
+llvm::Expected<std::shared_ptr<JitEngine>> JitEngine::create(bool debugSymbols) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
   std::shared_ptr<JitEngine> engine(new JitEngine());
-  auto jit = llvm::orc::LLJITBuilder().create();
+  llvm::orc::LLJITBuilder builder;
+  if (debugSymbols)
+    builder.setObjectLinkingLayerCreator(
+        [](llvm::orc::ExecutionSession &es) -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+          auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+              es, [](const llvm::MemoryBuffer &) { return std::make_unique<llvm::SectionMemoryManager>(); });
+          // Process-wide listeners (LLVM's own singletons): one jitdump file
+          // per process, GDB's __jit_debug_descriptor.
+          if (llvm::JITEventListener *perf = llvm::JITEventListener::createPerfJITEventListener())
+            layer->registerJITEventListener(*perf);
+          if (llvm::JITEventListener *gdb = llvm::JITEventListener::createGDBRegistrationListener())
+            layer->registerJITEventListener(*gdb);
+          return std::move(layer);
+        });
+  auto jit = builder.create();
   if (!jit) return jit.takeError();
   engine->jit_ = std::move(*jit);
   auto &es = engine->jit_->getExecutionSession();

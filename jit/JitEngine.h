@@ -5,6 +5,8 @@
 // symbols kiln exports to generated code (RuntimeSymbols.cpp) and falls back
 // to the process's symbols (libc, libm).
 //
+// With debug symbols on, perf and GDB see every kernel's functions by name.
+//
 // Thread-safety: JitEngine is thread-safe (ORC's ExecutionSession locks).
 // A LoadedObject keeps its engine alive; destroying it unloads the code.
 #pragma once
@@ -41,7 +43,10 @@ private:
 
 class JitEngine : public std::enable_shared_from_this<JitEngine> {
 public:
-  static llvm::Expected<std::shared_ptr<JitEngine>> create();
+  /// With `debugSymbols`, objects are linked by RuntimeDyld with LLVM's perf
+  /// (jitdump: $JITDUMPDIR, else $HOME) and GDB JIT event listeners; without,
+  /// by LLJIT's default linker.
+  static llvm::Expected<std::shared_ptr<JitEngine>> create(bool debugSymbols = false);
   ~JitEngine();
   /// Links an ELF object (copied) into a fresh JITDylib named after `name`.
   llvm::Expected<std::unique_ptr<LoadedObject>> load(llvm::ArrayRef<char> object,

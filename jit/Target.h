@@ -36,6 +36,7 @@ public:
 /// What compile() produces for one cluster.
 struct TargetObject {
   llvm::SmallVector<char, 0> bytes;     // the object (ELF for the host)
+  std::string entry;                    // the entry symbol it exports ("" = Target::entrySymbol())
   std::vector<std::string> faultSites;  // what each fault the code may report means
 };
 
