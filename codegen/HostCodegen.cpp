@@ -1,4 +1,6 @@
 #include "codegen/HostCodegen.h"
+
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -80,8 +82,8 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostCodegen::makeTargetMach
   return std::move(tm);
 }
 
-llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module &module,
-                                                                   ObjectTimes *times) const {
+llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module &module, ObjectTimes *times,
+                                                                   ObjectDumps *dumps) const {
   auto tmOr = makeTargetMachine();
   if (!tmOr) return tmOr.takeError();
   llvm::TargetMachine &tm = **tmOr;
@@ -119,6 +121,18 @@ llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module 
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, mam);
   if (times) times->optimizeMs = msSince(t0);
+  if (dumps) {
+    llvm::raw_string_ostream ir(dumps->optimizedIR);
+    module.print(ir, nullptr);
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+    llvm::SmallVector<char, 0> text;
+    llvm::raw_svector_ostream as(text);
+    llvm::legacy::PassManager asmPM;
+    if (!tm.addPassesToEmitFile(asmPM, as, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+      asmPM.run(*copy);
+      dumps->assembly.assign(text.begin(), text.end());
+    }
+  }
 
   t0 = Clock::now();
   llvm::SmallVector<char, 0> object;

@@ -37,13 +37,20 @@ struct ObjectTimes {
   double emitMs = 0;
 };
 
+/// Text forms of a compile, for IR dumps.
+struct ObjectDumps {
+  std::string optimizedIR;  // the module after LLVM's optimization pipeline
+  std::string assembly;     // the code generated for it
+};
+
 class HostCodegen {
 public:
   static llvm::Expected<std::unique_ptr<HostCodegen>> create(CodegenOptions options = {});
   const TargetDescription &target() const { return target_; }
   /// Optimizes `module` in place for the host and returns an ELF object.
-  llvm::Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &module,
-                                                        ObjectTimes *times = nullptr) const;
+  /// With `dumps`, also the optimized IR and the assembly (for --dump-ir).
+  llvm::Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &module, ObjectTimes *times = nullptr,
+                                                        ObjectDumps *dumps = nullptr) const;
 
 private:
   HostCodegen() = default;

@@ -9,6 +9,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace kiln::jit {
 
@@ -82,9 +83,27 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
   }
   if (!out.entry.empty() && (*llvmModule)->getFunction(out.entry)->getName() != out.entry)
     return error(ErrorCode::kInternal, "cannot name the entry of %s", cluster.function.c_str());
+  // --dump-ir: the LLVM stages after the MLIR ones (<fn>.1-4.*.mlir), so
+  // that the files sort in pipeline order.
+  auto dump = [&](const char *stage, llvm::StringRef text) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options_.dumpIRDir + "/" + cluster.function + "." + stage, ec);
+    if (!ec) os << text;
+  };
+  codegen::ObjectDumps dumps;
+  if (!options_.dumpIRDir.empty()) {
+    std::string ir;
+    llvm::raw_string_ostream os(ir);
+    (*llvmModule)->print(os, nullptr);
+    dump("5.llvm.ll", ir);
+  }
   codegen::ObjectTimes objTimes;
-  auto obj = codegen_->emitObject(**llvmModule, &objTimes);
+  auto obj = codegen_->emitObject(**llvmModule, &objTimes, options_.dumpIRDir.empty() ? nullptr : &dumps);
   if (!obj) return obj.takeError();
+  if (!options_.dumpIRDir.empty()) {
+    dump("6.llvm-opt.ll", dumps.optimizedIR);
+    dump("7.asm.s", dumps.assembly);
+  }
   times.push_back({"llvm-opt", objTimes.optimizeMs});
   times.push_back({"llvm-codegen", objTimes.emitMs});
   out.bytes = std::move(*obj);

@@ -69,12 +69,18 @@ struct CommonOptions {
   std::string cacheDir;   // --cache-dir
   std::string cacheMode;  // --cache off|ro|rw
   std::string opModes;    // --op-mode tosa.conv2d=kernel,...
+  std::string dumpIR;     // --dump-ir DIR
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
   kiln::RuntimeOptions options;
   options.optLevel = o.optLevel;
   options.cacheDir = o.cacheDir;
+  if (!o.dumpIR.empty()) {
+    if (auto ec = llvm::sys::fs::create_directories(o.dumpIR))
+      return llvm::createStringError("--dump-ir %s: %s", o.dumpIR.c_str(), ec.message().c_str());
+    options.dumpIRDir = o.dumpIR;
+  }
   if (!o.cacheMode.empty()) {
     auto mode = kiln::parseCacheMode(o.cacheMode);
     if (!mode)
@@ -425,6 +431,9 @@ int main(int argc, char **argv) {
     cmd->add_option("--cache-dir", common.cacheDir,
                     "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
     cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");
+    cmd->add_option("--dump-ir", common.dumpIR,
+                    "write each kernel's IR after every stage to DIR/<kernel>.<n>.<stage> (1-4 MLIR, 5 LLVM IR, "
+                    "6 optimized, 7 assembly; compiles, so use it with --cache off for cached models)");
   };
   addCommon(run);
 
