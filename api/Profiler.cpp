@@ -116,4 +116,110 @@ std::string Profile::chromeTraceJson() const {
   return json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump(1);
 }
 
+std::string Profile::htmlReport() const {
+  using json = nlohmann::json;
+  json kernelsJson = json::array();
+  for (const KernelProfile &k : kernels)
+    kernelsJson.push_back({{"name", k.name},
+                           {"kind", k.kind},
+                           {"ops", k.ops},
+                           {"provenance", k.provenance},
+                           {"output", k.outputType},
+                           {"calls", k.calls},
+                           {"totalMs", k.totalMs},
+                           {"meanMs", k.meanMs()},
+                           {"gflops", k.gflops()},
+                           {"gbs", k.gbs()},
+                           {"flopsPerCall", k.flopsPerCall},
+                           {"bytesPerCall", k.bytesPerCall}});
+  json eventsJson = json::array();
+  for (const TraceEvent &e : events)
+    eventsJson.push_back({{"name", e.name}, {"cat", e.category}, {"tid", e.thread}, {"ts", e.startUs},
+                          {"dur", e.durationUs}});
+  json data = {{"kernels", kernelsJson},   {"events", eventsJson},         {"recordedMs", recordedMs},
+               {"stepMs", stepMs},         {"peakGflops", peakGflops},     {"bandwidthGBs", bandwidthGBs},
+               {"threads", threads}};
+  // The data goes into a <script> element: keep "</" out of it.
+  std::string payload = data.dump();
+  for (size_t at = 0; (at = payload.find("</", at)) != std::string::npos; at += 3) payload.replace(at, 2, "<\\/");
+  static const char *kPage = R"html(<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>kiln profile</title>
+<style>
+body{font:13px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px}h2{font-size:15px;margin-top:24px}
+table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
+td.l,th.l{text-align:left}svg{background:#fafafa;border:1px solid #ddd}
+.jit{fill:#3b7dd8}.kernel{fill:#e08a1e}.copy{fill:#999}.other{fill:#999}.compile{fill:#6a4}
+</style></head><body>
+<h1>kiln profile</h1><div id="summary"></div>
+<h2>Timeline</h2><div id="timeline"></div>
+<h2>Roofline</h2><div id="roofline"></div>
+<h2>Kernels (slowest first)</h2><div id="table"></div>
+<script id="data" type="application/json">@DATA@</script>
+<script>
+"use strict";
+const D = JSON.parse(document.getElementById("data").textContent);
+const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+function summary() {
+  return `${D.kernels.length} kernels, ${D.recordedMs.toFixed(1)} ms recorded, ${D.stepMs.toFixed(1)} ms inside steps; ` +
+         `peak ${D.peakGflops.toFixed(0)} GFLOP/s (${D.threads} threads), ${D.bandwidthGBs.toFixed(1)} GB/s`;
+}
+function timeline() {
+  if (!D.events.length) return "<p>no events</p>";
+  const tids = [...new Set(D.events.map(e => e.tid))].sort((a, b) => a - b);
+  const t0 = Math.min(...D.events.map(e => e.ts)), t1 = Math.max(...D.events.map(e => e.ts + e.dur));
+  const W = 1100, row = 22, H = row * tids.length + 20, x = t => 80 + (W - 90) * (t - t0) / Math.max(1, t1 - t0);
+  let s = `<svg width="${W}" height="${H}">`;
+  tids.forEach((tid, i) => { s += `<text x="4" y="${i * row + 15}">thread ${tid}</text>`; });
+  for (const e of D.events) {
+    const i = tids.indexOf(e.tid), w = Math.max(0.5, x(e.ts + e.dur) - x(e.ts));
+    s += `<rect class="${esc(e.cat)}" x="${x(e.ts).toFixed(2)}" y="${i * row + 3}" width="${w.toFixed(2)}" height="${row - 6}">` +
+         `<title>${esc(e.name)} ${(e.dur / 1000).toFixed(3)} ms</title></rect>`;
+  }
+  return s + `<text x="80" y="${H - 4}">0 ms</text><text x="${W - 90}" y="${H - 4}">${((t1 - t0) / 1000).toFixed(1)} ms</text></svg>`;
+}
+function roofline() {
+  const pts = D.kernels.filter(k => k.flopsPerCall > 0 && k.bytesPerCall > 0 && k.gflops > 0);
+  if (!pts.length) return "<p>no kernel with a FLOP count</p>";
+  const W = 700, H = 420, lx = v => Math.log10(v), ai = k => k.flopsPerCall / k.bytesPerCall;
+  const xs = pts.map(ai), ys = pts.map(k => k.gflops);
+  const xmin = Math.floor(lx(Math.min(...xs, 0.1))), xmax = Math.ceil(lx(Math.max(...xs, 100)));
+  const ymax = Math.ceil(lx(Math.max(...ys, D.peakGflops || 1) * 1.5)), ymin = Math.floor(lx(Math.min(...ys, 0.1)));
+  const X = v => 50 + (W - 60) * (lx(v) - xmin) / (xmax - xmin), Y = v => H - 30 - (H - 40) * (lx(v) - ymin) / (ymax - ymin);
+  let s = `<svg width="${W}" height="${H}">`;
+  for (let e = xmin; e <= xmax; ++e) s += `<text x="${X(10 ** e) - 8}" y="${H - 12}">1e${e}</text>`;
+  for (let e = ymin; e <= ymax; ++e) s += `<text x="4" y="${Y(10 ** e) + 4}">1e${e}</text>`;
+  s += `<text x="${W / 2 - 80}" y="${H - 1}">FLOP per byte of the kernel's buffers</text>`;
+  if (D.peakGflops > 0 && D.bandwidthGBs > 0) {  // min(peak, bandwidth x intensity)
+    const knee = D.peakGflops / D.bandwidthGBs, a = 10 ** xmin, b = 10 ** xmax;
+    s += `<polyline fill="none" stroke="#c33" stroke-width="2" points="${X(a)},${Y(Math.max(10 ** ymin, a * D.bandwidthGBs))} ` +
+         `${X(knee)},${Y(D.peakGflops)} ${X(b)},${Y(D.peakGflops)}"/>`;
+    s += `<text x="${X(knee) + 4}" y="${Y(D.peakGflops) - 6}">peak ${D.peakGflops.toFixed(0)} GFLOP/s</text>`;
+  }
+  for (const k of pts)
+    s += `<circle class="${esc(k.kind)}" cx="${X(ai(k)).toFixed(1)}" cy="${Y(k.gflops).toFixed(1)}" r="${3 + Math.min(8, k.totalMs / Math.max(1e-9, D.stepMs) * 40)}">` +
+         `<title>${esc(k.name)}: ${k.gflops.toFixed(1)} GFLOP/s, ${ai(k).toFixed(2)} FLOP/B, ${k.totalMs.toFixed(2)} ms</title></circle>`;
+  return s + "</svg>";
+}
+function table() {
+  let s = "<table><tr><th>time %</th><th>calls</th><th>total ms</th><th>mean ms</th><th>GFLOP/s</th><th>GB/s</th>" +
+          "<th>% peak</th><th class=l>output</th><th class=l>kernel</th><th class=l>ops</th><th class=l>from</th></tr>";
+  for (const k of D.kernels)
+    s += `<tr><td>${(100 * k.totalMs / Math.max(1e-9, D.stepMs)).toFixed(1)}</td><td>${k.calls}</td><td>${k.totalMs.toFixed(3)}</td>` +
+         `<td>${k.meanMs.toFixed(4)}</td><td>${k.gflops.toFixed(1)}</td><td>${k.gbs.toFixed(1)}</td>` +
+         `<td>${D.peakGflops > 0 ? (100 * k.gflops / D.peakGflops).toFixed(1) : ""}</td><td class=l>${esc(k.output)}</td>` +
+         `<td class=l>${esc(k.name)}</td><td class=l>${esc(k.ops)}</td><td class=l>${esc(k.provenance)}</td></tr>`;
+  return s + "</table>";
+}
+document.getElementById("summary").innerHTML = summary();
+document.getElementById("timeline").innerHTML = timeline();
+document.getElementById("roofline").innerHTML = roofline();
+document.getElementById("table").innerHTML = table();
+</script></body></html>
+)html";
+  std::string page = kPage;
+  page.replace(page.find("@DATA@"), 6, payload);
+  return page;
+}
+
 }  // namespace kiln

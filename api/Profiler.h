@@ -56,6 +56,10 @@ struct Profile {
   /// Chrome trace-event JSON: one track per thread, compiles and steps on
   /// one timeline (Perfetto, chrome://tracing).
   std::string chromeTraceJson() const;
+  /// A self-contained HTML report (no network): the timeline, the
+  /// per-kernel table and a roofline plot (achieved GFLOP/s against
+  /// arithmetic intensity, under the measured peak and bandwidth).
+  std::string htmlReport() const;
 };
 
 class Profiler {

@@ -278,15 +278,17 @@ int runCommand(const std::string &model, const std::string &function,
       if (auto ec = llvm::sys::fs::create_directories(*profileDir))
         return fail("cannot create profile directory '" + *profileDir + "': " + ec.message());
       for (auto [name, text] : {std::pair<std::string, std::string>{"trace.json", prof.chromeTraceJson()},
-                                {"kernels.txt", prof.table(SIZE_MAX)}}) {
+                                {"kernels.txt", prof.table(SIZE_MAX)},
+                                {"report.html", prof.htmlReport()}}) {
         std::string path = *profileDir + "/" + name;
         std::error_code ec;
         llvm::raw_fd_ostream os(path, ec);
         if (ec) return fail("cannot write '" + path + "': " + ec.message());
         os << text;
       }
-      std::printf("wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing) and %s/kernels.txt\n",
-                  profileDir->c_str(), profileDir->c_str());
+      std::printf("wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing), %s/kernels.txt and "
+                  "%s/report.html\n",
+                  profileDir->c_str(), profileDir->c_str(), profileDir->c_str());
     }
   }
 

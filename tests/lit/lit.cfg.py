@@ -37,3 +37,10 @@ if _tools:
     config.available_features.add("torch-mlir")
     config.environment["KILN_IMPORT_TOOLS"] = _tools
     config.substitutions.append(("%peers-python", os.path.join(_tools, "python3")))
+
+# Node.js (optional) renders the profile report's scripts in a test.
+import shutil
+_node = shutil.which("node") or shutil.which("nodejs")
+if _node:
+    config.available_features.add("node")
+    config.substitutions.append(("%node", _node))
