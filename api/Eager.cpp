@@ -1,4 +1,7 @@
 #include "api/Eager.h"
+#include "runtime/Trace.h"
+
+#include "llvm/ADT/ScopeExit.h"
 
 #include "jit/Compiler.h"
 #include "jit/HostTarget.h"
@@ -313,6 +316,20 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
   if (allReady && e->outType.numElements() <= inlineLimit_) {
     bump(counters_->inlineRuns);
     Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
+    // Profiles see inline ops too (one relaxed load when none records).
+    std::shared_ptr<TraceRecorder> trace = runtime_.executor().trace();
+    Clock::time_point start = trace ? Clock::now() : Clock::time_point();
+    auto traced = llvm::make_scope_exit([&] {
+      if (!trace) return;
+      TraceEvent ev;
+      ev.name = std::string(e->kernel ? "eager-kernel:" : "eager-jit:") + op.name;
+      ev.category = e->kernel ? "kernel" : "jit";
+      ev.ops = op.name;
+      ev.outputType = e->outType.str();
+      ev.bytes = double(e->outType.byteSize());
+      for (size_t i = 0; i < inputs.size(); ++i) ev.bytes += double(ready[i]->type().byteSize());
+      trace->add(std::move(ev), start, Clock::now());
+    });
     if (e->kernel) {
       const void *in[8];
       for (size_t i = 0; i < inputs.size(); ++i) in[i] = ready[i]->rawData();
@@ -374,9 +391,20 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       llvm::SmallVector<const void *, 8> ptrs;
       for (const Tensor &t : in) ptrs.push_back(t.rawData());
       void *o[1] = {out.rawData()};
-      if (llvm::Error err = e->kernel->compute(
-              kernels::KernelArgs{ptrs, e->inputTypes, o, e->outType, e->attrs, *p->executor}))
-        p->result->setError(withContext(std::move(err), "kiln eager: " + p->op + ": "));
+      std::shared_ptr<TraceRecorder> trace = p->executor->trace();
+      Clock::time_point start = trace ? Clock::now() : Clock::time_point();
+      llvm::Error err = e->kernel->compute(kernels::KernelArgs{ptrs, e->inputTypes, o, e->outType, e->attrs, *p->executor});
+      if (trace) {
+        TraceEvent ev;
+        ev.name = "eager-kernel:" + p->op;
+        ev.category = "kernel";
+        ev.ops = p->op;
+        ev.outputType = e->outType.str();
+        ev.bytes = double(e->outType.byteSize());
+        for (const Tensor &t : in) ev.bytes += double(t.type().byteSize());
+        trace->add(std::move(ev), start, Clock::now());
+      }
+      if (err) p->result->setError(withContext(std::move(err), "kiln eager: " + p->op + ": "));
       else p->result->emplace(std::move(out));
       return;
     }

@@ -36,6 +36,23 @@ Profile Profiler::stop() {
   p.threads = runtime_.executor().numThreads();
   std::map<std::string, size_t> index;  // by name + ops: one row per distinct kernel
   for (const TraceEvent &e : p.events) {
+    if (!e.executable && !e.ops.empty()) {  // an eager op run outside an executable
+      auto [it, inserted] = index.try_emplace(e.name + "\n" + e.ops, p.kernels.size());
+      if (inserted) {
+        KernelProfile k;
+        k.name = e.name;
+        k.kind = e.category;
+        k.ops = e.ops;
+        k.outputType = e.outputType;
+        k.bytesPerCall = e.bytes;
+        p.kernels.push_back(std::move(k));
+      }
+      KernelProfile &k = p.kernels[it->second];
+      ++k.calls;
+      k.totalMs += e.durationUs / 1000.0;
+      p.stepMs += e.durationUs / 1000.0;
+      continue;
+    }
     if (!e.executable || e.step < 0 || e.step >= int(e.executable->numSteps())) continue;
     const StepDesc &s = e.executable->steps()[e.step];
     auto [it, inserted] = index.try_emplace(s.name + "\n" + s.ops, p.kernels.size());

@@ -28,6 +28,10 @@ struct TraceEvent {
   /// description: ops, FLOPs, buffers) and the step's index in it.
   std::shared_ptr<const Executable> executable;
   int step = -1;
+  /// Work that is not a step of an executable (an eager op run inline):
+  /// what it computes, its output's type and the bytes of its buffers.
+  std::string ops, outputType;
+  double bytes = 0;
   /// Extra key/value pairs shown with the event (compile stages, ...).
   std::vector<std::pair<std::string, std::string>> args;
 };

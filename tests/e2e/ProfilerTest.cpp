@@ -1,6 +1,7 @@
 // The profiler: every executed step and compile is recorded, per-kernel
 // FLOPs equal hand counts, the trace is valid Chrome trace-event JSON, and
 // nothing is recorded once it stops.
+#include "api/Eager.h"
 #include "api/Profiler.h"
 #include "tests/TestRuntime.h"
 
@@ -92,4 +93,34 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   // Stopped: calls record nothing.
   EXPECT_EQ(rt->executor().trace(), nullptr);
   ASSERT_TRUE(KILN_TAKE(m->call("main", in)).size() == 1);
+}
+
+// Eager ops are profiled too: inline ones (JIT entry or kernel called on the
+// dispatching thread) and those run on the executor.
+TEST(Profiler, RecordsEagerOpsInlineAndOnTheExecutor) {
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  auto rt = KILN_TAKE(Runtime::create(o));
+  eager::Context ctx(*rt);
+  Tensor a = test::randomTensor({4, 8}, 1), b = test::randomTensor({8, 3}, 2);
+  llvm::cantFail(ctx.matmul(a, b).value());  // compiled before recording
+  llvm::cantFail(ctx.add(a, a).value());
+  Profile prof;
+  {
+    Profiler profiler(*rt, /*measurePeaks=*/false);
+    for (int i = 0; i < 3; ++i) {
+      llvm::cantFail(ctx.matmul(a, b).value());
+      llvm::cantFail(ctx.add(a, a).value());
+    }
+    ctx.setInlineLimit(0);  // from here on, on the executor
+    llvm::cantFail(ctx.add(a, a).value());
+    prof = profiler.stop();
+  }
+  int64_t matmuls = 0, adds = 0;
+  for (const KernelProfile &k : prof.kernels) {
+    if (k.ops == "tosa.matmul") matmuls += k.calls;
+    if (k.ops == "tosa.add" || k.ops.find("tosa.add") != std::string::npos) adds += k.calls;
+  }
+  EXPECT_EQ(matmuls, 3) << prof.table();
+  EXPECT_EQ(adds, 4) << prof.table();
 }
