@@ -252,9 +252,14 @@ int runCommand(const std::string &model, const std::string &function,
     std::printf("placement: %s\n", (*compiled)->placementSummary().c_str());
     for (const auto &step : (*compiled)->plan.steps) {
       bool jit = step.kind == kiln::lowering::PlanStep::kJit;
-      std::printf("  step %-12s %s\n", jit ? step.name.c_str() : "kernel",
+      // Provenance: where the step's first op comes from in the model.
+      std::string from = step.locations.empty() || step.locations.front() == "<unknown location>"
+                             ? ""
+                             : "  [" + step.locations.front() + (step.locations.size() > 1 ? ", ..." : "") + "]";
+      std::printf("  step %-12s %s%s\n", jit ? step.name.c_str() : "kernel",
                   jit ? ("JIT (" + step.target + "): " + opList(step.ops)).c_str()
-                      : (step.kernel + " (" + step.op + ", " + step.reason + ")").c_str());
+                      : (step.kernel + " (" + step.op + ", " + step.reason + ")").c_str(),
+                  from.c_str());
     }
   }
   const auto &stats = (*compiled)->stats;
