@@ -6,7 +6,8 @@
 // 1. Every op whose operands are all constants is evaluated once, here, and
 //    replaced by its value: elementwise arithmetic (add, sub, mul, maximum,
 //    minimum, rsqrt, reciprocal, negate, abs, exp, log, sigmoid, tanh,
-//    clamp) with broadcasting, reshape and transpose. Batch norm's
+//    clamp) with broadcasting (unless it would grow a constant past 4096
+//    elements), reshape and transpose. Batch norm's
 //    rsqrt(var + eps), the per-channel constants that
 //    kiln-propagate-transposes transposed to follow the layout, and weight
 //    transposes and reshapes become plain constants.
@@ -50,6 +51,8 @@ namespace {
 
 /// Results with more elements than this are left to run at call time.
 constexpr int64_t kMaxFoldedElements = int64_t(1) << 26;
+/// Broadcasting constants may grow up to this many elements when folded.
+constexpr int64_t kSmallResult = 4096;
 
 /// An f32 constant's values, read out of its attribute.
 struct Constant {
@@ -185,6 +188,9 @@ std::optional<Constant> evaluate(Operation *op) {
   if (auto fn = binaryFunction(op)) {
     auto a = readF32(op->getOperand(0)), b = readF32(op->getOperand(1));
     if (!a || !b) return std::nullopt;
+    // A broadcast that makes a constant bigger stays in the graph: folded,
+    // a few bytes of constant would become a large weight.
+    if (type.getNumElements() > std::max<int64_t>({a->size(), b->size(), kSmallResult})) return std::nullopt;
     auto v = broadcastBinary(*a, *b, out.shape, fn);
     if (!v) return std::nullopt;
     out.values = std::move(*v);

@@ -100,3 +100,15 @@ func.func @not_folded(%x: tensor<1x4x4x2xf32>, %wArg: tensor<2x1x1x2xf32>) -> (t
     }
   }
 #-}
+
+// A broadcast that would turn small constants into a large one is not
+// folded (two 256-element constants would become a 64K-element weight).
+// CHECK-LABEL: func.func @no_growth
+// CHECK: tosa.add
+// CHECK-SAME: (tensor<256x1xf32>, tensor<1x256xf32>) -> tensor<256x256xf32>
+func.func @no_growth() -> tensor<256x256xf32> {
+  %a = "tosa.const"() <{values = dense<1.0> : tensor<256x1xf32>}> : () -> tensor<256x1xf32>
+  %b = "tosa.const"() <{values = dense<2.0> : tensor<1x256xf32>}> : () -> tensor<1x256xf32>
+  %c = tosa.add %a, %b : (tensor<256x1xf32>, tensor<1x256xf32>) -> tensor<256x256xf32>
+  return %c : tensor<256x256xf32>
+}
