@@ -1,6 +1,7 @@
 // Eager dispatch overhead and eager vs captured graphs (issue: eager API).
 //
-//   BM_EagerAddSync        cached 1-element f32 add, value read every time (target <= 100 ns)
+//   BM_EagerAddSync        cached 1-element f32 add, value read every time (target <= 100 ns);
+//                          traced_ns_per_op: the same with a profiler recording
 //   BM_EagerAddAsync       the same dispatch without reading the value
 //   BM_EagerAddExecutor    the same op forced through the executor (async values)
 //   BM_TorchAdd            libtorch's at::add on a 1-element tensor, when built with libtorch;
@@ -8,6 +9,7 @@
 //   BM_EagerMlpStep        a 100-op MLP step run eagerly
 //   BM_TracedMlpStep       the same function captured with trace() and compiled
 #include "api/Eager.h"
+#include "runtime/Trace.h"
 
 #include "bench/BenchCommon.h"
 
@@ -67,6 +69,15 @@ static void BM_EagerAddSync(benchmark::State &state) {
     benchmark::DoNotOptimize(v->rawData());
   }
   state.SetItemsProcessed(state.iterations());
+  // The same dispatch while a profiler records every op, timed after the
+  // benchmark's own (profiler off) loop: what recording costs per op.
+  const int n = 20000;
+  runtime().executor().setTrace(std::make_shared<TraceRecorder>());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) benchmark::DoNotOptimize(ctx.add(x, x).value()->rawData());
+  double traced = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
+  runtime().executor().setTrace(nullptr);
+  state.counters["traced_ns_per_op"] = traced;
 }
 BENCHMARK(BM_EagerAddSync);
 
