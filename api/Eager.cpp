@@ -319,7 +319,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     // Profiles see inline ops too (one relaxed load when none records).
     std::shared_ptr<TraceRecorder> trace = runtime_.executor().trace();
     Clock::time_point start = trace ? Clock::now() : Clock::time_point();
-    auto traced = llvm::make_scope_exit([&] {
+    llvm::scope_exit traced([&] {
       if (!trace) return;
       TraceEvent ev;
       ev.name = std::string(e->kernel ? "eager-kernel:" : "eager-jit:") + op.name;

@@ -3,7 +3,12 @@
 #include "runtime/Executable.h"
 #include "runtime/MachinePeak.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -12,10 +17,43 @@
 
 namespace kiln {
 
+namespace {
+
+/// One core's FMA peak and one thread's bandwidth for this machine and
+/// vector width: read from `<cache dir>/machine-peaks.json` when it was
+/// measured for the same target, else measured (≈0.2 s) and stored there
+/// (read-write cache only; written to a temporary file and renamed).
+std::pair<double, double> machinePeaks(const RuntimeOptions &o, const std::string &target) {
+  using json = nlohmann::json;
+  std::string path = o.cacheDir.empty() ? "" : o.cacheDir + "/machine-peaks.json";
+  std::string key = target + " max-vector-bits=" + std::to_string(o.maxVectorBits);
+  if (!path.empty())
+    if (auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true)) {
+      json j = json::parse((*buf)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("target", "") == key && j.value("fma_gflops_per_core", 0.0) > 0)
+        return {j.value("fma_gflops_per_core", 0.0), j.value("bandwidth_gbs", 0.0)};
+    }
+  std::pair<double, double> peaks = {measureFmaPeakGflops(o.maxVectorBits), measureMemoryBandwidthGBs()};
+  if (!path.empty() && o.cacheMode == CacheMode::kReadWrite && llvm::sys::fs::is_directory(o.cacheDir)) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (!ec)
+        os << json{{"target", key}, {"fma_gflops_per_core", peaks.first}, {"bandwidth_gbs", peaks.second}}.dump(1);
+    }
+    if (llvm::sys::fs::rename(tmp, path)) llvm::sys::fs::remove(tmp);
+  }
+  return peaks;
+}
+
+}  // namespace
+
 Profiler::Profiler(Runtime &runtime, bool measurePeaks) : runtime_(runtime) {
   if (measurePeaks) {
-    peakGflops_ = measureFmaPeakGflops(runtime.options().maxVectorBits) * runtime.executor().numThreads();
-    bandwidthGBs_ = measureMemoryBandwidthGBs();
+    auto [fma, bandwidth] = machinePeaks(runtime.options(), runtime.targetDescription());
+    peakGflops_ = fma * runtime.executor().numThreads();
+    bandwidthGBs_ = bandwidth;
   }
   trace_ = std::make_shared<TraceRecorder>();
   runtime_.executor().setTrace(trace_);

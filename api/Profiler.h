@@ -64,8 +64,10 @@ struct Profile {
 
 class Profiler {
 public:
-  /// Starts recording the runtime's executions and compiles; measures the
-  /// machine's peaks first (about 0.2 s) unless `measurePeaks` is false.
+  /// Starts recording the runtime's executions and compiles. With
+  /// `measurePeaks`, the machine's peaks come from the cache directory's
+  /// machine-peaks.json (same target), else are measured (about 0.2 s) and
+  /// stored there.
   explicit Profiler(Runtime &runtime, bool measurePeaks = true);
   ~Profiler();
   Profiler(const Profiler &) = delete;

@@ -1,5 +1,6 @@
-// What this machine can do at best, measured: one core's fp32 FMA
-// throughput and the memory bandwidth one thread reaches. Profiles and
+// What this machine can do at best, measured in the calling thread's CPU
+// time (so that other work on the machine does not lower the figures): one
+// core's fp32 FMA throughput and the memory bandwidth one thread reaches. Profiles and
 // benchmarks put kernels' achieved rates against these.
 #pragma once
 

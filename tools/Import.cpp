@@ -108,13 +108,13 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     llvm::SmallString<128> torchFile;
     if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-import", "torch.mlir", torchFile))
       return llvm::createStringError(ec, "cannot create a temporary file: %s", ec.message().c_str());
-    auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(torchFile); });
+    llvm::scope_exit cleanup([&] { llvm::sys::fs::remove(torchFile); });
     // The importer's temporaries go to the system's temporary directory,
     // not next to the model.
     llvm::SmallString<128> tempDir;
     if (auto ec = llvm::sys::fs::createUniqueDirectory("kiln-import", tempDir))
       return llvm::createStringError(ec, "cannot create a temporary directory: %s", ec.message().c_str());
-    auto removeTemps = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tempDir); });
+    llvm::scope_exit removeTemps([&] { llvm::sys::fs::remove_directories(tempDir); });
     if (auto err = run({*importer, input.str(), "--temp-dir", tempDir.str().str(), "-o", torchFile.str().str()},
                        options.timeoutSeconds))
       return std::move(err);
@@ -145,7 +145,7 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
         return llvm::createStringError(ec, "cannot create a temporary file: %s", ec.message().c_str());
       textFile = *tmp;
     }
-    auto cleanup = llvm::make_scope_exit([&] {
+    llvm::scope_exit cleanup([&] {
       if (tmp) llvm::sys::fs::remove(*tmp);
     });
     if (auto err = run({*python, "-c", script, input.str(), textFile.str().str()}, options.timeoutSeconds))
