@@ -3,6 +3,7 @@
 #include "kernels/KernelRegistry.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
+#include "runtime/Trace.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -114,7 +115,17 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
           job.error = "injected failure (op " + op + ")";
           return;
         }
+      std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr;
+      auto start = Clock::now();
       auto object = target_->compile(program, *(*part)->clusters[job.step], job.times);
+      if (trace) {  // one event per kernel, on the thread that compiled it
+        TraceEvent e;
+        e.name = "compile @" + (*part)->clusters[job.step]->function;
+        e.category = "compile";
+        e.args.push_back({"ops", llvm::join(s.ops, ", ")});
+        for (const lowering::StageTime &t : job.times) e.args.push_back({"ms " + t.stage, std::to_string(t.ms)});
+        trace->add(std::move(e), start, Clock::now());
+      }
       if (object) job.object = std::move(*object);
       else job.error = llvm::toString(object.takeError());
     };

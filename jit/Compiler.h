@@ -82,6 +82,9 @@ public:
   explicit Compiler(std::shared_ptr<Target> target, SpawnFn spawn = nullptr, int threads = 1)
       : target_(std::move(target)), spawn_(std::move(spawn)), threads_(spawn_ ? std::max(1, threads) : 1) {}
   Target &target() const { return *target_; }
+  /// Where each kernel's compile is recorded (its thread, start and end),
+  /// while a profiler records; null: nowhere.
+  void setTrace(std::function<std::shared_ptr<TraceRecorder>()> trace) { trace_ = std::move(trace); }
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
   compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
@@ -109,6 +112,7 @@ private:
   std::shared_ptr<Target> target_;
   SpawnFn spawn_;
   int threads_;
+  std::function<std::shared_ptr<TraceRecorder>()> trace_;
 };
 
 }  // namespace kiln::jit

@@ -72,15 +72,20 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   // Chrome trace events: every step and the compile, complete ("X") events
   // on named thread tracks, steps carrying their ops and FLOPs.
   nlohmann::json trace = nlohmann::json::parse(prof.chromeTraceJson());
-  int steps = 0, compiles = 0, threadNames = 0;
+  int steps = 0, compiles = 0, kernelCompiles = 0, threadNames = 0;
   for (const auto &e : trace.at("traceEvents")) {
     if (e.at("ph") == "M" && e.at("name") == "thread_name") ++threadNames;
     if (e.at("ph") != "X") continue;
     EXPECT_GE(e.at("dur").get<double>(), 0);
-    if (e.at("cat") == "compile") {
+    if (e.at("cat") == "compile" && e.at("name") == "compile @main") {  // the whole function
       ++compiles;
       EXPECT_EQ(e.at("args").at("kernels compiled"), "2");
       EXPECT_TRUE(e.at("args").contains("ms llvm-codegen"));
+    } else if (e.at("cat") == "compile") {  // one per kernel, on its compiling thread
+      ++kernelCompiles;
+      EXPECT_EQ(e.at("name").get<std::string>().rfind("compile @main.cluster", 0), 0u) << e.dump();
+      EXPECT_TRUE(e.at("args").contains("ops"));
+      EXPECT_TRUE(e.at("args").contains("ms llvm-opt"));
     } else {
       ++steps;
       EXPECT_TRUE(e.at("args").contains("ops"));
@@ -88,6 +93,7 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   }
   EXPECT_EQ(steps, 3 * calls);
   EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(kernelCompiles, 2);
   EXPECT_GE(threadNames, 1);
 
   // Stopped: calls record nothing.
