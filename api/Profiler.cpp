@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace kiln {
 
@@ -47,6 +48,32 @@ std::pair<double, double> machinePeaks(const RuntimeOptions &o, const std::strin
   return peaks;
 }
 
+/// The kernel an event ran, described from its executable's step or, for
+/// work outside an executable (an eager op), from the event itself; calls
+/// and time left at zero. Nothing for compiles.
+std::optional<KernelProfile> kernelOf(const TraceEvent &e) {
+  KernelProfile k;
+  k.kind = e.category;
+  if (!e.executable) {
+    if (e.ops.empty()) return std::nullopt;
+    k.name = e.name;
+    k.ops = e.ops;
+    k.outputType = e.outputType;
+    k.bytesPerCall = e.bytes;
+    return k;
+  }
+  if (e.step < 0 || e.step >= int(e.executable->numSteps())) return std::nullopt;
+  const StepDesc &s = e.executable->steps()[e.step];
+  k.name = s.name;
+  k.ops = s.ops;
+  k.provenance = s.provenance;
+  k.flopsPerCall = s.flops;
+  for (int b : s.inputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
+  for (int b : s.outputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
+  if (!s.outputs.empty()) k.outputType = e.executable->buffers()[s.outputs[0]].type.str();
+  return k;
+}
+
 }  // namespace
 
 Profiler::Profiler(Runtime &runtime, bool measurePeaks) : runtime_(runtime) {
@@ -74,38 +101,10 @@ Profile Profiler::stop() {
   p.threads = runtime_.executor().numThreads();
   std::map<std::string, size_t> index;  // by name + ops: one row per distinct kernel
   for (const TraceEvent &e : p.events) {
-    if (!e.executable && !e.ops.empty()) {  // an eager op run outside an executable
-      auto [it, inserted] = index.try_emplace(e.name + "\n" + e.ops, p.kernels.size());
-      if (inserted) {
-        KernelProfile k;
-        k.name = e.name;
-        k.kind = e.category;
-        k.ops = e.ops;
-        k.outputType = e.outputType;
-        k.bytesPerCall = e.bytes;
-        p.kernels.push_back(std::move(k));
-      }
-      KernelProfile &k = p.kernels[it->second];
-      ++k.calls;
-      k.totalMs += e.durationUs / 1000.0;
-      p.stepMs += e.durationUs / 1000.0;
-      continue;
-    }
-    if (!e.executable || e.step < 0 || e.step >= int(e.executable->numSteps())) continue;
-    const StepDesc &s = e.executable->steps()[e.step];
-    auto [it, inserted] = index.try_emplace(s.name + "\n" + s.ops, p.kernels.size());
-    if (inserted) {
-      KernelProfile k;
-      k.name = s.name;
-      k.kind = e.category;
-      k.ops = s.ops;
-      k.provenance = s.provenance;
-      k.flopsPerCall = s.flops;
-      for (int b : s.inputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
-      for (int b : s.outputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
-      if (!s.outputs.empty()) k.outputType = e.executable->buffers()[s.outputs[0]].type.str();
-      p.kernels.push_back(std::move(k));
-    }
+    std::optional<KernelProfile> row = kernelOf(e);
+    if (!row) continue;  // a compile, or a step of an unknown executable
+    auto [it, inserted] = index.try_emplace(row->name + "\n" + row->ops, p.kernels.size());
+    if (inserted) p.kernels.push_back(std::move(*row));
     KernelProfile &k = p.kernels[it->second];
     ++k.calls;
     k.totalMs += e.durationUs / 1000.0;

@@ -1,7 +1,6 @@
 #include "runtime/MachinePeak.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
