@@ -5,6 +5,7 @@
 #include "jit/CompileService.h"
 
 #include <thread>
+#include "jit/GpuTarget.h"
 #include "jit/HostTarget.h"
 #include "lowering/Program.h"
 
@@ -59,14 +60,27 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   const RuntimeOptions &o = rt->options_;
   rt->executor_ = std::make_shared<HostExecutor>(o.threads, o.blockingThreads);
 
-  jit::HostTargetOptions host;
-  host.codegen.optLevel = o.optLevel;
-  host.codegen.maxVectorBits = o.maxVectorBits;
-  host.vectorize = o.vectorize;
-  host.dumpIRDir = o.dumpIRDir;
-  host.jitSymbols = o.jitSymbols.value_or(false);
-  auto target = jit::HostTarget::create(host);
-  if (!target) return target.takeError();
+  std::shared_ptr<jit::Target> target;
+  if (int gpu = o.gpuOrdinal(); gpu >= 0) {
+    jit::GpuTargetOptions g;
+    g.device = gpu;
+    g.arch = o.gpuArch;
+    g.codegen.optLevel = o.optLevel;
+    g.dumpIRDir = o.dumpIRDir;
+    auto t = jit::GpuTarget::create(std::move(g));
+    if (!t) return withContext(t.takeError(), "device " + o.device + ": ");
+    target = std::move(*t);
+  } else {
+    jit::HostTargetOptions host;
+    host.codegen.optLevel = o.optLevel;
+    host.codegen.maxVectorBits = o.maxVectorBits;
+    host.vectorize = o.vectorize;
+    host.dumpIRDir = o.dumpIRDir;
+    host.jitSymbols = o.jitSymbols.value_or(false);
+    auto t = jit::HostTarget::create(host);
+    if (!t) return t.takeError();
+    target = std::move(*t);
+  }
 
   jit::CompileServiceOptions service;
   service.memoryEntries = o.memoryCacheEntries;
@@ -82,8 +96,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   };
   service.compileThreads = o.compileThreads > 0 ? o.compileThreads : int(std::max(1u, std::thread::hardware_concurrency()));
   if (faults) service.faults = *faults;
-  rt->service_ = std::make_shared<jit::CompileService>(std::shared_ptr<jit::Target>(std::move(*target)),
-                                                       std::move(service));
+  rt->service_ = std::make_shared<jit::CompileService>(std::move(target), std::move(service));
   return std::move(rt);
 }
 

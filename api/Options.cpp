@@ -68,8 +68,34 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   if (o.maxVectorBits != 0 && o.maxVectorBits != 128 && o.maxVectorBits != 256 && o.maxVectorBits != 512)
     return error(ErrorCode::kInvalidArgument, "maximum vector width %d bits: expected 128, 256 or 512",
                  o.maxVectorBits);
+  if (o.device.empty()) {
+    const char *d = env("KILN_DEVICE");
+    o.device = d ? d : "cpu";
+  }
+  {
+    llvm::StringRef d(o.device);
+    unsigned ordinal = 0;
+    bool ok = d == "cpu" || d == "cuda" || (d.consume_front("cuda:") && !d.getAsInteger(10, ordinal) && ordinal < 64);
+    if (!ok)
+      return error(ErrorCode::kInvalidArgument, "device '%s': expected cpu, cuda or cuda:N", o.device.c_str());
+  }
+  if (!o.gpuArch.empty()) {
+    llvm::StringRef a(o.gpuArch);
+    unsigned cc = 0;
+    if (!a.consume_front("sm_") || a.consumeInteger(10, cc) || !(a.empty() || a == "a") || cc < 50)
+      return error(ErrorCode::kInvalidArgument, "GPU architecture '%s': expected sm_XY, e.g. sm_90",
+                   o.gpuArch.c_str());
+  }
   if (!o.warnings) o.warnings = warnToStderr;
   return o;
+}
+
+int RuntimeOptions::gpuOrdinal() const {
+  llvm::StringRef d(device);
+  if (d == "cuda") return 0;
+  unsigned n = 0;
+  if (d.consume_front("cuda:") && !d.getAsInteger(10, n)) return int(n);
+  return -1;
 }
 
 }  // namespace kiln

@@ -76,15 +76,26 @@ struct RuntimeOptions {
   /// + `perf inject --jit`) and with GDB's JIT interface, each kernel under
   /// its own name ("kiln.main.cluster3"). Unset = $KILN_PERF=1, else off.
   std::optional<bool> jitSymbols;
+  /// Where JIT-compiled code runs: "cpu" (the host), or "cuda" / "cuda:N"
+  /// (NVIDIA GPU N; handwritten kernels stay on the host). "" = $KILN_DEVICE,
+  /// else cpu. Compiling for a GPU needs none; running without one is an
+  /// "unavailable" error.
+  std::string device;
+  /// GPU architecture to generate code for, e.g. sm_90 ("" = the GPU's own,
+  /// else sm_90).
+  std::string gpuArch;
   /// Where warnings go (null = stderr).
   WarningSink warnings;
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
-  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF. What `explicitOptions` sets wins. Errors
+  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_DEVICE. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }
+  /// The GPU ordinal of `device` ("cuda" = 0, "cuda:2" = 2), or -1 for the
+  /// host.
+  int gpuOrdinal() const;
 };
 
 }  // namespace kiln

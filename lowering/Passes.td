@@ -230,4 +230,22 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+
+def KilnGpuTileParallel : Pass<"kiln-gpu-tile-parallel", "mlir::func::FuncOp"> {
+  let summary = "Shape parallel loops for GPU threads: one flat loop of blocks of threads";
+  let description = [{
+    Every outermost scf.parallel with static bounds is collapsed into one
+    dimension (consecutive iterations touch consecutive elements of the
+    innermost dimension, so a warp's accesses coalesce) and tiled by
+    `block-size` with in-bounds checks: an outer loop over thread blocks and
+    an inner loop over the threads of a block, ready for
+    gpu-map-parallel-loops (block_x, thread_x). Loops with dynamic bounds are
+    left alone.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256", "threads per block">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect", "mlir::affine::AffineDialect"];
+}
+
 #endif

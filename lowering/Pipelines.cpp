@@ -6,7 +6,9 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 #include <mutex>
 
@@ -50,6 +52,28 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
   };
 }
 
+std::vector<PipelineStage> gpuPipelineStages(const CpuTuning &cpu, const GpuTuning &gpu) {
+  std::vector<PipelineStage> cpuStages = cpuPipelineStages(cpu);
+  return {
+      cpuStages[0],  // kiln-tosa-to-linalg
+      cpuStages[2],  // kiln-bufferize
+      // Every linalg op becomes parallel loops (reductions stay sequential
+      // inside a thread), flattened and tiled into blocks of threads, then
+      // outlined into one kernel per loop nest (no canonicalize between
+      // tiling and mapping: it merges the block and thread loops back into
+      // one); gpu-launch-sink-index-
+      // computations keeps constants out of the kernels' parameters.
+      {"kiln-gpu-map",
+       "builtin.module(func.func(convert-linalg-to-parallel-loops,kiln-gpu-tile-parallel{" + gpu.passOptions() +
+           "},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+           "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"},
+      // Kernels take one pointer per memref (bare-pointer convention).
+      {"kiln-gpu-to-nvvm",
+       "builtin.module(gpu.module(lower-affine,convert-scf-to-cf,"
+       "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse,reconcile-unrealized-casts))"},
+  };
+}
+
 void registerKilnPassesAndPipelines() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -58,10 +82,13 @@ void registerKilnPassesAndPipelines() {
     // kiln-opt's stages use the AVX-512 tuning, so that lit tests do not
     // depend on the machine.
     CpuTuning avx512 = CpuTuning::fromFeatures("+avx512f");
-    for (const PipelineStage &stage : cpuPipelineStages(avx512)) {
+    std::vector<PipelineStage> stages = cpuPipelineStages(avx512);
+    for (const PipelineStage &stage : gpuPipelineStages(avx512, GpuTuning()))
+      if (stage.name.rfind("kiln-gpu-", 0) == 0) stages.push_back(stage);
+    for (const PipelineStage &stage : stages) {
       std::string text = stage.pipeline;
       mlir::PassPipelineRegistration<>(
-          stage.name, "kiln CPU lowering stage",
+          stage.name, "kiln lowering stage",
           [text](mlir::OpPassManager &pm) {
             // The nested builtin.module(...) is anchored on the module itself.
             llvm::StringRef body = llvm::StringRef(text).drop_front(strlen("builtin.module("))
@@ -78,6 +105,8 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
+  mlir::registerGPUDialectTranslation(registry);
 }
 
 }  // namespace kiln::lowering

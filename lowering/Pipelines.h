@@ -5,12 +5,14 @@
 //   kiln-cpu-tile-vectorize  per-op tiling and vectorization (kiln-cpu-strategy)
 //   kiln-bufferize        tensors -> memrefs, results -> out-params, deallocs
 //   kiln-lower-to-llvm    loops -> LLVM dialect, bare-pointer ABI, kiln_entry
+// and the GPU stages (gpuPipelineStages).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "lowering/CpuStrategy.h"
+#include "lowering/GpuLowering.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -23,6 +25,15 @@ struct PipelineStage {
 };
 /// The stages in order, for a CPU with `tuning`.
 std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning);
+
+/// The stages for an NVIDIA GPU: the CPU pipeline's kiln-tosa-to-linalg and
+/// kiln-bufferize, then
+///   kiln-gpu-map     parallel loops -> thread blocks -> gpu.launch_func of
+///                    outlined gpu.func kernels (host code keeps launches)
+///   kiln-gpu-to-nvvm the kernels' gpu.modules -> LLVM dialect + NVVM
+/// after which GpuLowering.h reads the launches and translates the kernels
+/// to LLVM IR for NVPTX.
+std::vector<PipelineStage> gpuPipelineStages(const CpuTuning &cpu, const GpuTuning &gpu);
 
 /// Registers MLIR's passes, kiln's passes and the pipelines above (once).
 void registerKilnPassesAndPipelines();

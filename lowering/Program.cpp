@@ -405,6 +405,30 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
   return text;
 }
 
+llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
+                                    StageTimes &times, llvm::StringRef dumpDir) {
+  int stageIndex = 0;
+  for (const PipelineStage &stage : stages) {
+    auto t0 = Clock::now();
+    if (auto err = diagnose(ErrorCode::kCompileFailed, "@" + fn.str() + ": lowering stage " + stage.name + " failed",
+                            [&] {
+                              PassManager pm(ctx.get());
+                              if (failed(parsePassPipeline(stripAnchor(stage.pipeline), pm))) return failure();
+                              return pm.run(module);
+                            }))
+      return std::move(err);
+    times.push_back({stage.name, msSince(t0)});
+    if (!dumpDir.empty()) {
+      std::string path = (llvm::Twine(dumpDir) + "/" + fn.str() + "." +
+                          llvm::Twine(++stageIndex) + "." + stage.name + ".mlir").str();
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      if (!ec) module.print(os);
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext,
                        StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites) {
@@ -413,26 +437,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::L
   if (!fn.impl || !fn.impl->module)
     return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;
-  int stageIndex = 0;
-  for (const PipelineStage &stage : cpuPipelineStages(tuning)) {
-    auto t0 = Clock::now();
-    if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": lowering stage " + stage.name + " failed",
-                                  [&] {
-                                    PassManager pm(impl->ctx.get());
-                                    if (failed(parsePassPipeline(stripAnchor(stage.pipeline), pm)))
-                                      return failure();
-                                    return pm.run(module);
-                                  }))
-      return std::move(err);
-    times.push_back({stage.name, msSince(t0)});
-    if (!dumpDir.empty()) {
-      std::string path = (llvm::Twine(dumpDir) + "/" + fn.function + "." +
-                          llvm::Twine(++stageIndex) + "." + stage.name + ".mlir").str();
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      if (!ec) module.print(os);
-    }
-  }
+  if (auto err = impl->runStages(module, fn.function, cpuPipelineStages(tuning), times, dumpDir)) return std::move(err);
   if (faultSites)
     if (auto sites = module->getAttrOfType<ArrayAttr>(kFaultSitesAttr))
       for (Attribute a : sites) faultSites->push_back(cast<StringAttr>(a).str());

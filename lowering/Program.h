@@ -13,6 +13,7 @@
 #pragma once
 
 #include "lowering/CpuStrategy.h"
+#include "lowering/GpuLowering.h"
 #include "runtime/Signature.h"
 #include "runtime/Tensor.h"
 
@@ -129,6 +130,17 @@ public:
   llvm::Expected<std::unique_ptr<llvm::Module>>
   lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext, StageTimes &times,
                 llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr);
+
+  /// Runs the GPU pipeline on `fn` (consuming its MLIR): the kernels as one
+  /// LLVM IR module for NVPTX and the launch plan (see GpuLowering.h). With
+  /// `dumpDir`, writes the IR after each stage there.
+  struct GpuLowered {
+    std::unique_ptr<llvm::Module> device;
+    GpuPlan plan;
+  };
+  llvm::Expected<GpuLowered> lowerToGpu(SpecializedFunction &fn, const CpuTuning &cpu, const GpuTuning &gpu,
+                                        llvm::LLVMContext &llvmContext, StageTimes &times,
+                                        llvm::StringRef dumpDir = "");
 
   /// Rejects dialects kiln does not lower; exposed for tests.
   static const std::vector<std::string> &supportedDialects();

@@ -1,6 +1,7 @@
 // Internals shared by Program.cpp and Partition.cpp (not a public header).
 #pragma once
 
+#include "lowering/Pipelines.h"
 #include "lowering/Program.h"
 #include "runtime/Error.h"
 #include "runtime/Clock.h"
@@ -128,6 +129,12 @@ struct Program::Impl {
     if (msg.empty()) msg = "(no diagnostic was emitted)";
     return error(code, "%s:\n%s", what.str().c_str(), msg.c_str());
   }
+
+  /// Runs `stages` on `module` (the specialized `fn`) in order, timing each
+  /// into `times`; with `dumpDir`, writes the IR after each stage there as
+  /// <fn>.<k>.<stage>.mlir. Caller holds `mu`.
+  llvm::Error runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
+                        StageTimes &times, llvm::StringRef dumpDir);
 
   llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
   /// After `module` is set: rejects dialects kiln does not lower and reads

@@ -14,6 +14,7 @@ const char *errorCodeName(ErrorCode code) {
   case ErrorCode::kIO: return "I/O error";
   case ErrorCode::kResourceExhausted: return "resource exhausted";
   case ErrorCode::kCancelled: return "cancelled";
+  case ErrorCode::kUnavailable: return "unavailable";
   case ErrorCode::kInternal: return "internal error";
   }
   return "internal error";

@@ -28,6 +28,7 @@ enum class ErrorCode : uint8_t {
   kIO,                 // files, the disk cache
   kResourceExhausted,  // memory, sizes that do not fit
   kCancelled,          // a cancelled execution
+  kUnavailable,        // a device, driver or library that is not there (no GPU)
   kInternal,           // a kiln bug or a broken invariant
 };
 

@@ -16,6 +16,30 @@ unsigned StepContext::numInputs() const { return unsigned(step_->inputs.size());
 unsigned StepContext::numOutputs() const { return unsigned(step_->outputs.size()); }
 const std::string &StepContext::stepName() const { return step_->name; }
 
+/// A deferred step: finishes when both the step function has returned and
+/// the completion has been called (`count` from 2 to 0).
+struct DeferredStep {
+  std::shared_ptr<const Executable> exe;
+  void *execution = nullptr;  // Executable::Execution
+  int step = -1;
+  Clock::time_point start;
+  std::atomic<int> count{2};
+  std::atomic<const Status *> error{nullptr};
+  std::atomic<bool> completed{false};
+};
+
+StepCompletion StepContext::defer() const {
+  if (!deferred_) {
+    deferred_ = std::make_shared<DeferredStep>();
+    deferred_->exe = exe_->shared_from_this();
+    deferred_->execution = execution_;
+    deferred_->step = stepId_;
+  }
+  StepCompletion c;
+  c.state_ = deferred_;
+  return c;
+}
+
 StepFn copyStep(size_t bytes) {
   return [bytes](const StepContext &ctx) {
     if (bytes) std::memcpy(ctx.out(0), ctx.in(0), bytes);
@@ -167,29 +191,80 @@ void Executable::runFrom(Execution *ex, int step) const {
     const Status *error = ex->poison[step].load(std::memory_order_acquire);
     if (!error && ex->cancel && ex->cancel->cancelled())
       error = ex->recordError(Status{ErrorCode::kCancelled, "execution cancelled before step '" + s.name + "'", {}});
-    if (!error) {
-      StepContext ctx(s, ex->buffers.data(), *ex->executor);
-      std::shared_ptr<TraceRecorder> trace = ex->executor->trace();
-      Clock::time_point start = trace ? Clock::now() : Clock::time_point();
-      if (llvm::Error err = s.fn(ctx)) {
-        Status status = toStatus(std::move(err));
-        status.message = "step '" + s.name + "' failed: " + status.message;
-        error = ex->recordError(std::move(status));
-      }
-      if (trace) {
-        static const char *const kinds[] = {"jit", "kernel", "copy", "other"};
-        TraceEvent e;
-        e.name = s.name;
-        e.category = kinds[int(s.kind)];
-        e.executable = shared_from_this();
-        e.step = step;
-        trace->add(std::move(e), start, Clock::now());
-      }
-    }
     int next = -1;
-    finishStep(ex, step, error, next);
+    if (error) {
+      finishStep(ex, step, error, next);
+      step = next;
+      continue;
+    }
+    StepContext ctx(s, ex->buffers.data(), *ex->executor);
+    ctx.exe_ = this;
+    ctx.execution_ = ex;
+    ctx.stepId_ = step;
+    bool traced = ex->executor->tracing();
+    Clock::time_point start = traced ? Clock::now() : Clock::time_point();
+    llvm::Error err = s.fn(ctx);
+    if (ctx.deferred_) {
+      // The step left work running: whichever of this return and its
+      // completion comes last ends it.
+      DeferredStep &d = *ctx.deferred_;
+      d.start = start;
+      if (err) {
+        const Status *expected = nullptr;
+        d.error.compare_exchange_strong(expected, stepError(ex, s.name, std::move(err)));
+      }
+      if (d.count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // the completion continues
+      endStep(ex, step, d.error.load(std::memory_order_acquire), next, start);
+      step = next;
+      continue;
+    }
+    if (err) error = stepError(ex, s.name, std::move(err));
+    endStep(ex, step, error, next, start);
     step = next;
   }
+}
+
+void Executable::endStep(Execution *ex, int step, const Status *error, int &next, Clock::time_point start) const {
+  if (start != Clock::time_point())
+    if (std::shared_ptr<TraceRecorder> trace = ex->executor->trace()) {
+      static const char *const kinds[] = {"jit", "kernel", "copy", "other"};
+      const StepDesc &s = steps_[step];
+      TraceEvent e;
+      e.name = s.name;
+      e.category = kinds[int(s.kind)];
+      e.executable = shared_from_this();
+      e.step = step;
+      trace->add(std::move(e), start, Clock::now());
+    }
+  finishStep(ex, step, error, next);
+}
+
+void StepCompletion::operator()(llvm::Error result) const {
+  if (!state_ || state_->completed.exchange(true, std::memory_order_acq_rel)) {
+    llvm::consumeError(std::move(result));  // called twice: a bug in the step; ignore the second
+    return;
+  }
+  DeferredStep &d = *state_;
+  auto *ex = static_cast<Executable::Execution *>(d.execution);
+  const Executable &exe = *d.exe;
+  if (result) {
+    const Status *expected = nullptr;
+    d.error.compare_exchange_strong(expected,
+                                   Executable::stepError(ex, exe.steps_[d.step].name, std::move(result)));
+  }
+  if (d.count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // the step function has not returned yet
+  // Keep the executable alive past finishStep, which may release `ex`.
+  std::shared_ptr<const Executable> keep = d.exe;
+  HostExecutor *executor = ex->executor;
+  int next = -1;
+  exe.endStep(ex, d.step, d.error.load(std::memory_order_acquire), next, d.start);
+  if (next >= 0) executor->spawn([keep, ex, next] { keep->runFrom(ex, next); });
+}
+
+const Status *Executable::stepError(Execution *ex, const std::string &name, llvm::Error err) {
+  Status status = toStatus(std::move(err));
+  status.message = "step '" + name + "' failed: " + status.message;
+  return ex->recordError(std::move(status));
 }
 
 void Executable::finishStep(Execution *ex, int step, const Status *error, int &next) const {

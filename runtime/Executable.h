@@ -30,6 +30,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,24 @@ enum class BufferKind : uint8_t { kInput, kConstant, kIntermediate, kOutput };
 enum class StepKind : uint8_t { kJit, kKernel, kCopy, kOther };
 
 struct StepDesc;
+struct DeferredStep;
+class Executable;
+
+/// Finishes a step that called StepContext::defer(): call it exactly once,
+/// from any thread, with the result of the work the step left running (a
+/// device's stream, say). It never blocks; successors that become ready are
+/// spawned on the executor.
+class StepCompletion {
+public:
+  StepCompletion() = default;
+  void operator()(llvm::Error result) const;
+  explicit operator bool() const { return bool(state_); }
+
+private:
+  friend class StepContext;
+  friend class Executable;
+  std::shared_ptr<DeferredStep> state_;
+};
 
 /// What a running step sees: its buffers, in the order it declared them.
 class StepContext {
@@ -53,6 +72,14 @@ public:
   const std::string &stepName() const;
   HostExecutor &executor() const { return *executor_; }
 
+  /// For steps whose work finishes after the step function returns (work
+  /// enqueued on a device): the step is done, and its successors may run,
+  /// only once the step function has returned AND the returned completion
+  /// has been called. Its error is the first of the two. Once defer() is
+  /// called, the completion must be called exactly once, whatever the step
+  /// function returns. At most one call per step run.
+  StepCompletion defer() const;
+
 private:
   friend class Executable;
   StepContext(const StepDesc &step, void *const *buffers, HostExecutor &ex)
@@ -60,6 +87,11 @@ private:
   const StepDesc *step_;
   void *const *buffers_;
   HostExecutor *executor_;
+  // Set by Executable::runFrom so that defer() can hand out a completion.
+  const Executable *exe_ = nullptr;
+  void *execution_ = nullptr;  // Executable::Execution
+  int stepId_ = -1;
+  mutable std::shared_ptr<DeferredStep> deferred_;
 };
 
 using StepFn = std::function<llvm::Error(const StepContext &)>;
@@ -138,12 +170,18 @@ public:
 
 private:
   friend class ExecutableBuilder;
+  friend class StepContext;
+  friend class StepCompletion;
   struct Execution;
   Executable() = default;
   Execution *acquire() const;
   void release(Execution *ex) const;
   void runFrom(Execution *ex, int step) const;
   void finishStep(Execution *ex, int step, const Status *error, int &next) const;
+  static const Status *stepError(Execution *ex, const std::string &name, llvm::Error err);
+  /// The end of step `step` of `ex` (trace event, outputs, successors).
+  void endStep(Execution *ex, int step, const Status *error, int &next,
+               std::chrono::steady_clock::time_point start) const;
 
   std::vector<StepDesc> steps_;
   std::vector<BufferDesc> buffers_;

@@ -50,6 +50,8 @@ public:
   /// Steps that executables run on this executor are recorded in `trace`
   /// until another is set (null: recording off, the default).
   void setTrace(std::shared_ptr<TraceRecorder> trace);
+  /// Whether a recorder is set (one relaxed load).
+  bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
   /// The recorder, or null. While none is set this is one relaxed load;
   /// a step that got a recorder keeps it alive while it records.
   std::shared_ptr<TraceRecorder> trace() const {

@@ -70,12 +70,16 @@ struct CommonOptions {
   std::string cacheMode;  // --cache off|ro|rw
   std::string opModes;    // --op-mode tosa.conv2d=kernel,...
   std::string dumpIR;     // --dump-ir DIR
+  std::string device;     // --device cpu|cuda[:N]
+  std::string gpuArch;    // --gpu-arch sm_90
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
   kiln::RuntimeOptions options;
   options.optLevel = o.optLevel;
   options.cacheDir = o.cacheDir;
+  options.device = o.device;
+  options.gpuArch = o.gpuArch;
   if (!o.dumpIR.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(o.dumpIR))
       return llvm::createStringError("--dump-ir %s: %s", o.dumpIR.c_str(), ec.message().c_str());
@@ -441,6 +445,9 @@ int main(int argc, char **argv) {
     cmd->add_option("--dump-ir", common.dumpIR,
                     "write each kernel's IR after every stage to DIR/<kernel>.<n>.<stage> (1-4 MLIR, 5 LLVM IR, "
                     "6 optimized, 7 assembly; compiles, so use it with --cache off for cached models)");
+    cmd->add_option("--device", common.device,
+                    "where generated code runs: cpu, cuda or cuda:N (default: $KILN_DEVICE, else cpu)");
+    cmd->add_option("--gpu-arch", common.gpuArch, "GPU architecture to compile for, e.g. sm_90 (default: the GPU's)");
   };
   addCommon(run);
 

@@ -189,6 +189,98 @@ TEST(Executable, ChainDiamondAndFanOut) {
   EXPECT_LE((*exe)->pooledExecutions(), 2u);
 }
 
+/// A step that does its work on another thread (as a device does) and
+/// finishes through StepContext::defer(): out(0)[0] = in(0)[0] + add, after
+/// `delayUs`. `returnError` makes the step function itself fail after
+/// deferring; `completeError` makes the completion carry an error.
+StepFn deferredStep(int64_t add, int delayUs, bool returnError = false, bool completeError = false) {
+  return [=](const StepContext &ctx) -> llvm::Error {
+    StepCompletion done = ctx.defer();
+    auto *in = static_cast<int64_t *>(ctx.in(0));
+    auto *out = static_cast<int64_t *>(ctx.out(0));
+    auto work = [=] {
+      if (delayUs) std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+      *out = *in + add;
+      done(completeError ? error(ErrorCode::kInternal, "device fault") : llvm::Error::success());
+    };
+    if (delayUs < 0) work();  // completes before the step function returns
+    else std::thread(work).detach();
+    if (returnError) return error(ErrorCode::kInvalidArgument, "enqueue failed");
+    return llvm::Error::success();
+  };
+}
+
+TEST(Executable, DeferredStepsFinishWhenTheirWorkDoes) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int x = b.addInput(i64({1}));
+  int prev = x;
+  // A chain mixing host steps, steps finished later on another thread and
+  // steps completed before their function returns.
+  for (int i = 0; i < 30; ++i) {
+    int t = b.addIntermediate(i64({1}));
+    StepFn fn = i % 3 == 0 ? sumStep(1) : deferredStep(1, i % 3 == 1 ? 200 : -1);
+    ASSERT_TRUE(bool(b.addStep("s" + std::to_string(i), StepKind::kOther, fn, {prev}, {t})));
+    prev = t;
+  }
+  int o = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("out", StepKind::kCopy, copyStep(8), {prev}, {o})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+  auto trace = std::make_shared<TraceRecorder>();
+  ex.setTrace(trace);
+  for (int64_t v : {0, 7}) {
+    auto out = (*exe)->run({scalar(v)}, ex);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    EXPECT_EQ(valueOf((*out)[0]), v + 30);
+  }
+  // Several executions at once.
+  std::vector<std::vector<AsyncValueRef<Tensor>>> runs;
+  for (int64_t v = 0; v < 8; ++v) runs.push_back((*exe)->execute({scalar(v)}, ex));
+  for (int64_t v = 0; v < 8; ++v) {
+    auto t = runs[size_t(v)][0].awaitValue();
+    ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+    EXPECT_EQ(valueOf(*t), v + 30);
+  }
+  ex.setTrace(nullptr);
+  ex.waitIdle();
+  // Every step of the 10 runs was traced once, deferred ones included.
+  EXPECT_EQ(trace->events().size(), 10u * 31u);
+}
+
+TEST(Executable, DeferredStepErrorsPoisonDependents) {
+  HostExecutor ex(2);
+  for (int mode = 0; mode < 2; ++mode) {
+    ExecutableBuilder b;
+    int x = b.addInput(i64({1}));
+    int t = b.addIntermediate(i64({1}));
+    std::atomic<int> dependentRan{0};
+    ASSERT_TRUE(bool(b.addStep("gpu", StepKind::kJit, deferredStep(1, 100, mode == 0, mode == 1), {x}, {t})));
+    int o = b.addOutput(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("after", StepKind::kOther,
+                               [&](const StepContext &ctx) {
+                                 ++dependentRan;
+                                 return llvm::Error::success();
+                               },
+                               {t}, {o})));
+    int o2 = b.addOutput(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("independent", StepKind::kOther, sumStep(5), {x}, {o2})));
+    auto exe = b.build();
+    ASSERT_TRUE(bool(exe));
+    auto futures = (*exe)->execute({scalar(1)}, ex);
+    auto bad = futures[0].awaitValue();
+    ASSERT_FALSE(bool(bad));
+    std::string msg = llvm::toString(bad.takeError());
+    EXPECT_NE(msg.find("step 'gpu' failed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(mode == 0 ? "enqueue failed" : "device fault"), std::string::npos) << msg;
+    auto good = futures[1].awaitValue();
+    ASSERT_TRUE(bool(good));
+    EXPECT_EQ(valueOf(*good), 6);
+    ex.waitIdle();
+    EXPECT_EQ(dependentRan.load(), 0);
+  }
+}
+
 TEST(Executable, BufferPlanReusesDeadBuffersOnly) {
   // A chain of 50 steps over 1 KiB buffers needs two buffers at a time.
   ExecutableBuilder chain;

@@ -1,0 +1,398 @@
+#include "jit/GpuTarget.h"
+#include "runtime/Error.h"
+#include "runtime/Executable.h"
+#include "lowering/Passes.h"
+#include "lowering/Pipelines.h"
+
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/CudaDevice.h"
+#endif
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+namespace kiln::jit {
+
+llvm::Error faultError(int64_t fault, llvm::ArrayRef<std::string> sites);  // HostTarget.cpp
+
+// ---------------------------------------------------------------------------
+// The object: "KILNGPU1", a little-endian u64 header length, the JSON
+// header, then the blobs it gives offsets for (PTX, cubin, constants).
+
+namespace {
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'P', 'U', '1'};
+
+nlohmann::json launchJson(const lowering::GpuLaunch &l) {
+  nlohmann::json j;
+  if (l.kind == lowering::GpuLaunch::Kind::kCopy) {
+    j = {{"copy", {l.src, l.dst, l.bytes}}};
+    return j;
+  }
+  nlohmann::json args = nlohmann::json::array();
+  for (const lowering::GpuKernelArg &a : l.args) {
+    if (a.kind == lowering::GpuKernelArg::Kind::kBuffer) args.push_back({{"buffer", a.buffer}});
+    else args.push_back({{"bits", a.bits}, {"bytes", a.bytes}});
+  }
+  j = {{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}, {"shared", l.sharedBytes}, {"args", args}};
+  return j;
+}
+}  // namespace
+
+llvm::SmallVector<char, 0> GpuObject::serialize() const {
+  nlohmann::json h;
+  h["arch"] = arch;
+  h["arguments"] = plan.argumentBytes;
+  h["temporaries"] = plan.temporaries;
+  h["faultSites"] = plan.faultSites;
+  nlohmann::json launches = nlohmann::json::array();
+  for (const lowering::GpuLaunch &l : plan.launches) launches.push_back(launchJson(l));
+  h["launches"] = launches;
+  std::vector<uint64_t> blobs = {ptx.size(), cubin.size()};
+  for (const auto &c : plan.constants) blobs.push_back(c.size());
+  h["blobs"] = blobs;
+  std::string header = h.dump();
+  llvm::SmallVector<char, 0> out;
+  out.append(kMagic, kMagic + 8);
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xff));
+  out.append(header.begin(), header.end());
+  out.append(ptx.begin(), ptx.end());
+  out.append(cubin.begin(), cubin.end());
+  for (const auto &c : plan.constants) out.append(c.begin(), c.end());
+  return out;
+}
+
+llvm::Expected<GpuObject> GpuObject::parse(llvm::ArrayRef<char> bytes) {
+  auto bad = [](const char *why) { return error(ErrorCode::kIO, "GPU object is damaged: %s", why); };
+  if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, 8) != 0) return bad("no KILNGPU1 header");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[8 + i])) << (8 * i);
+  if (n > bytes.size() - 16) return bad("header length past the end");
+  GpuObject o;
+  try {
+    nlohmann::json h = nlohmann::json::parse(bytes.begin() + 16, bytes.begin() + 16 + n);
+    o.arch = h.at("arch").get<std::string>();
+    o.plan.argumentBytes = h.at("arguments").get<std::vector<uint64_t>>();
+    o.plan.numArguments = uint32_t(o.plan.argumentBytes.size());
+    o.plan.temporaries = h.at("temporaries").get<std::vector<uint64_t>>();
+    o.plan.faultSites = h.at("faultSites").get<std::vector<std::string>>();
+    std::vector<uint64_t> blobs = h.at("blobs").get<std::vector<uint64_t>>();
+    if (blobs.size() < 2) return bad("too few blobs");
+    size_t at = 16 + n;
+    auto take = [&](uint64_t size, auto &into) -> bool {
+      if (size > bytes.size() - at) return false;
+      into.assign(bytes.begin() + at, bytes.begin() + at + size);
+      at += size;
+      return true;
+    };
+    if (!take(blobs[0], o.ptx) || !take(blobs[1], o.cubin)) return bad("blob past the end");
+    for (size_t i = 2; i < blobs.size(); ++i) {
+      o.plan.constants.emplace_back();
+      if (!take(blobs[i], o.plan.constants.back())) return bad("constant past the end");
+    }
+    if (at != bytes.size()) return bad("trailing bytes");
+    int numBuffers = o.plan.numBuffers();
+    auto validBuffer = [&](int b) { return b >= 0 && b < numBuffers; };
+    for (const nlohmann::json &j : h.at("launches")) {
+      lowering::GpuLaunch l;
+      if (j.contains("copy")) {
+        l.kind = lowering::GpuLaunch::Kind::kCopy;
+        l.src = j["copy"].at(0).get<int>();
+        l.dst = j["copy"].at(1).get<int>();
+        l.bytes = j["copy"].at(2).get<uint64_t>();
+        if (!validBuffer(l.src) || !validBuffer(l.dst)) return bad("copy of a buffer that does not exist");
+      } else {
+        l.kernel = j.at("kernel").get<std::string>();
+        l.grid = j.at("grid").get<std::array<uint32_t, 3>>();
+        l.block = j.at("block").get<std::array<uint32_t, 3>>();
+        l.sharedBytes = j.at("shared").get<uint32_t>();
+        for (const nlohmann::json &a : j.at("args")) {
+          lowering::GpuKernelArg arg;
+          if (a.contains("buffer")) {
+            arg.buffer = a["buffer"].get<int>();
+            if (!validBuffer(arg.buffer)) return bad("kernel argument of a buffer that does not exist");
+          } else {
+            arg.kind = lowering::GpuKernelArg::Kind::kScalar;
+            arg.bits = a.at("bits").get<uint64_t>();
+            arg.bytes = a.at("bytes").get<uint8_t>();
+            if (arg.bytes == 0 || arg.bytes > 8) return bad("scalar of a bad size");
+          }
+          l.args.push_back(arg);
+        }
+      }
+      o.plan.launches.push_back(std::move(l));
+    }
+  } catch (const nlohmann::json::exception &e) {
+    return error(ErrorCode::kIO, "GPU object is damaged: %s", e.what());
+  }
+  return std::move(o);
+}
+
+// ---------------------------------------------------------------------------
+// Compiling (no GPU needed).
+
+llvm::Expected<std::unique_ptr<GpuTarget>> GpuTarget::create(GpuTargetOptions options) {
+  std::unique_ptr<GpuTarget> t(new GpuTarget());
+  if (options.arch.empty()) {
+    options.arch = "sm_90";
+#if KILN_HAVE_CUDA
+    if (cuda::gpuAvailable())
+      if (auto dev = cuda::CudaDevice::open(options.device)) options.arch = (*dev)->info().arch();
+      else llvm::consumeError(dev.takeError());
+#endif
+  }
+  options.codegen.chip = options.arch;
+  // PTX ISA versions the architectures need (LLVM refuses older ones).
+  if (options.codegen.features.empty() || options.codegen.features == "+ptx80") {
+    int cc = std::atoi(options.arch.c_str() + (llvm::StringRef(options.arch).starts_with("sm_") ? 3 : 0));
+    options.codegen.features = cc >= 120 ? "+ptx87" : cc >= 100 ? "+ptx86" : "+ptx80";
+  }
+  t->options_ = std::move(options);
+  auto cg = codegen::NvptxCodegen::create(t->options_.codegen);
+  if (!cg) return cg.takeError();
+  t->codegen_ = std::move(*cg);
+  return std::move(t);
+}
+
+std::string GpuTarget::description() const { return codegen_->description(); }
+
+std::string GpuTarget::pipelineText() const {
+  std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
+                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements);
+  for (const auto &stage : lowering::gpuPipelineStages(lowering::CpuTuning(), options_.tuning))
+    text += "\n" + stage.name + ": " + stage.pipeline;
+  return text;
+}
+
+llvm::Expected<TargetObject> GpuTarget::compile(lowering::Program &program, lowering::SpecializedFunction &cluster,
+                                                lowering::StageTimes &times) {
+  llvm::LLVMContext llvmContext;
+  auto lowered =
+      program.lowerToGpu(cluster, lowering::CpuTuning(), options_.tuning, llvmContext, times, options_.dumpIRDir);
+  if (!lowered) return lowered.takeError();
+  auto dump = [&](const char *stage, llvm::StringRef text) {
+    if (options_.dumpIRDir.empty()) return;
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options_.dumpIRDir + "/" + cluster.function + "." + stage, ec);
+    if (!ec) os << text;
+  };
+  if (!options_.dumpIRDir.empty()) {
+    std::string ir;
+    llvm::raw_string_ostream os(ir);
+    lowered->device->print(os, nullptr);
+    dump("5.device.ll", ir);
+  }
+  codegen::DeviceTimes dt;
+  codegen::ObjectDumps dumps;
+  auto device = codegen_->compile(*lowered->device, &dt, options_.dumpIRDir.empty() ? nullptr : &dumps);
+  if (!device) return device.takeError();
+  dump("6.device-opt.ll", dumps.optimizedIR);
+  dump("7.kernels.ptx", device->ptx);
+  times.push_back({"libdevice-link", dt.linkMs});
+  times.push_back({"llvm-opt", dt.optimizeMs});
+  times.push_back({"ptx-emit", dt.emitMs});
+  if (!device->cubin.empty()) times.push_back({"ptxas", dt.assembleMs});
+  GpuObject o;
+  o.arch = options_.codegen.chip;
+  o.ptx = std::move(device->ptx);
+  o.cubin = std::move(device->cubin);
+  o.plan = std::move(lowered->plan);
+  TargetObject out;
+  out.faultSites = o.plan.faultSites;
+  out.entry = "kiln_gpu." + cluster.function;
+  out.bytes = o.serialize();
+  return std::move(out);
+}
+
+// ---------------------------------------------------------------------------
+// Loading and running (a GPU needed).
+
+#if KILN_HAVE_CUDA
+namespace {
+
+/// A loaded object: the module, its kernels, its constants on the device.
+class GpuCode final : public LoadedCode {
+public:
+  std::shared_ptr<cuda::CudaDevice> device;
+  std::shared_ptr<cuda::CudaModule> module;
+  lowering::GpuPlan plan;
+  std::vector<CUfunction> functions;         // by launch (null for copies)
+  std::vector<cuda::DeviceBuffer> constants;  // by constant
+  CUdeviceptr faultWord = 0;
+  llvm::Expected<void *> lookup(llvm::StringRef) const override { return const_cast<GpuCode *>(this); }
+};
+
+/// What one step run keeps alive until its stream reaches the callback.
+struct GpuRun {
+  std::vector<cuda::DeviceBuffer> buffers;  // arguments, then temporaries
+  /// Pinned staging: the inputs, then the outputs, then the fault word (so
+  /// that no copy makes the worker wait for the GPU).
+  cuda::PinnedBuffer staging;
+  std::vector<size_t> stagingOffset;  // per argument
+  size_t faultOffset = 0;
+};
+
+}  // namespace
+#endif
+
+llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char> object, llvm::StringRef name) {
+  auto o = GpuObject::parse(object);
+  if (!o) return o.takeError();
+#if !KILN_HAVE_CUDA
+  return error(ErrorCode::kUnavailable, "%s: kiln was built without CUDA, so it cannot run GPU code",
+               name.str().c_str());
+#else
+  auto device = cuda::CudaDevice::open(options_.device);
+  if (!device) return device.takeError();
+  auto code = std::make_shared<GpuCode>();
+  code->device = *device;
+  auto module = code->device->loadModule(o->cubin, o->arch, o->ptx);
+  if (!module) return module.takeError();
+  code->module = *module;
+  for (const lowering::GpuLaunch &l : o->plan.launches) {
+    CUfunction fn = nullptr;
+    if (l.kind == lowering::GpuLaunch::Kind::kKernel) {
+      auto f = code->module->function(l.kernel);
+      if (!f) return f.takeError();
+      fn = *f;
+    }
+    code->functions.push_back(fn);
+  }
+  code->faultWord = code->module->global(lowering::GpuPlan::kFaultWord).first;
+  // Constants are uploaded once, at load.
+  cuda::CudaStream &stream = code->device->stream();
+  for (const std::vector<char> &c : o->plan.constants) {
+    auto b = code->device->allocate(c.size());
+    if (!b) return b.takeError();
+    if (auto err = stream.copyToDevice(b->ptr(), c.data(), c.size())) return std::move(err);
+    code->constants.push_back(std::move(*b));
+  }
+  if (auto err = stream.synchronize()) return std::move(err);
+  code->plan = std::move(o->plan);
+  return code;
+#endif
+}
+
+llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llvm::StringRef symbol,
+                                         std::vector<std::string> faultSites) {
+#if !KILN_HAVE_CUDA
+  return error(ErrorCode::kUnavailable, "kiln was built without CUDA, so it cannot run GPU code");
+#else
+  auto code = std::static_pointer_cast<GpuCode>(loaded);
+  Launch l;
+  l.fn = [code, sites = std::move(faultSites)](const StepContext &ctx) -> llvm::Error {
+    const lowering::GpuPlan &plan = code->plan;
+    if (ctx.numInputs() + ctx.numOutputs() != plan.numArguments)
+      return error(ErrorCode::kInternal, "GPU step %s has %u buffers, its code takes %u", ctx.stepName().c_str(),
+                   ctx.numInputs() + ctx.numOutputs(), plan.numArguments);
+    cuda::CudaDevice &dev = *code->device;
+    if (auto err = dev.makeCurrent()) return err;
+    // Device memory for this run (from the caching allocator: no driver call
+    // in steady state), released when the stream is done with it.
+    auto run = std::make_shared<GpuRun>();
+    for (uint64_t bytes : plan.argumentBytes) {
+      auto b = dev.allocate(bytes);
+      if (!b) return b.takeError();
+      run->buffers.push_back(std::move(*b));
+    }
+    for (uint64_t bytes : plan.temporaries) {
+      auto b = dev.allocate(bytes);
+      if (!b) return b.takeError();
+      run->buffers.push_back(std::move(*b));
+    }
+    std::vector<CUdeviceptr> ptrs;
+    for (const cuda::DeviceBuffer &b : run->buffers) ptrs.push_back(b.ptr());
+    for (const cuda::DeviceBuffer &b : code->constants) ptrs.push_back(b.ptr());
+
+    // Pinned staging for the step's inputs and outputs and the fault word.
+    size_t stagingBytes = 0;
+    for (uint64_t bytes : plan.argumentBytes) {
+      run->stagingOffset.push_back(stagingBytes);
+      stagingBytes += (bytes + 63) / 64 * 64;
+    }
+    run->faultOffset = stagingBytes;
+    stagingBytes += sizeof(int64_t);
+    auto staging = dev.allocatePinned(stagingBytes);
+    if (!staging) return staging.takeError();
+    run->staging = std::move(*staging);
+    char *pinned = static_cast<char *>(run->staging.data());
+    for (unsigned i = 0; i < ctx.numInputs(); ++i)
+      std::memcpy(pinned + run->stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
+    std::memset(pinned + run->faultOffset, 0, sizeof(int64_t));
+    std::vector<void *> outputs;
+    for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
+
+    cuda::CudaStream &stream = dev.stream();
+    StepCompletion done = ctx.defer();
+    auto enqueue = [&]() -> llvm::Error {
+      for (unsigned i = 0; i < ctx.numInputs(); ++i)
+        if (auto err = stream.copyToDevice(ptrs[i], pinned + run->stagingOffset[i], plan.argumentBytes[i]))
+          return err;
+      if (code->faultWord)
+        if (auto err = stream.zero(code->faultWord, sizeof(int64_t))) return err;
+      std::vector<uint64_t> scalars;
+      std::vector<void *> params;
+      for (size_t k = 0; k < plan.launches.size(); ++k) {
+        const lowering::GpuLaunch &l = plan.launches[k];
+        if (l.kind == lowering::GpuLaunch::Kind::kCopy) {
+          if (auto err = stream.copyOnDevice(ptrs[size_t(l.dst)], ptrs[size_t(l.src)], l.bytes)) return err;
+          continue;
+        }
+        scalars.assign(l.args.size(), 0);
+        params.clear();
+        for (size_t a = 0; a < l.args.size(); ++a) {
+          const lowering::GpuKernelArg &arg = l.args[a];
+          if (arg.kind == lowering::GpuKernelArg::Kind::kBuffer) {
+            params.push_back(&ptrs[size_t(arg.buffer)]);
+          } else {
+            scalars[a] = arg.bits;  // little-endian: the low bytes first
+            params.push_back(&scalars[a]);
+          }
+        }
+        unsigned grid[3] = {l.grid[0], l.grid[1], l.grid[2]}, block[3] = {l.block[0], l.block[1], l.block[2]};
+        // cuLaunchKernel copies the parameter values before it returns.
+        if (auto err = stream.launch(code->functions[k], grid, block, l.sharedBytes, params.data(), l.kernel))
+          return err;
+      }
+      for (unsigned i = 0; i < ctx.numOutputs(); ++i) {
+        unsigned arg = ctx.numInputs() + i;
+        if (auto err = stream.copyToHost(pinned + run->stagingOffset[arg], ptrs[arg], plan.argumentBytes[arg]))
+          return err;
+      }
+      if (code->faultWord)
+        if (auto err = stream.copyToHost(pinned + run->faultOffset, code->faultWord, sizeof(int64_t))) return err;
+      unsigned numInputs = ctx.numInputs();
+      return stream.onComplete([run, done, sites, outputs = std::move(outputs), numInputs, code] {
+        // On the driver's callback thread: no CUDA calls here.
+        const char *pinned = static_cast<const char *>(run->staging.data());
+        for (size_t i = 0; i < outputs.size(); ++i)
+          std::memcpy(outputs[i], pinned + run->stagingOffset[numInputs + i], code->plan.argumentBytes[numInputs + i]);
+        int64_t fault;
+        std::memcpy(&fault, pinned + run->faultOffset, sizeof fault);
+        run->buffers.clear();  // back to the caches (no CUDA call)
+        run->staging = cuda::PinnedBuffer();
+        done(faultError(fault, sites));
+      });
+    };
+    if (llvm::Error err = enqueue()) {
+      // Work already enqueued may still use this run's memory: wait for it
+      // before the completion lets the buffers go.
+      llvm::Error sync = stream.synchronize();
+      llvm::consumeError(std::move(sync));
+      run->buffers.clear();
+      run->staging = cuda::PinnedBuffer();
+      done(llvm::Error::success());
+      return err;
+    }
+    return llvm::Error::success();
+  };
+  return l;
+#endif
+}
+
+}  // namespace kiln::jit
