@@ -277,8 +277,8 @@ llvm::Expected<Program::GpuLowered> Program::lowerToGpu(SpecializedFunction &fn,
         }
         if (gm == into) continue;
         if (Operation *existing = intoSymbols.lookup(sym.getNameAttr())) {
-          auto a = dyn_cast<SymbolOpInterface>(existing);
-          if (a && a.isDeclaration() && sym.isDeclaration()) continue;
+          auto a = dyn_cast<LLVM::LLVMFuncOp>(existing), b = dyn_cast<LLVM::LLVMFuncOp>(&o);
+          if (a && b && a.isExternal() && b.isExternal() && a.getFunctionType() == b.getFunctionType()) continue;
           return fail(&o, "merge kernels that define @" + sym.getName() + " twice");
         }
         o.moveBefore(into.getBody(), into.getBody()->end());

@@ -197,8 +197,12 @@ def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
     contiguous (static shape) becomes loops over the outer dimensions moving
     the innermost one in whole vectors (or linalg.copy loops when it has no
     power-of-two vector divisor), instead of a call of the element-by-element
-    `memrefCopy`. Contiguous copies stay memref.copy (one memcpy).
+    `memrefCopy`. Contiguous copies stay memref.copy (one memcpy). With
+    `as-linalg`, every strided copy becomes linalg.copy (for the GPU).
   }];
+  let options = [
+    Option<"asLinalg", "as-linalg", "bool", "false", "strided copies become linalg.copy, never vector loops">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::vector::VectorDialect", "mlir::ub::UBDialect"];
 }

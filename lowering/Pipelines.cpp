@@ -57,14 +57,15 @@ std::vector<PipelineStage> gpuPipelineStages(const CpuTuning &cpu, const GpuTuni
   return {
       cpuStages[0],  // kiln-tosa-to-linalg
       cpuStages[2],  // kiln-bufferize
-      // Every linalg op becomes parallel loops (reductions stay sequential
-      // inside a thread), flattened and tiled into blocks of threads, then
+      // Every linalg op (strided copies too) becomes parallel loops
+      // (reductions stay sequential
+      // inside a thread), views fold into the loads and stores, loops are flattened and tiled into blocks of threads, then
       // outlined into one kernel per loop nest (no canonicalize between
       // tiling and mapping: it merges the block and thread loops back into
       // one); gpu-launch-sink-index-
       // computations keeps constants out of the kernels' parameters.
       {"kiln-gpu-map",
-       "builtin.module(func.func(convert-linalg-to-parallel-loops,kiln-gpu-tile-parallel{" + gpu.passOptions() +
+       "builtin.module(kiln-strided-copies{as-linalg},func.func(convert-linalg-to-parallel-loops,fold-memref-alias-ops,kiln-gpu-tile-parallel{" + gpu.passOptions() +
            "},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"},
       // Kernels take one pointer per memref (bare-pointer convention).

@@ -7,7 +7,9 @@
 // over the outer dimensions that move the innermost one in whole vectors
 // (vector.transfer_read/write; no work left for LLVM's loop vectorizer),
 // or linalg.copy loops when the innermost size has no power-of-two vector
-// divisor. Contiguous copies stay memref.copy (one memcpy).
+// divisor. Contiguous copies stay memref.copy (one memcpy). With
+// `as-linalg` (the GPU), every strided copy becomes linalg.copy, whose
+// parallel loops become threads.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -35,6 +37,7 @@ bool contiguous(Type t) {
 }
 
 struct StridedCopies : impl::KilnStridedCopiesBase<StridedCopies> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp op) {
@@ -50,7 +53,7 @@ struct StridedCopies : impl::KilnStridedCopiesBase<StridedCopies> {
       Type elem = type.getElementType();
       int64_t inner = type.getShape().back();
       int64_t width = 0;
-      if (elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0)
+      if (!asLinalg && elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0)
         for (int64_t w = 512 / elem.getIntOrFloatBitWidth(); w >= 2 && !width; w /= 2)
           if (inner % w == 0) width = w;
       if (!width) {
