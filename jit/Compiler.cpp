@@ -184,9 +184,9 @@ llvm::Error Compiler::link(CompiledFunction &out) {
   std::vector<std::shared_ptr<LoadedCode>> code;
   for (size_t i = 0; i < out.objects.size(); ++i) {
     auto loaded = target_->load(out.objects[i], out.function + "." + std::to_string(i));
-    if (!loaded)
-      return error(ErrorCode::kCompileFailed, "@%s: loading object %zu failed: %s", out.function.c_str(), i,
-                   llvm::toString(loaded.takeError()).c_str());
+    if (!loaded)  // keeps the code: no GPU stays "unavailable"
+      return withContext(loaded.takeError(),
+                         "@" + out.function + ": loading object " + std::to_string(i) + " failed: ");
     code.push_back(std::move(*loaded));
   }
   out.launches_.assign(out.plan.steps.size(), Launch());

@@ -1,0 +1,376 @@
+// The NVIDIA GPU target.
+//   GpuCompile.*  need no GPU: clusters lower to kernels and a launch plan,
+//                 PTX for sm_90 that ptxas assembles, objects that survive
+//                 the cache's bytes and reject damage.
+//   GpuDevice.* / GpuRun.*  need a GPU and skip without one (GTEST_SKIP
+//                 with the reason): the CUDA device runtime, and models run on
+//                 the GPU against the host's results.
+//   GpuRuntime.*  what a user without a GPU sees.
+#include "api/Kiln.h"
+#include "jit/GpuTarget.h"
+#include "lowering/Program.h"
+#include "runtime/Error.h"
+#include "tests/TestUtil.h"
+#include "tools/models/BuiltinModels.h"
+
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/CudaDevice.h"
+#endif
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+
+#include <cstring>
+
+using namespace kiln;
+
+namespace {
+
+/// The GPU tests' reason to skip, or "" when a GPU is present.
+std::string noGpu() {
+#if KILN_HAVE_CUDA
+  std::string why;
+  if (cuda::gpuAvailable(&why)) return "";
+  return why;
+#else
+  return "kiln was built without the CUDA toolkit";
+#endif
+}
+#define SKIP_WITHOUT_GPU()                                       \
+  do {                                                           \
+    std::string why = noGpu();                                   \
+    if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;         \
+  } while (0)
+
+struct Compiled {
+  jit::GpuObject object;
+  std::vector<char> bytes;
+};
+
+/// `mlir`'s @main specialized to its static types and compiled whole for
+/// the GPU (no partitioning: every op on the GPU).
+Compiled compileForGpu(const char *mlir, const std::string &arch = "sm_90") {
+  auto program = KILN_TAKE(lowering::Program::parse(mlir, "gpu-test.mlir"));
+  if (!program) return {};
+  std::vector<TensorType> types;
+  for (const auto &a : program->functions().front().args) types.push_back(a.type);
+  lowering::StageTimes times;
+  auto fn = KILN_TAKE(program->specialize("main", types, times));
+  if (!fn) return {};
+  jit::GpuTargetOptions options;
+  options.arch = arch;
+  auto target = KILN_TAKE(jit::GpuTarget::create(options));
+  if (!target) return {};
+  auto object = KILN_TAKE(target->compile(*program, *fn, times));
+  if (object.bytes.empty()) return {};
+  Compiled c;
+  c.bytes.assign(object.bytes.begin(), object.bytes.end());
+  auto parsed = KILN_TAKE(jit::GpuObject::parse(object.bytes));
+  c.object = std::move(parsed);
+  return c;
+}
+
+bool hasPtxas() {
+  return llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas") || bool(llvm::sys::findProgramByName("ptxas"));
+}
+
+const char *kElementwise = R"mlir(
+func.func @main(%a: tensor<4x1000xf32>, %b: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
+  %0 = tosa.add %a, %b : (tensor<4x1000xf32>, tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  %1 = tosa.clamp %0 {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  %2 = tosa.exp %1 : (tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  return %2 : tensor<4x1000xf32>
+})mlir";
+
+const char *kMatmulBias = R"mlir(
+func.func @main(%a: tensor<1x64x96xf32>, %b: tensor<1x96x48xf32>, %bias: tensor<1x1x48xf32>) -> tensor<1x64x1xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %b, %z, %z : (tensor<1x64x96xf32>, tensor<1x96x48xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x48xf32>
+  %1 = tosa.add %0, %bias : (tensor<1x64x48xf32>, tensor<1x1x48xf32>) -> tensor<1x64x48xf32>
+  %2 = tosa.reduce_sum %1 {axis = 2 : i32} : (tensor<1x64x48xf32>) -> tensor<1x64x1xf32>
+  return %2 : tensor<1x64x1xf32>
+})mlir";
+
+const char *kSmallConstant = R"mlir(
+func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %c = "tosa.const"() <{values = dense<[[1.0, 2.0, 3.0]]> : tensor<1x3xf32>}> : () -> tensor<1x3xf32>
+  %0 = tosa.mul %a, %c, %s : (tensor<2x3xf32>, tensor<1x3xf32>, tensor<1xi8>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+})mlir";
+
+const char *kConv = R"mlir(
+func.func @main(%x: tensor<1x9x9x5xf32>, %w: tensor<7x3x3x5xf32>, %bias: tensor<7xf32>) -> tensor<1x5x5x7xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x9x9x5xf32>, tensor<7x3x3x5xf32>, tensor<7xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x5x5x7xf32>
+  %1 = tosa.clamp %0 {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<1x5x5x7xf32>) -> tensor<1x5x5x7xf32>
+  return %1 : tensor<1x5x5x7xf32>
+})mlir";
+
+const char *kGather = R"mlir(
+func.func @main(%v: tensor<1x6x4xf32>, %i: tensor<1x3xi32>) -> tensor<1x3x4xf32> {
+  %0 = tosa.gather %v, %i : (tensor<1x6x4xf32>, tensor<1x3xi32>) -> tensor<1x3x4xf32>
+  return %0 : tensor<1x3x4xf32>
+})mlir";
+
+std::string fixShift(const char *mlir) {
+  // tosa.mul's shift operand: a constant i8 zero.
+  std::string s = mlir;
+  size_t at = s.find("  %0 = tosa.mul");
+  if (at != std::string::npos)
+    s.insert(at, "  %s = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n");
+  return s;
+}
+
+}  // namespace
+
+TEST(GpuCompile, ElementwiseChainIsOneKernelInPtxForSm90) {
+  Compiled c = compileForGpu(kElementwise);
+  ASSERT_FALSE(c.bytes.empty());
+  const lowering::GpuPlan &plan = c.object.plan;
+  EXPECT_EQ(c.object.arch, "sm_90");
+  EXPECT_EQ(plan.numArguments, 3u);  // a, b, result
+  EXPECT_EQ(plan.argumentBytes, (std::vector<uint64_t>{16000, 16000, 16000}));
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const lowering::GpuLaunch &l = plan.launches[0];
+  EXPECT_EQ(l.kernel, "kiln_main_k0");
+  // Enough threads for every element, in blocks of 256.
+  EXPECT_EQ(l.block[0], 256u);
+  EXPECT_GE(uint64_t(l.grid[0]) * l.block[0], 4000u);
+  EXPECT_NE(c.object.ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(c.object.ptx.find(".entry kiln_main_k0"), std::string::npos);
+  // libdevice's expf was linked and inlined: no call remains.
+  EXPECT_EQ(c.object.ptx.find("__nv_expf"), std::string::npos);
+  EXPECT_NE(c.object.ptx.find("ex2.approx"), std::string::npos);
+  if (hasPtxas()) {
+    ASSERT_GE(c.object.cubin.size(), 4u) << "ptxas is installed but no cubin was made";
+    EXPECT_EQ(std::memcmp(c.object.cubin.data(), "\x7f" "ELF", 4), 0);
+  }
+  // The object survives the cache's bytes.
+  llvm::SmallVector<char, 0> again = c.object.serialize();
+  EXPECT_EQ(std::vector<char>(again.begin(), again.end()), c.bytes);
+}
+
+TEST(GpuCompile, MatmulBiasAndReductionAreKernelsOverNumberedBuffers) {
+  Compiled c = compileForGpu(kMatmulBias);
+  ASSERT_FALSE(c.bytes.empty());
+  const lowering::GpuPlan &plan = c.object.plan;
+  EXPECT_GE(plan.launches.size(), 3u);  // fill, matmul (+bias), reduction
+  int kernels = 0;
+  for (const lowering::GpuLaunch &l : plan.launches) {
+    if (l.kind != lowering::GpuLaunch::Kind::kKernel) continue;
+    EXPECT_NE(c.object.ptx.find(".entry " + l.kernel), std::string::npos) << l.kernel;
+    ++kernels;
+    for (const lowering::GpuKernelArg &a : l.args)
+      if (a.kind == lowering::GpuKernelArg::Kind::kBuffer) {
+        EXPECT_GE(a.buffer, 0);
+        EXPECT_LT(a.buffer, plan.numBuffers());
+      }
+  }
+  EXPECT_GE(kernels, 3);
+}
+
+TEST(GpuCompile, SmallConstantsAreUploadedOnceAtLoad) {
+  std::string mlir = fixShift(kSmallConstant);
+  Compiled c = compileForGpu(mlir.c_str());
+  ASSERT_FALSE(c.bytes.empty());
+  ASSERT_EQ(c.object.plan.constants.size(), 1u);
+  const std::vector<char> &bytes = c.object.plan.constants[0];
+  ASSERT_EQ(bytes.size(), 12u);
+  float v[3];
+  std::memcpy(v, bytes.data(), sizeof v);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[1], 2.0f);
+  EXPECT_EQ(v[2], 3.0f);
+  bool used = false;
+  for (const lowering::GpuLaunch &l : c.object.plan.launches)
+    for (const lowering::GpuKernelArg &a : l.args) used |= a.buffer == c.object.plan.firstConstant();
+  EXPECT_TRUE(used) << "no kernel reads the constant";
+}
+
+TEST(GpuCompile, PaddedStridedConvCompiles) {
+  Compiled c = compileForGpu(kConv);
+  ASSERT_FALSE(c.bytes.empty());
+  EXPECT_FALSE(c.object.plan.temporaries.empty());  // the padded input
+  EXPECT_GE(c.object.plan.launches.size(), 2u);
+}
+
+TEST(GpuCompile, OutOfRangeIndicesReportFaultsFromTheDevice) {
+  Compiled c = compileForGpu(kGather);
+  ASSERT_FALSE(c.bytes.empty());
+  ASSERT_FALSE(c.object.plan.faultSites.empty());
+  EXPECT_NE(c.object.plan.faultSites[0].find("gpu-test.mlir:3:8: index out of range"), std::string::npos)
+      << c.object.plan.faultSites[0];
+  EXPECT_NE(c.object.ptx.find(lowering::GpuPlan::kFaultWord), std::string::npos);
+  EXPECT_NE(c.object.ptx.find("atom"), std::string::npos);  // the first fault wins
+}
+
+TEST(GpuCompile, OtherArchitecturesGetTheirPtxVersion) {
+  Compiled c = compileForGpu(kElementwise, "sm_100");
+  ASSERT_FALSE(c.bytes.empty());
+  EXPECT_NE(c.object.ptx.find(".target sm_100"), std::string::npos);
+  EXPECT_NE(c.object.ptx.find(".version 8.6"), std::string::npos);
+  jit::GpuTargetOptions bad;
+  bad.arch = "sm_17";
+  std::string msg = test::errorOf(jit::GpuTarget::create(bad));
+  EXPECT_NE(msg.find("sm_17"), std::string::npos) << msg;
+}
+
+TEST(GpuCompile, DamagedObjectsAreErrors) {
+  Compiled c = compileForGpu(kElementwise);
+  ASSERT_FALSE(c.bytes.empty());
+  std::vector<char> b = c.bytes;
+  auto damaged = [](llvm::ArrayRef<char> bytes) {
+    auto o = jit::GpuObject::parse(bytes);
+    if (o) return std::string("accepted");
+    return llvm::toString(o.takeError());
+  };
+  EXPECT_NE(damaged(llvm::ArrayRef<char>(b).take_front(b.size() - 1)).find("damaged"), std::string::npos);
+  EXPECT_NE(damaged(llvm::ArrayRef<char>(b).take_front(10)).find("damaged"), std::string::npos);
+  std::vector<char> magic = b;
+  magic[0] = 'X';
+  EXPECT_NE(damaged(magic).find("damaged"), std::string::npos);
+  // A launch naming a buffer that does not exist.
+  jit::GpuObject o = c.object;
+  o.plan.launches[0].args.back().buffer = 99;
+  llvm::SmallVector<char, 0> bad = o.serialize();
+  EXPECT_NE(damaged(bad).find("does not exist"), std::string::npos);
+}
+
+TEST(GpuRuntime, DeviceOptionsAreChecked) {
+  RuntimeOptions o;
+  o.device = "tpu";
+  std::string msg = test::errorOf(Runtime::create(o));
+  EXPECT_NE(msg.find("expected cpu, cuda or cuda:N"), std::string::npos) << msg;
+  o.device = "cuda";
+  o.gpuArch = "hopper";
+  msg = test::errorOf(Runtime::create(o));
+  EXPECT_NE(msg.find("sm_XY"), std::string::npos) << msg;
+}
+
+TEST(GpuRuntime, WithoutAGpuRunningIsAnUnavailableError) {
+  if (noGpu().empty()) GTEST_SKIP() << "a GPU is present";
+  RuntimeOptions o;
+  o.device = "cuda";
+  o.cacheMode = CacheMode::kOff;
+  auto rt = KILN_TAKE(Runtime::create(o));
+  ASSERT_TRUE(rt);
+  auto m = KILN_TAKE(rt->loadModule(kElementwise));
+  ASSERT_TRUE(m);
+  auto out = m->call("main", {test::randomTensor({4, 1000}, 1), test::randomTensor({4, 1000}, 2)});
+  ASSERT_FALSE(bool(out));
+  Status s = toStatus(out.takeError());
+  EXPECT_EQ(s.code, ErrorCode::kUnavailable) << s.str();
+  EXPECT_TRUE(s.message.find("CUDA") != std::string::npos || s.message.find("GPU") != std::string::npos) << s.str();
+}
+
+#if KILN_HAVE_CUDA
+TEST(GpuDevice, CopiesCallbacksAndTheCachingAllocator) {
+  SKIP_WITHOUT_GPU();
+  auto dev = KILN_TAKE(cuda::CudaDevice::open(0));
+  ASSERT_TRUE(dev);
+  EXPECT_GE(dev->info().computeCapability, 50);
+  std::printf("GPU 0: %s (%s), %zu MiB, driver %d\n", dev->info().name.c_str(), dev->info().arch().c_str(),
+              dev->info().totalMemory >> 20, dev->info().driverVersion);
+  auto host = KILN_TAKE(dev->allocatePinned(1 << 20));
+  auto *p = static_cast<uint32_t *>(host.data());
+  for (uint32_t i = 0; i < (1 << 18); ++i) p[i] = i * 2654435761u;
+  std::vector<uint32_t> want(p, p + (1 << 18));
+  auto a = KILN_TAKE(dev->allocate(1 << 20));
+  auto b = KILN_TAKE(dev->allocate(1 << 20));
+  cuda::CudaStream &s = dev->stream();
+  ASSERT_FALSE(bool(s.copyToDevice(a.ptr(), host.data(), 1 << 20)));
+  ASSERT_FALSE(bool(s.copyOnDevice(b.ptr(), a.ptr(), 1 << 20)));
+  std::memset(host.data(), 0, 1 << 20);
+  ASSERT_FALSE(bool(s.copyToHost(host.data(), b.ptr(), 1 << 20)));
+  std::atomic<bool> called{false};
+  ASSERT_FALSE(bool(s.onComplete([&] { called = true; })));
+  ASSERT_FALSE(bool(s.synchronize()));
+  EXPECT_TRUE(called.load());
+  EXPECT_EQ(std::vector<uint32_t>(p, p + (1 << 18)), want);
+  // Released blocks are reused without the driver.
+  auto before = dev->allocator().stats();
+  CUdeviceptr first = a.ptr();
+  a = cuda::DeviceBuffer();
+  auto c = KILN_TAKE(dev->allocate((1 << 20) - 100));
+  EXPECT_EQ(c.ptr(), first);
+  EXPECT_EQ(dev->allocator().stats().driverAllocations, before.driverAllocations);
+  // Too much memory is an error, not a crash.
+  auto huge = dev->allocate(size_t(1) << 49);
+  ASSERT_FALSE(bool(huge));
+  EXPECT_EQ(toStatus(huge.takeError()).code, ErrorCode::kResourceExhausted);
+}
+
+namespace {
+/// Runs `mlir`'s @main on the host and on the GPU and compares.
+void expectGpuMatchesHost(const std::string &mlir, const std::vector<Tensor> &inputs, double rtol = 1e-4,
+                          double atol = 1e-5) {
+  RuntimeOptions host, gpu;
+  host.cacheMode = gpu.cacheMode = CacheMode::kOff;
+  gpu.device = "cuda";
+  auto hrt = KILN_TAKE(Runtime::create(host));
+  auto grt = KILN_TAKE(Runtime::create(gpu));
+  ASSERT_TRUE(hrt && grt);
+  auto hm = KILN_TAKE(hrt->loadModule(mlir));
+  auto gm = KILN_TAKE(grt->loadModule(mlir));
+  ASSERT_TRUE(hm && gm);
+  auto want = KILN_TAKE(hm->call("main", inputs));
+  for (int run = 0; run < 3; ++run) {  // the first call compiles and loads; later ones reuse
+    auto got = KILN_TAKE(gm->call("main", inputs));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(test::allClose(test::asDoubles(got[i]), test::asDoubles(want[i]), rtol, atol))
+          << "result " << i << ", run " << run;
+  }
+}
+}  // namespace
+
+TEST(GpuRun, ElementwiseMatmulConvMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  expectGpuMatchesHost(kElementwise, {test::randomTensor({4, 1000}, 1), test::randomTensor({4, 1000}, 2)});
+  expectGpuMatchesHost(kMatmulBias, {test::randomTensor({1, 64, 96}, 3), test::randomTensor({1, 96, 48}, 4),
+                                     test::randomTensor({1, 1, 48}, 5)});
+  expectGpuMatchesHost(fixShift(kSmallConstant), {test::randomTensor({2, 3}, 6)});
+  expectGpuMatchesHost(kConv, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
+                               test::randomTensor({7}, 9)});
+}
+
+TEST(GpuRun, OutOfRangeGatherIsAnErrorNamingTheOp) {
+  SKIP_WITHOUT_GPU();
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.device = "cuda";
+  auto rt = KILN_TAKE(Runtime::create(o));
+  ASSERT_TRUE(rt);
+  auto m = KILN_TAKE(rt->loadModule(kGather));
+  ASSERT_TRUE(m);
+  Tensor idx = Tensor::fromVector<int32_t>(DType::i32, {1, 3}, std::vector<int32_t>{0, 5, 2});
+  auto ok = KILN_TAKE(m->call("main", {test::randomTensor({1, 6, 4}, 1), idx}));
+  EXPECT_EQ(ok.size(), 1u);
+  Tensor bad = Tensor::fromVector<int32_t>(DType::i32, {1, 3}, std::vector<int32_t>{0, 6, 2});
+  std::string msg = test::errorOf(m->call("main", {test::randomTensor({1, 6, 4}, 1), bad}));
+  EXPECT_NE(msg.find("index out of range"), std::string::npos) << msg;
+  // The runtime stays usable.
+  auto again = KILN_TAKE(m->call("main", {test::randomTensor({1, 6, 4}, 1), idx}));
+  EXPECT_EQ(again.size(), 1u);
+}
+
+TEST(GpuRun, BuiltinResNet50MatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  const auto *model = models::findBuiltinModel("resnet50");
+  ASSERT_TRUE(model);
+  RuntimeOptions host, gpu;
+  host.cacheMode = gpu.cacheMode = CacheMode::kOff;
+  gpu.device = "cuda";
+  auto hrt = KILN_TAKE(Runtime::create(host));
+  auto grt = KILN_TAKE(Runtime::create(gpu));
+  ASSERT_TRUE(hrt && grt);
+  auto hm = KILN_TAKE(hrt->loadProgram(KILN_TAKE(model->build())));
+  auto gm = KILN_TAKE(grt->loadProgram(KILN_TAKE(model->build())));
+  ASSERT_TRUE(hm && gm);
+  Tensor x = test::randomTensor({1, 224, 224, 3}, 11);
+  auto want = KILN_TAKE(hm->call("main", {x}));
+  auto got = KILN_TAKE(gm->call("main", {x}));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(got[0]), test::asDoubles(want[0]), 1e-3, 1e-4));
+}
+#endif
