@@ -4,6 +4,7 @@
 # MLIR, no LLVM IR/ORC, and nothing of the compile cache, JIT or lowering
 # (kernels/KernelRegistry.h is public: users write kernels against it).
 #   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> tools
+# and the host runtime does not include device runtimes (runtime/cuda).
 # Usage: check_layers.sh [ROOT] (default: this checkout). Exit status 1 and
 # one line per violation when something points up.
 set -euo pipefail
@@ -21,6 +22,12 @@ for dir in "${!level[@]}"; do
     fi
   done < <(grep -HE '^#include "[a-z]+/' -r "$dir" --include='*.h' --include='*.cpp' || true)
 done
+# Device runtimes (runtime/<device>/) sit beside the host runtime: nothing
+# of the host runtime (runtime/*.h, runtime/*.cpp) includes them.
+while IFS= read -r line; do
+  echo "host runtime includes a device runtime: $line"
+  bad=1
+done < <(grep -HE '^#include "runtime/[a-z]+/' runtime/*.h runtime/*.cpp || true)
 # The public API's headers: tensors, futures, options, errors only.
 while IFS= read -r line; do
   echo "public header: $line"

@@ -44,3 +44,12 @@ _node = shutil.which("node") or shutil.which("nodejs")
 if _node:
     config.available_features.add("node")
     config.substitutions.append(("%node", _node))
+
+# The CUDA toolkit's ptxas (optional) assembles generated PTX in tests; a GPU
+# (optional) runs it: without one, tests check the error instead.
+_cuda_bin = "/usr/local/cuda/bin"
+config.environment["PATH"] = os.pathsep.join([config.environment["PATH"], _cuda_bin])
+if shutil.which("ptxas", path=config.environment["PATH"]):
+    config.available_features.add("ptxas")
+if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("gpu")
