@@ -77,7 +77,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     auto spec = program.specialize(function, inputTypes, out->stats.stages, target_->weightLayouts(placement));
     if (!spec) return spec.takeError();
     auto partStart = Clock::now();
-    auto part = program.partition(**spec, placement, oracle, forceKernel);
+    auto part = program.partition(**spec, placement, oracle, forceKernel, target_->anchorsPerCluster());
     if (!part) return part.takeError();
     out->stats.stages.push_back({"partition", msSince(partStart)});
     out->inputTypes = (*part)->inputTypes;

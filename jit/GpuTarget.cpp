@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace kiln::jit {
 
@@ -163,7 +165,8 @@ std::string GpuTarget::description() const { return codegen_->description(); }
 
 std::string GpuTarget::pipelineText() const {
   std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
-                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements);
+                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements) +
+                     " anchors-per-cluster=" + std::to_string(anchorsPerCluster());
   for (const auto &stage : lowering::gpuPipelineStages(lowering::CpuTuning(), options_.tuning))
     text += "\n" + stage.name + ": " + stage.pipeline;
   return text;
@@ -224,6 +227,31 @@ public:
   std::vector<CUfunction> functions;         // by launch (null for copies)
   std::vector<cuda::DeviceBuffer> constants;  // by constant
   CUdeviceptr faultWord = 0;
+
+  /// Device copies of the steps' constant inputs (weights), made on first
+  /// use. The host tensor is kept, so its address stays its own.
+  struct Weight {
+    Tensor host;
+    cuda::DeviceBuffer device;
+  };
+  std::mutex weightsMu;
+  std::map<const void *, Weight> weights;
+
+  /// The device copy of `t`, uploading it the first time (waits for the
+  /// copy: once per weight).
+  llvm::Expected<CUdeviceptr> weight(const Tensor &t) {
+    std::lock_guard<std::mutex> lock(weightsMu);
+    auto it = weights.find(t.rawData());
+    if (it != weights.end()) return it->second.device.ptr();
+    auto b = device->allocate(t.byteSize());
+    if (!b) return b.takeError();
+    cuda::CudaStream &s = device->stream();
+    if (auto err = s.copyToDevice(b->ptr(), t.rawData(), t.byteSize())) return std::move(err);
+    if (auto err = s.synchronize()) return std::move(err);
+    CUdeviceptr p = b->ptr();
+    weights.emplace(t.rawData(), Weight{t, std::move(*b)});
+    return p;
+  }
   llvm::Expected<void *> lookup(llvm::StringRef) const override { return const_cast<GpuCode *>(this); }
 };
 
@@ -294,20 +322,32 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     if (auto err = dev.makeCurrent()) return err;
     // Device memory for this run (from the caching allocator: no driver call
     // in steady state), released when the stream is done with it.
+    // Weights stay on the device from their first use on.
     auto run = std::make_shared<GpuRun>();
-    for (uint64_t bytes : plan.argumentBytes) {
-      auto b = dev.allocate(bytes);
+    std::vector<CUdeviceptr> ptrs(size_t(plan.numBuffers()), 0);
+    std::vector<bool> uploaded(plan.numArguments, false);
+    for (unsigned i = 0; i < ctx.numInputs(); ++i)
+      if (const Tensor *w = ctx.constantInput(i)) {
+        auto p = code->weight(*w);
+        if (!p) return p.takeError();
+        ptrs[i] = *p;
+        uploaded[i] = true;
+      }
+    for (unsigned i = 0; i < plan.numArguments; ++i) {
+      if (uploaded[i]) continue;
+      auto b = dev.allocate(plan.argumentBytes[i]);
       if (!b) return b.takeError();
+      ptrs[i] = b->ptr();
       run->buffers.push_back(std::move(*b));
     }
-    for (uint64_t bytes : plan.temporaries) {
-      auto b = dev.allocate(bytes);
+    for (size_t t = 0; t < plan.temporaries.size(); ++t) {
+      auto b = dev.allocate(plan.temporaries[t]);
       if (!b) return b.takeError();
+      ptrs[size_t(plan.firstTemporary()) + t] = b->ptr();
       run->buffers.push_back(std::move(*b));
     }
-    std::vector<CUdeviceptr> ptrs;
-    for (const cuda::DeviceBuffer &b : run->buffers) ptrs.push_back(b.ptr());
-    for (const cuda::DeviceBuffer &b : code->constants) ptrs.push_back(b.ptr());
+    for (size_t c = 0; c < code->constants.size(); ++c)
+      ptrs[size_t(plan.firstConstant()) + c] = code->constants[c].ptr();
 
     // Pinned staging for the step's inputs and outputs and the fault word.
     size_t stagingBytes = 0;
@@ -322,7 +362,7 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     run->staging = std::move(*staging);
     char *pinned = static_cast<char *>(run->staging.data());
     for (unsigned i = 0; i < ctx.numInputs(); ++i)
-      std::memcpy(pinned + run->stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
+      if (!uploaded[i]) std::memcpy(pinned + run->stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
     std::memset(pinned + run->faultOffset, 0, sizeof(int64_t));
     std::vector<void *> outputs;
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
@@ -331,8 +371,9 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     StepCompletion done = ctx.defer();
     auto enqueue = [&]() -> llvm::Error {
       for (unsigned i = 0; i < ctx.numInputs(); ++i)
-        if (auto err = stream.copyToDevice(ptrs[i], pinned + run->stagingOffset[i], plan.argumentBytes[i]))
-          return err;
+        if (!uploaded[i])
+          if (auto err = stream.copyToDevice(ptrs[i], pinned + run->stagingOffset[i], plan.argumentBytes[i]))
+            return err;
       if (code->faultWord)
         if (auto err = stream.zero(code->faultWord, sizeof(int64_t))) return err;
       std::vector<uint64_t> scalars;

@@ -38,6 +38,9 @@ public:
   std::string description() const override;
   std::string pipelineText() const override;
   StepKind stepKind() const override { return StepKind::kJit; }
+  /// Whole connected JIT subgraphs per step: their intermediates never
+  /// leave the device.
+  int64_t anchorsPerCluster() const override { return 0; }
   llvm::Expected<TargetObject> compile(lowering::Program &program, lowering::SpecializedFunction &cluster,
                                        lowering::StageTimes &times) override;
   std::string entrySymbol() const override { return "kiln_gpu_plan"; }

@@ -59,6 +59,10 @@ public:
   /// Identifies the pipeline and its options (hashed into cache keys).
   virtual std::string pipelineText() const = 0;
   virtual StepKind stepKind() const = 0;
+  /// Most anchor ops (convs, matmuls, pooling) per JIT cluster: 1 on the
+  /// host (each kernel compiles on its own, in parallel), 0 (no limit) on a
+  /// device, where one cluster keeps its intermediates in device memory.
+  virtual int64_t anchorsPerCluster() const { return 1; }
   /// The layouts this target wants weights stored in, given the per-op
   /// placement (hoisting packs them once; see lowering::WeightLayouts).
   virtual lowering::WeightLayouts weightLayouts(const ops::PlacementOptions &) const { return {}; }

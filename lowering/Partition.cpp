@@ -106,7 +106,7 @@ std::string stringAttr(Operation *op, llvm::StringRef name) {
 
 llvm::Expected<std::unique_ptr<PartitionedFunction>>
 Program::partition(SpecializedFunction &spec, const PlacementOptions &options, const KernelOracle &oracle,
-                   const std::set<std::string> &forceKernel) {
+                   const std::set<std::string> &forceKernel, int64_t anchorsPerCluster) {
   std::lock_guard<std::mutex> lock(impl->mu);
   if (!spec.impl || !spec.impl->module)
     return error(ErrorCode::kInternal, "@%s was already lowered", spec.function.c_str());
@@ -114,7 +114,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
         PassManager pm(impl->ctx.get());
         pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle));
-        pm.addPass(createKilnOutlineClusters());
+        pm.addPass(createKilnOutlineClusters(KilnOutlineClustersOptions{anchorsPerCluster}));
         return pm.run(module);
       }))
     return std::move(err);

@@ -116,10 +116,11 @@ public:
   /// the same text here get the same code (the cache key's graph part).
   llvm::Expected<std::string> canonicalGraph(llvm::StringRef function);
   /// Places every op of `fn` on JIT or a kernel and outlines JIT clusters
-  /// (see Partition.h); consumes `fn`'s MLIR.
+  /// of at most `anchorsPerCluster` anchor ops each (0 = no limit; see
+  /// Partition.h); consumes `fn`'s MLIR.
   llvm::Expected<std::unique_ptr<PartitionedFunction>>
   partition(SpecializedFunction &fn, const ops::PlacementOptions &options, const KernelOracle &kernels,
-            const std::set<std::string> &forceKernel);
+            const std::set<std::string> &forceKernel, int64_t anchorsPerCluster = 1);
 
   /// How many times MLIR pipelines ran (specializations + lowerings).
   uint64_t pipelineRuns() const;

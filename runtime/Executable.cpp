@@ -15,6 +15,11 @@ void *StepContext::out(unsigned i) const { return buffers_[step_->outputs[i]]; }
 unsigned StepContext::numInputs() const { return unsigned(step_->inputs.size()); }
 unsigned StepContext::numOutputs() const { return unsigned(step_->outputs.size()); }
 const std::string &StepContext::stepName() const { return step_->name; }
+const Tensor *StepContext::constantInput(unsigned i) const {
+  if (!bufferDescs_) return nullptr;
+  const BufferDesc &d = (*bufferDescs_)[size_t(step_->inputs[i])];
+  return d.kind == BufferKind::kConstant ? &d.constant : nullptr;
+}
 
 /// A deferred step: finishes when both the step function has returned and
 /// the completion has been called (`count` from 2 to 0).
@@ -199,6 +204,7 @@ void Executable::runFrom(Execution *ex, int step) const {
     }
     StepContext ctx(s, ex->buffers.data(), *ex->executor);
     ctx.exe_ = this;
+    ctx.bufferDescs_ = &buffers_;
     ctx.execution_ = ex;
     ctx.stepId_ = step;
     bool traced = ex->executor->tracing();

@@ -43,6 +43,7 @@ enum class BufferKind : uint8_t { kInput, kConstant, kIntermediate, kOutput };
 enum class StepKind : uint8_t { kJit, kKernel, kCopy, kOther };
 
 struct StepDesc;
+struct BufferDesc;
 struct DeferredStep;
 class Executable;
 
@@ -71,6 +72,10 @@ public:
   unsigned numOutputs() const;
   const std::string &stepName() const;
   HostExecutor &executor() const { return *executor_; }
+  /// The value of input `i` when it is a constant (a weight bound to the
+  /// executable: the same bytes on every run), else null. Device steps keep
+  /// their copies of constants.
+  const Tensor *constantInput(unsigned i) const;
 
   /// For steps whose work finishes after the step function returns (work
   /// enqueued on a device): the step is done, and its successors may run,
@@ -89,6 +94,7 @@ private:
   HostExecutor *executor_;
   // Set by Executable::runFrom so that defer() can hand out a completion.
   const Executable *exe_ = nullptr;
+  const std::vector<BufferDesc> *bufferDescs_ = nullptr;
   void *execution_ = nullptr;  // Executable::Execution
   int stepId_ = -1;
   mutable std::shared_ptr<DeferredStep> deferred_;
