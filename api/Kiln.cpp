@@ -111,6 +111,7 @@ struct Module::Impl {
   std::shared_ptr<jit::CompileService> service;
   std::shared_ptr<HostExecutor> executor;
   std::unique_ptr<lowering::Program> program;
+  double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
   // (function, signature) -> code; read-mostly: the call fast path.
   mutable std::shared_mutex tableMu;
   llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>
@@ -144,6 +145,7 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   auto impl = std::make_unique<Module::Impl>();
   impl->service = service_;
   impl->executor = executor_;
+  impl->callTimeoutSeconds = options_.callTimeoutSeconds;
   impl->program = std::move(program);
   return std::unique_ptr<Module>(new Module(std::move(impl)));
 }
@@ -220,6 +222,10 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm:
                                    {}});
   ExecuteOptions opts;
   opts.runFirstStepInline = inlineFirstStep;
+  if (!cancel && impl_->callTimeoutSeconds > 0) {
+    cancel = std::make_shared<CancellationToken>();
+    cancel->setTimeout(std::chrono::nanoseconds(int64_t(impl_->callTimeoutSeconds * 1e9)));
+  }
   opts.cancel = cancel;
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
   if (Impl::Compiled fn = impl_->find(function, sig))  // fast path: no MLIR, no strings, a shared lock

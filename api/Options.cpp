@@ -68,6 +68,9 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   if (o.maxVectorBits != 0 && o.maxVectorBits != 128 && o.maxVectorBits != 256 && o.maxVectorBits != 512)
     return error(ErrorCode::kInvalidArgument, "maximum vector width %d bits: expected 128, 256 or 512",
                  o.maxVectorBits);
+  if (!(o.callTimeoutSeconds >= 0) || o.callTimeoutSeconds > 1e9)
+    return error(ErrorCode::kInvalidArgument, "call timeout %g s: expected 0 (none) or a positive number of seconds",
+                 o.callTimeoutSeconds);
   if (o.device.empty()) {
     const char *d = env("KILN_DEVICE");
     o.device = d ? d : "cpu";

@@ -76,6 +76,12 @@ struct RuntimeOptions {
   /// + `perf inject --jit`) and with GDB's JIT interface, each kernel under
   /// its own name ("kiln.main.cluster3"). Unset = $KILN_PERF=1, else off.
   std::optional<bool> jitSymbols;
+  /// Longest a call may run, in seconds (0 = no limit): its execution is
+  /// cancelled at the deadline (between steps, and inside loops of unknown
+  /// length) and the call returns a "cancelled" error saying the deadline
+  /// passed; the runtime stays usable. Compiling a first call is not
+  /// interrupted. Calls given their own CancellationToken use its deadline.
+  double callTimeoutSeconds = 0;
   /// Where JIT-compiled code runs: "cpu" (the host), or "cuda" / "cuda:N"
   /// (NVIDIA GPU N; handwritten kernels stay on the host). "" = $KILN_DEVICE,
   /// else cpu. Compiling for a GPU needs none; running without one is an

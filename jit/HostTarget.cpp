@@ -129,11 +129,18 @@ llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm
     for (unsigned i = 0; i < ctx.numInputs(); ++i) buffers.push_back(ctx.in(i));
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) buffers.push_back(ctx.out(i));
     takeFault();
+    const CancellationToken *cancel = ctx.cancellation();
     {
       HostExecutor::ParallelScope scope(ctx.executor());  // parallel tiles on this runtime's arena
+      CancelScope cancelScope(cancel);                    // loops of unknown length can stop
       fn(buffers.data());
     }
-    return faultError(takeFault(), sites);
+    if (auto err = faultError(takeFault(), sites)) return err;
+    // A loop may have left early: the step's outputs are not its results.
+    if (cancel && cancel->cancelled())
+      return error(ErrorCode::kCancelled, "execution %s while it ran",
+                   cancel->deadlineExceeded() ? "stopped: deadline exceeded" : "cancelled");
+    return llvm::Error::success();
   };
   return l;
 }

@@ -1,5 +1,6 @@
 #include "jit/RuntimeSymbols.h"
 
+#include "runtime/Executable.h"
 #include "runtime/Executor.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -14,6 +15,12 @@
 namespace kiln::jit {
 namespace {
 thread_local int64_t tlsFault = 0;  // first fault's site + 1
+thread_local const CancellationToken *tlsCancel = nullptr;  // the running step's call
+
+/// Generated loops of unknown length ask this at each iteration
+/// (lowering/CancelPoints.cpp): non-zero = the call was cancelled or its
+/// deadline passed.
+extern "C" int64_t kiln_cancel_requested() { return tlsCancel && tlsCancel->cancelled() ? 1 : 0; }
 extern "C" void kiln_report_fault(int64_t site) {
   if (!tlsFault) tlsFault = site + 1;
 }
@@ -135,6 +142,9 @@ int64_t takeFault() {
   return f;
 }
 
+CancelScope::CancelScope(const CancellationToken *token) : saved_(tlsCancel) { tlsCancel = token; }
+CancelScope::~CancelScope() { tlsCancel = saved_; }
+
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
   static const std::vector<std::pair<const char *, void *>> symbols = {
       // Parallel loops of generated code run on the executor's TBB arena.
@@ -147,6 +157,8 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
       {"aligned_alloc", reinterpret_cast<void *>(&kiln_jit_aligned_alloc)},
       // Faults of guarded divisions and index accesses (kiln-guard-traps).
       {"kiln_report_fault", reinterpret_cast<void *>(&kiln_report_fault)},
+      // Cancellation and deadlines in loops of unknown length (kiln-cancel-points).
+      {"kiln_cancel_requested", reinterpret_cast<void *>(&kiln_cancel_requested)},
   };
   return symbols;
 }

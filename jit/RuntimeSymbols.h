@@ -6,6 +6,10 @@
 #include <utility>
 #include <vector>
 
+namespace kiln {
+class CancellationToken;
+}
+
 namespace kiln::jit {
 /// (name, address) pairs; stable for the life of the process.
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols();
@@ -16,4 +20,17 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols();
 /// forwarded to the thread that launched them, so the launcher sees its own
 /// step's faults.
 int64_t takeFault();
+
+/// While alive, generated code on this thread sees `token` through
+/// kiln_cancel_requested (the host launcher sets it around each step).
+class CancelScope {
+public:
+  explicit CancelScope(const CancellationToken *token);
+  ~CancelScope();
+  CancelScope(const CancelScope &) = delete;
+  CancelScope &operator=(const CancelScope &) = delete;
+
+private:
+  const CancellationToken *saved_;
+};
 }  // namespace kiln::jit

@@ -29,6 +29,9 @@ std::unique_ptr<mlir::Pass> createKilnPlaceOps(const ops::PlacementOptions &mode
 /// module attribute listing the fault sites' messages, by site id.
 inline constexpr llvm::StringLiteral kFaultSymbol = "kiln_report_fault";
 inline constexpr llvm::StringLiteral kFaultSitesAttr = "kiln.fault_sites";
+/// What generated loops call to learn that their call was cancelled
+/// (kiln-cancel-points): `int64_t kiln_cancel_requested(void)`, non-zero = stop.
+inline constexpr llvm::StringLiteral kCancelSymbol = "kiln_cancel_requested";
 
 /// Prefix of the functions kiln-outline-clusters creates.
 inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";

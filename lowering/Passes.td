@@ -252,4 +252,17 @@ def KilnGpuTileParallel : Pass<"kiln-gpu-tile-parallel", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect", "mlir::affine::AffineDialect"];
 }
 
+
+def KilnCancelPoints : Pass<"kiln-cancel-points", "mlir::ModuleOp"> {
+  let summary = "Loops of unknown trip count stop when their call is cancelled";
+  let description = [{
+    Every scf.while (tosa.while_loop after tosa-to-scf) also leaves its
+    loop when `kiln_cancel_requested()` returns non-zero: the call's
+    cancellation token was cancelled or its deadline passed. The runtime
+    then reports the step as cancelled, so a loop that never ends can be
+    stopped and the runtime stays usable.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif

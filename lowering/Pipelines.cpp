@@ -21,11 +21,12 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
       // reported faults, never signals or stray accesses.
       // kiln-fuse-elementwise: linalg-fuse-elementwise-ops with a bound on the
       // fused body (linear compile time on long chains).
+      // kiln-cancel-points: while loops stop when their call is cancelled.
       // convert-elementwise-to-linalg: tosa-to-arith leaves arith ops on
       // tensors (a tensor-level tosa.apply_scale), which bufferization cannot take.
       {"kiln-tosa-to-linalg",
        "builtin.module(func.func(tosa-optional-decompositions),"
-       "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),"
+       "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),kiln-cancel-points,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
        "convert-elementwise-to-linalg),"
        "canonicalize,func.func(kiln-fuse-elementwise),canonicalize,cse,kiln-guard-traps)"},

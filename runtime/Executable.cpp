@@ -92,6 +92,10 @@ struct Executable::Execution {
   }
 };
 
+const CancellationToken *StepContext::cancellation() const {
+  return execution_ ? static_cast<Executable::Execution *>(execution_)->cancel.get() : nullptr;
+}
+
 Executable::~Executable() {
   for (Execution *ex : pool_) delete ex;
 }
@@ -195,7 +199,12 @@ void Executable::runFrom(Execution *ex, int step) const {
     const StepDesc &s = steps_[step];
     const Status *error = ex->poison[step].load(std::memory_order_acquire);
     if (!error && ex->cancel && ex->cancel->cancelled())
-      error = ex->recordError(Status{ErrorCode::kCancelled, "execution cancelled before step '" + s.name + "'", {}});
+      error = ex->recordError(Status{ErrorCode::kCancelled,
+                                     std::string("execution ") +
+                                         (ex->cancel->deadlineExceeded() ? "stopped: deadline exceeded"
+                                                                         : "cancelled") +
+                                         " before step '" + s.name + "'",
+                                     {}});
     int next = -1;
     if (error) {
       finishStep(ex, step, error, next);

@@ -44,6 +44,7 @@ enum class StepKind : uint8_t { kJit, kKernel, kCopy, kOther };
 
 struct StepDesc;
 struct BufferDesc;
+class CancellationToken;
 struct DeferredStep;
 class Executable;
 
@@ -76,6 +77,9 @@ public:
   /// executable: the same bytes on every run), else null. Device steps keep
   /// their copies of constants.
   const Tensor *constantInput(unsigned i) const;
+  /// The execution's cancellation token, or null: long-running steps check
+  /// it (generated loops do, through jit's kiln_cancel_requested).
+  const CancellationToken *cancellation() const;
 
   /// For steps whose work finishes after the step function returns (work
   /// enqueued on a device): the step is done, and its successors may run,
@@ -129,14 +133,36 @@ struct BufferDesc {
   llvm::SmallVector<int, 2> consumers;
 };
 
-/// Cancels executions that were given this token; thread-safe.
+/// Cancels executions that were given this token, now (cancel()) or at a
+/// deadline; thread-safe. Executions check it before each step, and
+/// generated loops whose trip count is not known (tosa.while_loop) at each
+/// iteration, so a call that never ends can still be stopped.
 class CancellationToken {
 public:
   void cancel() { cancelled_.store(true, std::memory_order_release); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  /// Cancels once `deadline` has passed (steady clock).
+  void setDeadline(std::chrono::steady_clock::time_point deadline) {
+    deadlineNs_.store(std::max<int64_t>(1, deadline.time_since_epoch() / std::chrono::nanoseconds(1)),
+                      std::memory_order_release);
+  }
+  /// Cancels `timeout` from now.
+  void setTimeout(std::chrono::nanoseconds timeout) { setDeadline(std::chrono::steady_clock::now() + timeout); }
+  bool cancelled() const {
+    if (cancelled_.load(std::memory_order_acquire)) return true;
+    return deadlineExceeded();
+  }
+  bool deadlineExceeded() const {
+    int64_t d = deadlineNs_.load(std::memory_order_acquire);
+    return d && std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1) >= d;
+  }
+  /// "cancelled" or "deadline exceeded", for errors.
+  const char *reason() const {
+    return cancelled_.load(std::memory_order_acquire) ? "cancelled" : "deadline exceeded";
+  }
 
 private:
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> deadlineNs_{0};  // 0 = none
 };
 
 struct ExecuteOptions {

@@ -72,6 +72,7 @@ struct CommonOptions {
   std::string dumpIR;     // --dump-ir DIR
   std::string device;     // --device cpu|cuda[:N]
   std::string gpuArch;    // --gpu-arch sm_90
+  double timeout = 0;     // --timeout SEC: the whole run (first call and iterations)
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
@@ -222,7 +223,26 @@ int runCommand(const std::string &model, const std::string &function,
   std::unique_ptr<kiln::Profiler> profiler;
   if (profileDir) profiler = std::make_unique<kiln::Profiler>(**rt);
   auto t0 = Clock::now();
-  auto result = (*module)->call(function, inputs);
+  // --timeout: one deadline for the whole run; a call past it is cancelled
+  // (between steps and inside loops of unknown length).
+  auto token = std::make_shared<kiln::CancellationToken>();
+  if (common.timeout > 0) token->setDeadline(t0 + std::chrono::nanoseconds(int64_t(common.timeout * 1e9)));
+  auto call = [&]() -> llvm::Expected<std::vector<kiln::Tensor>> {
+    std::vector<kiln::Tensor> out;
+    for (auto &f : (*module)->callAsync(function, inputs, token)) {
+      auto v = f.awaitValue();
+      if (!v) return v.takeError();
+      out.push_back(std::move(*v));
+    }
+    return out;
+  };
+  auto timedOut = [&](int done) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "--timeout %g s passed after %d of %d iterations", common.timeout, done,
+                  iterations);
+    return fail(msg);
+  };
+  auto result = call();
   double firstMs = msSince(t0);
   if (!result) return fail(llvm::toString(result.takeError()));
   auto compiled = (*module)->compile(function, types);
@@ -230,9 +250,14 @@ int runCommand(const std::string &model, const std::string &function,
 
   std::vector<double> times;
   for (int i = 0; i < iterations; ++i) {
+    if (token->cancelled()) return timedOut(i);
     auto t1 = Clock::now();
-    auto r = (*module)->call(function, inputs);
+    auto r = call();
     times.push_back(msSince(t1));
+    if (!r && token->cancelled()) {  // the deadline passed during this call
+      llvm::consumeError(r.takeError());
+      return timedOut(i);
+    }
     if (!r) return fail(llvm::toString(r.takeError()));
   }
   std::sort(times.begin(), times.end());
@@ -450,6 +475,12 @@ int main(int argc, char **argv) {
     cmd->add_option("--gpu-arch", common.gpuArch, "GPU architecture to compile for, e.g. sm_90 (default: the GPU's)");
   };
   addCommon(run);
+  auto addTimeout = [&](CLI::App *cmd) {
+    cmd->add_option("--timeout", common.timeout,
+                    "stop after SEC seconds (the first call and all iterations; a running call is cancelled)")
+        ->check(CLI::Range(0.0, 1e9));
+  };
+  addTimeout(run);
 
   kiln::tools::ImportOptions importOptions;
   CLI::App *importCmd = app.add_subcommand(
@@ -468,6 +499,7 @@ int main(int argc, char **argv) {
   profile->add_option("--out", profileDir, "write trace.json (Chrome trace events) and kernels.txt here");
   profile->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
   addCommon(profile);
+  addTimeout(profile);
 
   std::vector<std::string> shapes;
   CLI::App *prewarm = app.add_subcommand("prewarm", "compile a model into the persistent cache");

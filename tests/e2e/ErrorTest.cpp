@@ -2,7 +2,9 @@
 // names the problem and where it is, and the runtime stays usable.
 #include "tests/TestRuntime.h"
 
+#include <chrono>
 #include <climits>
+#include <thread>
 
 using namespace kiln;
 
@@ -284,4 +286,57 @@ func.func @main(%a: tensor<?x4xf32>, %b: tensor<4x3xf32>, %lim: tensor<i32>) -> 
   ASSERT_FALSE(bool(limit));
   msg = toStatus(limit.takeError()).message;
   EXPECT_NE(msg.find("assert.mlir:16:3: assertion failed: limit must be positive"), std::string::npos) << msg;
+}
+
+TEST(Errors, CallsThatNeverEndAreStoppedByTheirDeadline) {
+  const std::string path = std::string(KILN_TEST_INPUTS) + "/never_ending.mlir";
+  RuntimeOptions options;
+  options.cacheMode = CacheMode::kOff;
+  options.callTimeoutSeconds = 0.3;
+  auto rt = KILN_TAKE(Runtime::create(options));
+  ASSERT_TRUE(rt);
+  auto m = KILN_TAKE(rt->loadModuleFromFile(path));
+  ASSERT_TRUE(m);
+  Tensor x = Tensor::fromVector<float>(DType::f32, {}, std::vector<float>{1});
+  for (int i = 0; i < 2; ++i) {  // the first call compiles (not interrupted), the second is warm
+    auto start = std::chrono::steady_clock::now();
+    auto out = m->call("main", {x});
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_FALSE(bool(out));
+    Status st = toStatus(out.takeError());
+    EXPECT_EQ(st.code, ErrorCode::kCancelled) << st.str();
+    EXPECT_TRUE(contains(st.message, "deadline exceeded")) << st.str();
+    EXPECT_LT(s, 20.0);
+  }
+  // The runtime and the module stay usable.
+  auto ok = KILN_TAKE(m->call("twice", {f32({4})}));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].data<float>()[3], 6.0f);
+}
+
+TEST(Errors, CancellingARunningCallStopsItsLoop) {
+  const std::string path = std::string(KILN_TEST_INPUTS) + "/never_ending.mlir";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(path));
+  ASSERT_TRUE(m);
+  Tensor x = Tensor::fromVector<float>(DType::f32, {}, std::vector<float>{1});
+  auto token = std::make_shared<CancellationToken>();
+  auto futures = m->callAsync("main", {x}, token);
+  ASSERT_EQ(futures.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(futures[0]->isAvailable()) << "the loop ended by itself";
+  token->cancel();
+  auto out = futures[0].awaitValue();
+  ASSERT_FALSE(bool(out));
+  Status st = toStatus(out.takeError());
+  EXPECT_EQ(st.code, ErrorCode::kCancelled) << st.str();
+  EXPECT_TRUE(contains(st.message, "cancelled")) << st.str();
+  // A deadline on the caller's own token works the same way.
+  auto timed = std::make_shared<CancellationToken>();
+  timed->setTimeout(std::chrono::milliseconds(200));
+  auto again = m->callAsync("main", {x}, timed)[0].awaitValue();
+  ASSERT_FALSE(bool(again));
+  EXPECT_TRUE(contains(llvm::toString(again.takeError()), "deadline exceeded"));
+  RuntimeOptions bad;
+  bad.callTimeoutSeconds = -1;
+  EXPECT_TRUE(contains(test::errorOf(Runtime::create(bad)), "call timeout"));
 }

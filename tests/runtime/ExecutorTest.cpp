@@ -423,6 +423,43 @@ TEST(Executable, CancellationStopsLaunchingSteps) {
   EXPECT_EQ((*exe)->pooledExecutions(), 1u);  // buffers went back to the pool
 }
 
+TEST(Executable, DeadlinesStopLaunchingStepsAndSaySo) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int prev = b.addInput(i64({1}));
+  std::atomic<int> ran{0};
+  auto token = std::make_shared<CancellationToken>();
+  for (int i = 0; i < 20; ++i) {
+    int t = i == 19 ? b.addOutput(i64({1})) : b.addIntermediate(i64({1}));
+    ASSERT_TRUE(bool(b.addStep("s" + std::to_string(i), StepKind::kOther,
+                               [&](const StepContext &ctx) {
+                                 // The clock starts at the first step (a busy
+                                 // machine may start the arena late).
+                                 if (++ran == 1) token->setTimeout(std::chrono::milliseconds(45));
+                                 EXPECT_EQ(ctx.cancellation(), token.get());
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                                 return sumStep(1)(ctx);
+                               },
+                               {prev}, {t})));
+    prev = t;
+  }
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  EXPECT_FALSE(token->cancelled());
+  ExecuteOptions opts;
+  opts.cancel = token;
+  auto r = (*exe)->execute({scalar(0)}, ex, opts)[0].awaitValue();
+  ASSERT_FALSE(bool(r));
+  Status st = toStatus(r.takeError());
+  EXPECT_EQ(st.code, ErrorCode::kCancelled);
+  EXPECT_NE(st.message.find("deadline exceeded before step"), std::string::npos) << st.message;
+  EXPECT_TRUE(token->deadlineExceeded());
+  EXPECT_STREQ(token->reason(), "deadline exceeded");
+  ex.waitIdle();
+  EXPECT_GE(ran.load(), 2);
+  EXPECT_LT(ran.load(), 20);
+}
+
 TEST(Executable, ConcurrentExecutionsHaveTheirOwnBuffers) {
   HostExecutor ex(2);
   ExecutableBuilder b;
