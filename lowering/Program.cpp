@@ -4,6 +4,7 @@
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -68,9 +69,51 @@ llvm::Expected<std::unique_ptr<Program>> Program::parseFile(llvm::StringRef path
   return parse((*buf)->getBuffer(), path);
 }
 
+/// MLIR's parser recurses once per nested bracket, brace or region: a text
+/// nested deeper than this would overflow its stack (a crash, not an
+/// error), so such input is refused before parsing.
+static constexpr int kMaxNesting = 1000;
+
+/// "" when `text` nests (), [] and {} at most kMaxNesting deep, else where
+/// it goes deeper ("line 3, column 9"). String literals and comments do not count.
+static std::string tooDeep(llvm::StringRef text) {
+  int depth = 0, line = 1, column = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      continue;
+    }
+    if (inString) {
+      if (c == '\\') ++i;
+      else if (c == '"') inString = false;
+      continue;
+    }
+    if (c == '"') inString = true;
+    else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      size_t eol = text.find('\n', i);
+      i = (eol == llvm::StringRef::npos ? text.size() : eol) - 1;
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return "line " + std::to_string(line) + ", column " + std::to_string(column);
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
 llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
+  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName)))
+    if (std::string where = tooDeep(source); !where.empty())
+      return error(ErrorCode::kInvalidArgument,
+                   "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
+                   "deeper than MLIR's parser can take",
+                   bufferName.str().c_str(), kMaxNesting, where.c_str());
   std::unique_ptr<Program> p(new Program());
   Impl &I = *p->impl;
   DialectRegistry registry;

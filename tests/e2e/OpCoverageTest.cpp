@@ -13,6 +13,8 @@
 
 #include "llvm/ADT/bit.h"
 #include <array>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -1135,4 +1137,20 @@ TEST(OpTable, EveryDeclaredOpHasACoverageCase) {
     bool used = bodies.find(s.name + " ") != std::string::npos || bodies.find("\"" + s.name + "\"") != std::string::npos;
     EXPECT_TRUE(used) << s.name << " is declared in ops/Ops.def but no op-coverage case uses it";
   }
+}
+
+// The fuzzer's seed corpus (tests/fuzz/corpus): every case as a model file.
+// Regenerate with
+//   KILN_WRITE_CORPUS=tests/fuzz/corpus ./build/tests/kiln_op_tests --gtest_filter=OpCorpus.*
+TEST(OpCorpus, WritesEveryCaseWhenAsked) {
+  const char *dir = std::getenv("KILN_WRITE_CORPUS");
+  if (!dir || !*dir) GTEST_SKIP() << "set KILN_WRITE_CORPUS=DIR to write the fuzzer's seed corpus";
+  int written = 0;
+  for (const Case &c : allCases()) {
+    std::ofstream os(std::string(dir) + "/" + c.name + ".mlir");
+    ASSERT_TRUE(os.good()) << dir;
+    os << "// " << c.name << " (tests/e2e/OpCoverageTest.cpp)\n" << buildFunction(c);
+    ++written;
+  }
+  EXPECT_GT(written, 100);
 }

@@ -1,0 +1,305 @@
+// A mutation fuzzer that keeps kiln from crashing on any model or input
+// (issue 14). Seeds: every op-coverage case (tests/fuzz/corpus), the
+// end-to-end inputs and the built-in mlp and cnn. Each case mutates one seed
+// (byte flips, deleted or repeated spans, swapped lines, truncation, extreme
+// integers, floats and dimensions) and runs it in a forked child: the child
+// loads the model and calls every public function with deterministic random
+// inputs (indices straying out of range, a 2 s deadline per call, no disk
+// cache). Any kiln error is fine; a signal, an abort or a hang is a failure,
+// written with its mutation to $KILN_FUZZ_OUT (default ./fuzz-failures).
+//
+// Budget: $KILN_FUZZ_CASES cases (default 240) or $KILN_FUZZ_SECONDS
+// (default 90), whichever ends first; $KILN_FUZZ_SEED picks the mutations
+// (default 1: CI runs the same cases every time). Two children at a time.
+#include "api/Kiln.h"
+#include "tests/TestUtil.h"
+#include "tools/models/BuiltinModels.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <regex>
+
+using namespace kiln;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+namespace {
+
+int64_t envInt(const char *name, int64_t fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+
+struct Seed {
+  std::string name, text;
+};
+
+std::vector<Seed> loadSeeds() {
+  std::vector<Seed> seeds;
+  auto addDir = [&](const std::string &dir) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+      if (llvm::StringRef(it->path()).ends_with(".mlir")) files.push_back(it->path());
+    std::sort(files.begin(), files.end());  // the same order everywhere
+    for (const std::string &f : files)
+      if (auto buf = llvm::MemoryBuffer::getFile(f))
+        seeds.push_back({llvm::sys::path::filename(f).str(), (*buf)->getBuffer().str()});
+  };
+  addDir(KILN_FUZZ_CORPUS);
+  addDir(KILN_TEST_INPUTS);
+  for (const char *m : {"mlp", "cnn"})
+    if (const auto *model = models::findBuiltinModel(m)) seeds.push_back({m, model->mlir});
+  return seeds;
+}
+
+/// One mutation of `text`, described in `what`.
+std::string mutate(const std::string &text, std::mt19937_64 &rng, std::string &what) {
+  std::string s = text;
+  auto pick = [&](size_t n) { return n ? size_t(rng() % n) : 0; };
+  static const char *kInts[] = {"0", "-1", "1", "2", "3", "7", "255", "256", "65535", "2147483647",
+                                "-2147483648", "4294967296", "9223372036854775807", "-9223372036854775808"};
+  static const char *kFloats[] = {"0x7FC00000", "0x7F800000", "0xFF800000", "-0.0", "1.0e+38", "1.0e-45", "0.0"};
+  static const char *kDims[] = {"0", "1", "2", "3", "17", "100000", "4294967296", "?"};
+  // Mostly changes that keep the text parseable (numbers, dimensions,
+  // floats), so that most cases reach the compiler and the kernels.
+  static const int kKinds[16] = {0, 1, 2, 3, 4, 4, 5, 5, 5, 6, 6, 6, 7, 7, 8, 8};
+  int kind = kKinds[rng() % 16];
+  switch (kind) {
+  case 0: {  // a byte becomes another printable one
+    size_t at = pick(s.size());
+    char c = char(32 + rng() % 95);
+    what = "byte " + std::to_string(at) + " -> '" + std::string(1, c) + "'";
+    if (!s.empty()) s[at] = c;
+    break;
+  }
+  case 1: {  // a span goes
+    size_t at = pick(s.size()), len = 1 + pick(24);
+    what = "delete " + std::to_string(len) + " bytes at " + std::to_string(at);
+    s.erase(at, len);
+    break;
+  }
+  case 2: {  // a span repeats
+    size_t at = pick(s.size()), len = 1 + pick(40);
+    what = "repeat " + std::to_string(len) + " bytes at " + std::to_string(at);
+    s.insert(at, s.substr(at, len));
+    break;
+  }
+  case 3: {  // truncation
+    size_t at = pick(s.size());
+    what = "truncate at " + std::to_string(at);
+    s.resize(at);
+    break;
+  }
+  case 4: case 5: {  // an integer literal becomes an extreme one
+    // Literals only: not the digits of %a0, f32 or 1.5.
+    std::vector<std::pair<size_t, size_t>> ints;
+    std::regex re("(?:^|[^A-Za-z0-9_%#.x])(-?[0-9]+)(?![0-9.A-Za-z_])");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
+      ints.push_back({size_t(it->position(1)), size_t(it->length(1))});
+    if (ints.empty()) break;
+    auto [at, len] = ints[pick(ints.size())];
+    const char *v = kInts[pick(std::size(kInts))];
+    what = "integer '" + s.substr(at, len) + "' at " + std::to_string(at) + " -> " + v;
+    s.replace(at, len, v);
+    break;
+  }
+  case 6: {  // a dimension of a tensor type
+    std::vector<std::pair<size_t, size_t>> dims;
+    std::regex re("(?:<|x)([0-9?]+)(?=x)");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
+      dims.push_back({size_t(it->position(1)), size_t(it->length(1))});
+    if (dims.empty()) break;
+    auto [at, len] = dims[pick(dims.size())];
+    const char *v = kDims[pick(std::size(kDims))];
+    what = "dimension at " + std::to_string(at) + " -> " + v;
+    s.replace(at, len, v);
+    break;
+  }
+  case 7: {  // a float literal becomes NaN, infinity, denormal, ...
+    std::vector<std::pair<size_t, size_t>> floats;
+    std::regex re("-?[0-9]+\\.[0-9]+(e[-+]?[0-9]+)?");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
+      floats.push_back({size_t(it->position()), size_t(it->length())});
+    if (floats.empty()) break;
+    auto [at, len] = floats[pick(floats.size())];
+    const char *v = kFloats[pick(std::size(kFloats))];
+    what = "float at " + std::to_string(at) + " -> " + v;
+    s.replace(at, len, v);
+    break;
+  }
+  default: {  // two lines swap
+    std::vector<size_t> starts = {0};
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] == '\n') starts.push_back(i + 1);
+    if (starts.size() < 3) break;
+    size_t a = pick(starts.size() - 1), b = pick(starts.size() - 1);
+    if (a > b) std::swap(a, b);
+    if (a == b) break;
+    std::string la = s.substr(starts[a], starts[a + 1] - starts[a]);
+    std::string lb = s.substr(starts[b], starts[b + 1] - starts[b]);
+    what = "swap lines " + std::to_string(a + 1) + " and " + std::to_string(b + 1);
+    s = s.substr(0, starts[a]) + lb + s.substr(starts[a + 1], starts[b] - starts[a + 1]) + la +
+        s.substr(starts[b + 1]);
+    break;
+  }
+  }
+  if (what.empty()) what = "unchanged";
+  return s;
+}
+
+Tensor randomInput(const TensorType &type, std::mt19937_64 &rng) {
+  Tensor t = Tensor::empty(type.dtype, type.shape);
+  std::uniform_real_distribution<float> f(-4, 4);
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    float v = f(rng);
+    int64_t iv = int64_t(rng() % 12) - 2;  // indices stray out of range
+    switch (type.dtype) {
+    case DType::f32: t.data<float>()[i] = v; break;
+    case DType::f64: t.data<double>()[i] = v; break;
+    case DType::f16: t.data<uint16_t>()[i] = floatToHalf(v); break;
+    case DType::bf16: t.data<uint16_t>()[i] = floatToBf16(v); break;
+    case DType::i64: t.data<int64_t>()[i] = iv; break;
+    case DType::i32: t.data<int32_t>()[i] = int32_t(iv); break;
+    case DType::i16: t.data<int16_t>()[i] = int16_t(iv); break;
+    case DType::i8: t.data<int8_t>()[i] = int8_t(iv); break;
+    case DType::u8: t.data<uint8_t>()[i] = uint8_t(iv); break;
+    case DType::i1: t.data<uint8_t>()[i] = uint8_t(iv & 1); break;
+    }
+  }
+  return t;
+}
+
+/// Child exit statuses: what happened to a case that did not crash.
+constexpr int kCalled = 0;    // loaded, every function called (results or errors)
+constexpr int kRejected = 3;  // refused at load (parse, verify, unsupported) with an error
+
+/// The child: load and call everything. Returns unless kiln crashes.
+int runCase(const std::string &text, uint64_t seed) {
+  if (!kSanitized) {  // a runaway allocation fails instead of taking the machine
+    struct rlimit lim = {size_t(8) << 30, size_t(8) << 30};
+    setrlimit(RLIMIT_AS, &lim);
+  }
+  RuntimeOptions options;
+  options.cacheMode = CacheMode::kOff;
+  options.threads = 1;
+  options.compileThreads = 1;
+  options.callTimeoutSeconds = 2;
+  options.warnings = [](const std::string &) {};
+  auto rt = Runtime::create(options);
+  if (!rt) return 4;
+  auto m = (*rt)->loadModule(text, "fuzz.mlir");
+  if (!m) {
+    llvm::consumeError(m.takeError());
+    return kRejected;
+  }
+  std::mt19937_64 rng(seed);
+  for (const FunctionSignature &fn : (*m)->functions()) {
+    if (!fn.unsupported.empty()) continue;
+    std::vector<Tensor> inputs;
+    uint64_t bytes = 0;
+    bool ok = true;
+    for (const ArgumentInfo &a : fn.args) {
+      TensorType t = a.type;
+      for (int64_t &d : t.shape)
+        if (d == kDynamic) d = 1 + int64_t(rng() % 3);
+      bytes += t.byteSize();
+      if (t.byteSize() > (64u << 20) || bytes > (128u << 20)) ok = false;
+      if (ok) inputs.push_back(randomInput(t, rng));
+    }
+    if (!ok) continue;
+    auto out = (*m)->call(fn.name, inputs);
+    if (!out) llvm::consumeError(out.takeError());
+  }
+  return kCalled;
+}
+
+}  // namespace
+
+TEST(Fuzz, MutatedModelsNeverCrashOrHang) {
+  std::vector<Seed> seeds = loadSeeds();
+  ASSERT_GT(seeds.size(), 100u) << "seed corpus missing: " << KILN_FUZZ_CORPUS;
+  const int64_t cases = envInt("KILN_FUZZ_CASES", kSanitized ? 60 : 240);
+  const int64_t seconds = envInt("KILN_FUZZ_SECONDS", 90);
+  const uint64_t seed = uint64_t(envInt("KILN_FUZZ_SEED", 1));
+  const int hangSeconds = kSanitized ? 120 : 40;
+  std::string outDir = std::getenv("KILN_FUZZ_OUT") ? std::getenv("KILN_FUZZ_OUT") : "fuzz-failures";
+  std::mt19937_64 rng(seed);
+  auto start = std::chrono::steady_clock::now();
+
+  struct Running {
+    pid_t pid;
+    int64_t index;
+    std::string text, what, seedName;
+  };
+  std::vector<Running> running;
+  int failures = 0, done = 0, called = 0, rejected = 0;
+  auto reap = [&](bool block) {
+    for (size_t i = 0; i < running.size();) {
+      int status = 0;
+      pid_t r = waitpid(running[i].pid, &status, block && i == 0 ? 0 : WNOHANG);
+      if (r == 0) {
+        ++i;
+        continue;
+      }
+      ++done;
+      bool exited = r > 0 && WIFEXITED(status);
+      called += exited && WEXITSTATUS(status) == kCalled;
+      rejected += exited && WEXITSTATUS(status) == kRejected;
+      bool crashed = !exited || (WEXITSTATUS(status) != kCalled && WEXITSTATUS(status) != kRejected);
+      if (crashed) {
+        ++failures;
+        std::string why = r < 0                  ? "lost"
+                          : WIFSIGNALED(status) ? std::string("signal ") + strsignal(WTERMSIG(status))
+                                                : "exit " + std::to_string(WEXITSTATUS(status));
+        llvm::sys::fs::create_directories(outDir);
+        std::string file = outDir + "/case-" + std::to_string(running[i].index) + ".mlir";
+        std::ofstream(file) << "// seed " << running[i].seedName << ", " << running[i].what << ", " << why
+                            << "\n" << running[i].text;
+        ADD_FAILURE() << "case " << running[i].index << " (" << running[i].seedName << ", " << running[i].what
+                      << "): " << why << "; saved as " << file;
+      }
+      running.erase(running.begin() + long(i));
+      block = false;
+    }
+  };
+  int64_t index = 0;
+  for (; index < cases; ++index) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(seconds)) break;
+    const Seed &s = seeds[size_t(rng() % seeds.size())];
+    std::string what;
+    std::string text = mutate(s.text, rng, what);
+    uint64_t inputSeed = rng();
+    while (running.size() >= 2) reap(true);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork: " << strerror(errno);
+    if (pid == 0) {
+      alarm(unsigned(hangSeconds));  // a hang dies of SIGALRM
+      _exit(runCase(text, inputSeed));  // no atexit handlers or static destructors of the parent's state
+    }
+    running.push_back({pid, index, std::move(text), std::move(what), s.name});
+  }
+  while (!running.empty()) reap(true);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("fuzz: %d cases from %zu seeds in %.1f s (seed %llu): %d loaded and called, %d refused at load, "
+              "%d failures\n",
+              done, seeds.size(), secs, (unsigned long long)seed, called, rejected, failures);
+  EXPECT_GT(called, done / 5) << "most mutants never reached a call: the fuzzer tests little";
+}

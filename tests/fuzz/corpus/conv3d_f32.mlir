@@ -1,0 +1,6 @@
+// conv3d_f32 (tests/e2e/OpCoverageTest.cpp)
+func.func @main(%a0: tensor<1x4x5x5x2xf32>, %a1: tensor<3x2x3x3x2xf32>, %a2: tensor<3xf32>) -> (tensor<1x3x5x5x3xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r0 = "tosa.conv3d"(%a0, %a1, %a2, %zp, %zp) <{acc_type = f32, pad = array<i64: 0, 0, 1, 1, 1, 1>, stride = array<i64: 1, 1, 1>, dilation = array<i64: 1, 1, 1>}> : (tensor<1x4x5x5x2xf32>, tensor<3x2x3x3x2xf32>, tensor<3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x5x5x3xf32>
+  return %r0 : tensor<1x3x5x5x3xf32>
+}

@@ -1,0 +1,5 @@
+// greater_f32 (tests/e2e/OpCoverageTest.cpp)
+func.func @main(%a0: tensor<3x37xf32>, %a1: tensor<3x37xf32>) -> (tensor<3x37xi1>) {
+  %r0 = "tosa.greater"(%a0, %a1) : (tensor<3x37xf32>, tensor<3x37xf32>) -> tensor<3x37xi1>
+  return %r0 : tensor<3x37xi1>
+}

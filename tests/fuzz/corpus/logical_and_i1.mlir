@@ -1,0 +1,5 @@
+// logical_and_i1 (tests/e2e/OpCoverageTest.cpp)
+func.func @main(%a0: tensor<3x37xi1>, %a1: tensor<3x37xi1>) -> (tensor<3x37xi1>) {
+  %r0 = "tosa.logical_and"(%a0, %a1) : (tensor<3x37xi1>, tensor<3x37xi1>) -> tensor<3x37xi1>
+  return %r0 : tensor<3x37xi1>
+}

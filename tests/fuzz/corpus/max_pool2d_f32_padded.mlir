@@ -1,0 +1,5 @@
+// max_pool2d_f32_padded (tests/e2e/OpCoverageTest.cpp)
+func.func @main(%a0: tensor<1x6x7x3xf32>) -> (tensor<1x3x4x3xf32>) {
+  %r0 = "tosa.max_pool2d"(%a0) <{kernel = array<i64: 3, 2>, stride = array<i64: 2, 2>, pad = array<i64: 1, 0, 0, 1>}> : (tensor<1x6x7x3xf32>) -> tensor<1x3x4x3xf32>
+  return %r0 : tensor<1x3x4x3xf32>
+}
