@@ -269,6 +269,8 @@ document.getElementById("summary").innerHTML = summary();
 document.getElementById("timeline").innerHTML = timeline();
 document.getElementById("roofline").innerHTML = roofline();
 document.getElementById("table").innerHTML = table();
+// Reached only when every section rendered (browser tests look for it).
+if (document.body) document.body.setAttribute("data-rendered", "ok");
 </script></body></html>
 )html";
   std::string page = kPage;

@@ -53,3 +53,10 @@ if shutil.which("ptxas", path=config.environment["PATH"]):
     config.available_features.add("ptxas")
 if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
     config.available_features.add("gpu")
+
+# Chromium (optional, Debian's `chromium`): a test renders the profile's HTML
+# report headless and checks that its scripts ran.
+_chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+if _chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(("%chromium", _chromium))
