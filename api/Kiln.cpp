@@ -67,6 +67,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     g.arch = o.gpuArch;
     g.codegen.optLevel = o.optLevel;
     g.dumpIRDir = o.dumpIRDir;
+    g.dumpIRPasses = o.dumpIRPasses.value_or(false);
     auto t = jit::GpuTarget::create(std::move(g));
     if (!t) return withContext(t.takeError(), "device " + o.device + ": ");
     target = std::move(*t);
@@ -76,6 +77,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     host.codegen.maxVectorBits = o.maxVectorBits;
     host.vectorize = o.vectorize;
     host.dumpIRDir = o.dumpIRDir;
+    host.dumpIRPasses = o.dumpIRPasses.value_or(false);
     host.jitSymbols = o.jitSymbols.value_or(false);
     auto t = jit::HostTarget::create(host);
     if (!t) return t.takeError();

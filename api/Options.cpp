@@ -55,6 +55,10 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   }
   if (o.dumpIRDir.empty())
     if (const char *d = env("KILN_DUMP_IR")) o.dumpIRDir = d;
+  if (!o.dumpIRPasses) {
+    const char *p = env("KILN_DUMP_IR_PASSES");
+    o.dumpIRPasses = p && llvm::StringRef(p) == "1";
+  }
   if (!o.jitSymbols) {
     const char *p = env("KILN_PERF");
     o.jitSymbols = p && llvm::StringRef(p) == "1";

@@ -72,6 +72,10 @@ struct RuntimeOptions {
   /// Write the IR after each lowering stage into this directory ("" =
   /// $KILN_DUMP_IR, else off).
   std::string dumpIRDir;
+  /// With dumpIRDir, also write the IR after every MLIR pass that changed
+  /// it (DIR/<kernel>.<n>.<stage>.passes/NN.<pass>.mlir). Unset =
+  /// $KILN_DUMP_IR_PASSES=1.
+  std::optional<bool> dumpIRPasses;
   /// Register generated code with perf (jitdump files, for `perf record -k 1`
   /// + `perf inject --jit`) and with GDB's JIT interface, each kernel under
   /// its own name ("kiln.main.cluster3"). Unset = $KILN_PERF=1, else off.

@@ -176,7 +176,8 @@ llvm::Expected<TargetObject> GpuTarget::compile(lowering::Program &program, lowe
                                                 lowering::StageTimes &times) {
   llvm::LLVMContext llvmContext;
   auto lowered =
-      program.lowerToGpu(cluster, lowering::CpuTuning(), options_.tuning, llvmContext, times, options_.dumpIRDir);
+      program.lowerToGpu(cluster, lowering::CpuTuning(), options_.tuning, llvmContext, times, options_.dumpIRDir,
+                         options_.dumpIRPasses);
   if (!lowered) return lowered.takeError();
   auto dump = [&](const char *stage, llvm::StringRef text) {
     if (options_.dumpIRDir.empty()) return;

@@ -28,6 +28,8 @@ struct GpuTargetOptions {
   lowering::GpuTuning tuning;
   /// Write the IR after each lowering stage into this directory ("" = off).
   std::string dumpIRDir;
+  /// With dumpIRDir: also the IR after every pass.
+  bool dumpIRPasses = false;
 };
 
 class GpuTarget final : public Target {

@@ -67,7 +67,8 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
                                                 lowering::StageTimes &times) {
   llvm::LLVMContext llvmContext;
   TargetObject out;
-  auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &out.faultSites);
+  auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &out.faultSites,
+                                          options_.dumpIRPasses);
   if (!llvmModule) return llvmModule.takeError();
   // Each kernel's functions under its own name (in perf, GDB, crash traces):
   // kiln_entry -> kiln_entry.main.cluster3, kiln_fn* -> kiln.main.cluster3*.

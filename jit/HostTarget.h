@@ -17,6 +17,8 @@ struct HostTargetOptions {
   codegen::CodegenOptions codegen;
   /// Write the IR after each lowering stage into this directory ("" = off).
   std::string dumpIRDir;
+  /// With dumpIRDir: also the IR after every pass (<kernel>.<n>.<stage>.passes/).
+  bool dumpIRPasses = false;
   /// Per-op tiling and vectorization (kiln-cpu-strategy); false = loops.
   bool vectorize = true;
   /// Register loaded code with perf (jitdump) and GDB (JitEngine).

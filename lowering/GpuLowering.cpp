@@ -114,13 +114,15 @@ void defineFaultReporting(llvm::Module &m) {
 
 llvm::Expected<Program::GpuLowered> Program::lowerToGpu(SpecializedFunction &fn, const CpuTuning &cpu,
                                                         const GpuTuning &gpuTuning, llvm::LLVMContext &llvmContext,
-                                                        StageTimes &times, llvm::StringRef dumpDir) {
+                                                        StageTimes &times, llvm::StringRef dumpDir,
+                                                        bool dumpEveryPass) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
   if (!fn.impl || !fn.impl->module)
     return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;
-  if (auto err = impl->runStages(module, fn.function, gpuPipelineStages(cpu, gpuTuning), times, dumpDir))
+  if (auto err =
+          impl->runStages(module, fn.function, gpuPipelineStages(cpu, gpuTuning), times, dumpDir, dumpEveryPass))
     return std::move(err);
   auto t0 = Clock::now();
   GpuLowered out;

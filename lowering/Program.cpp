@@ -448,15 +448,48 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
   return text;
 }
 
+namespace {
+/// --dump-ir-passes: MLIR's IR-printing instrumentation writes the module
+/// after every pass that changed it, as DIR/NN.<pass>.mlir.
+class PassDumps : public PassManager::IRPrinterConfig {
+public:
+  explicit PassDumps(std::string dir)
+      : IRPrinterConfig(/*printModuleScope=*/true, /*printAfterOnlyOnChange=*/true), dir_(std::move(dir)) {}
+  void printAfterIfEnabled(Pass *pass, Operation *, PrintCallbackFn print) override {
+    char number[16];
+    std::snprintf(number, sizeof number, "%02d", ++count_);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(dir_ + "/" + number + "." + pass->getArgument().str() + ".mlir", ec);
+    if (!ec) print(os);
+  }
+
+private:
+  std::string dir_;
+  int count_ = 0;
+};
+}  // namespace
+
 llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
-                                    StageTimes &times, llvm::StringRef dumpDir) {
+                                    StageTimes &times, llvm::StringRef dumpDir, bool dumpEveryPass) {
   int stageIndex = 0;
+  if (!dumpDir.empty()) {  // what the pipeline starts from
+    std::error_code ec;
+    llvm::raw_fd_ostream os((llvm::Twine(dumpDir) + "/" + fn + ".0.input.mlir").str(), ec);
+    if (!ec) module.print(os);
+  }
   for (const PipelineStage &stage : stages) {
     auto t0 = Clock::now();
+    std::string passDir;
+    if (!dumpDir.empty() && dumpEveryPass) {
+      passDir = (llvm::Twine(dumpDir) + "/" + fn + "." + llvm::Twine(stageIndex + 1) + "." + stage.name + ".passes")
+                    .str();
+      llvm::sys::fs::create_directories(passDir);
+    }
     if (auto err = diagnose(ErrorCode::kCompileFailed, "@" + fn.str() + ": lowering stage " + stage.name + " failed",
                             [&] {
                               PassManager pm(ctx.get());
                               if (failed(parsePassPipeline(stripAnchor(stage.pipeline), pm))) return failure();
+                              if (!passDir.empty()) pm.enableIRPrinting(std::make_unique<PassDumps>(passDir));
                               return pm.run(module);
                             }))
       return std::move(err);
@@ -474,13 +507,15 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext,
-                       StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites) {
+                       StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites,
+                       bool dumpEveryPass) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
   if (!fn.impl || !fn.impl->module)
     return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
   ModuleOp module = *fn.impl->module;
-  if (auto err = impl->runStages(module, fn.function, cpuPipelineStages(tuning), times, dumpDir)) return std::move(err);
+  if (auto err = impl->runStages(module, fn.function, cpuPipelineStages(tuning), times, dumpDir, dumpEveryPass))
+    return std::move(err);
   if (faultSites)
     if (auto sites = module->getAttrOfType<ArrayAttr>(kFaultSitesAttr))
       for (Attribute a : sites) faultSites->push_back(cast<StringAttr>(a).str());

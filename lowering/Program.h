@@ -126,11 +126,14 @@ public:
   uint64_t pipelineRuns() const;
 
   /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to
-  /// LLVM IR; with `dumpDir`, writes the IR after each stage there. The
+  /// LLVM IR; with `dumpDir`, writes the IR after each stage there (and with
+  /// `dumpEveryPass` after each pass, through MLIR's IR-printing
+  /// instrumentation). The
   /// messages of the code's fault sites (kiln-guard-traps) go to `faultSites`.
   llvm::Expected<std::unique_ptr<llvm::Module>>
   lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext, StageTimes &times,
-                llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr);
+                llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr,
+                bool dumpEveryPass = false);
 
   /// Runs the GPU pipeline on `fn` (consuming its MLIR): the kernels as one
   /// LLVM IR module for NVPTX and the launch plan (see GpuLowering.h). With
@@ -141,7 +144,7 @@ public:
   };
   llvm::Expected<GpuLowered> lowerToGpu(SpecializedFunction &fn, const CpuTuning &cpu, const GpuTuning &gpu,
                                         llvm::LLVMContext &llvmContext, StageTimes &times,
-                                        llvm::StringRef dumpDir = "");
+                                        llvm::StringRef dumpDir = "", bool dumpEveryPass = false);
 
   /// Rejects dialects kiln does not lower; exposed for tests.
   static const std::vector<std::string> &supportedDialects();

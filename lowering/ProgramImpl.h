@@ -132,9 +132,11 @@ struct Program::Impl {
 
   /// Runs `stages` on `module` (the specialized `fn`) in order, timing each
   /// into `times`; with `dumpDir`, writes the IR after each stage there as
-  /// <fn>.<k>.<stage>.mlir. Caller holds `mu`.
+  /// <fn>.<k>.<stage>.mlir (and the input as <fn>.0.input.mlir); with
+  /// `dumpEveryPass`, also the module after each pass that changed it, in
+  /// <fn>.<k>.<stage>.passes/. Caller holds `mu`.
   llvm::Error runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
-                        StageTimes &times, llvm::StringRef dumpDir);
+                        StageTimes &times, llvm::StringRef dumpDir, bool dumpEveryPass = false);
 
   llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
   /// After `module` is set: rejects dialects kiln does not lower and reads

@@ -70,6 +70,7 @@ struct CommonOptions {
   std::string cacheMode;  // --cache off|ro|rw
   std::string opModes;    // --op-mode tosa.conv2d=kernel,...
   std::string dumpIR;     // --dump-ir DIR
+  bool dumpIRPasses = false;  // --dump-ir-passes
   std::string device;     // --device cpu|cuda[:N]
   std::string gpuArch;    // --gpu-arch sm_90
   double timeout = 0;     // --timeout SEC: the whole run (first call and iterations)
@@ -85,6 +86,10 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
     if (auto ec = llvm::sys::fs::create_directories(o.dumpIR))
       return llvm::createStringError("--dump-ir %s: %s", o.dumpIR.c_str(), ec.message().c_str());
     options.dumpIRDir = o.dumpIR;
+  }
+  if (o.dumpIRPasses) {
+    if (o.dumpIR.empty()) return llvm::createStringError("--dump-ir-passes needs --dump-ir DIR");
+    options.dumpIRPasses = true;
   }
   if (!o.cacheMode.empty()) {
     auto mode = kiln::parseCacheMode(o.cacheMode);
@@ -470,6 +475,8 @@ int main(int argc, char **argv) {
     cmd->add_option("--dump-ir", common.dumpIR,
                     "write each kernel's IR after every stage to DIR/<kernel>.<n>.<stage> (1-4 MLIR, 5 LLVM IR, "
                     "6 optimized, 7 assembly; compiles, so use it with --cache off for cached models)");
+    cmd->add_flag("--dump-ir-passes", common.dumpIRPasses,
+                  "with --dump-ir: also the IR after every MLIR pass that changed it (<kernel>.<n>.<stage>.passes/)");
     cmd->add_option("--device", common.device,
                     "where generated code runs: cpu, cuda or cuda:N (default: $KILN_DEVICE, else cpu)");
     cmd->add_option("--gpu-arch", common.gpuArch, "GPU architecture to compile for, e.g. sm_90 (default: the GPU's)");
