@@ -55,6 +55,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   const FunctionSignature *sig = program.lookup(function);
   if (!sig) return noSuchFunction(function, program.functions());
   if (auto err = checkInputs(*sig, inputTypes)) return std::move(err);
+  auto lookupStart = Clock::now();
   auto key = cacheKey(program, function, inputTypes);
   if (!key) return key.takeError();
   std::string digest = key->digest();
@@ -74,6 +75,14 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
       pending = it->second;
     }
     ++(producer ? stats_.memoryMisses : stats_.memoryHits);
+  }
+  if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
+    TraceEvent e;  // the key and the memory cache's answer
+    e.name = "cache lookup @" + function.str();
+    e.category = "compile";
+    e.args = {{"signature", key->signature},
+              {"memory", code ? "hit" : producer ? "miss" : "miss (another call is compiling it)"}};
+    trace->add(std::move(e), lookupStart, Clock::now());
   }
   if (producer) {
     auto produced = produce(program, function, inputTypes, *key);

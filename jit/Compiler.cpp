@@ -74,12 +74,22 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     out->stats.stages.clear();
     out->stats.kernelsShared = 0;
     out->objects.clear();
+    std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr;
+    auto specStart = Clock::now();
     auto spec = program.specialize(function, inputTypes, out->stats.stages, target_->weightLayouts(placement));
     if (!spec) return spec.takeError();
     auto partStart = Clock::now();
     auto part = program.partition(**spec, placement, oracle, forceKernel, target_->anchorsPerCluster());
     if (!part) return part.takeError();
     out->stats.stages.push_back({"partition", msSince(partStart)});
+    if (trace) {
+      TraceEvent a, b;
+      a.name = "specialize @" + function.str();
+      a.category = b.category = "compile";
+      b.name = "partition @" + function.str();
+      trace->add(std::move(a), specStart, partStart);
+      trace->add(std::move(b), partStart, Clock::now());
+    }
     out->inputTypes = (*part)->inputTypes;
     out->resultTypes = (*part)->resultTypes;
     out->weights = (*part)->weights;
@@ -119,12 +129,24 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       auto start = Clock::now();
       auto object = target_->compile(program, *(*part)->clusters[job.step], job.times);
       if (trace) {  // one event per kernel, on the thread that compiled it
+        auto end = Clock::now();
         TraceEvent e;
         e.name = "compile @" + (*part)->clusters[job.step]->function;
         e.category = "compile";
         e.args.push_back({"ops", llvm::join(s.ops, ", ")});
         for (const lowering::StageTime &t : job.times) e.args.push_back({"ms " + t.stage, std::to_string(t.ms)});
-        trace->add(std::move(e), start, Clock::now());
+        trace->add(std::move(e), start, end);
+        // Inside it, each stage in turn (they run one after another).
+        auto at = start;
+        for (const lowering::StageTime &t : job.times) {
+          auto until = std::min(end, at + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double, std::milli>(t.ms)));
+          TraceEvent st;
+          st.name = t.stage;
+          st.category = "compile";
+          trace->add(std::move(st), at, until);
+          at = until;
+        }
       }
       if (object) job.object = std::move(*object);
       else job.error = llvm::toString(object.takeError());
@@ -204,6 +226,13 @@ llvm::Error Compiler::link(CompiledFunction &out) {
     out.launches_[s] = std::move(*launch);
   }
   out.stats.stages.push_back({"jit-load", msSince(loadStart)});
+  if (std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr) {
+    TraceEvent e;
+    e.name = "load and link @" + out.function;
+    e.category = "compile";
+    e.args = {{"objects", std::to_string(out.objects.size())}};
+    trace->add(std::move(e), loadStart, Clock::now());
+  }
   return buildExecutable(out);
 }
 

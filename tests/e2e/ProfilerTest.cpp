@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <set>
 
 using namespace kiln;
 
@@ -72,7 +73,8 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   // Chrome trace events: every step and the compile, complete ("X") events
   // on named thread tracks, steps carrying their ops and FLOPs.
   nlohmann::json trace = nlohmann::json::parse(prof.chromeTraceJson());
-  int steps = 0, compiles = 0, kernelCompiles = 0, threadNames = 0;
+  int steps = 0, compiles = 0, kernelCompiles = 0, threadNames = 0, stages = 0, lookups = 0, other = 0;
+  std::set<std::string> stageNames;
   for (const auto &e : trace.at("traceEvents")) {
     if (e.at("ph") == "M" && e.at("name") == "thread_name") ++threadNames;
     if (e.at("ph") != "X") continue;
@@ -81,11 +83,20 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
       ++compiles;
       EXPECT_EQ(e.at("args").at("kernels compiled"), "2");
       EXPECT_TRUE(e.at("args").contains("ms llvm-codegen"));
-    } else if (e.at("cat") == "compile") {  // one per kernel, on its compiling thread
-      ++kernelCompiles;
-      EXPECT_EQ(e.at("name").get<std::string>().rfind("compile @main.cluster", 0), 0u) << e.dump();
+    } else if (e.at("cat") == "compile" && e.at("name").get<std::string>().rfind("compile @main.cluster", 0) == 0) {
+      ++kernelCompiles;  // one per kernel, on its compiling thread
       EXPECT_TRUE(e.at("args").contains("ops"));
       EXPECT_TRUE(e.at("args").contains("ms llvm-opt"));
+    } else if (e.at("cat") == "compile" && e.at("name") == "cache lookup @main") {
+      ++lookups;
+      EXPECT_EQ(e.at("args").at("memory"), "miss");
+    } else if (e.at("cat") == "compile" && e.at("name").get<std::string>().find('@') == std::string::npos) {
+      ++stages;  // a lowering stage, nested in its kernel's compile
+      stageNames.insert(e.at("name").get<std::string>());
+    } else if (e.at("cat") == "compile") {
+      ++other;  // specialize, partition, load and link
+      std::string name = e.at("name");
+      EXPECT_TRUE(name == "specialize @main" || name == "partition @main" || name == "load and link @main") << name;
     } else {
       ++steps;
       EXPECT_TRUE(e.at("args").contains("ops"));
@@ -94,6 +105,12 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   EXPECT_EQ(steps, 3 * calls);
   EXPECT_EQ(compiles, 1);
   EXPECT_EQ(kernelCompiles, 2);
+  EXPECT_EQ(lookups, 1);
+  EXPECT_EQ(other, 3);
+  for (const char *stage : {"kiln-tosa-to-linalg", "kiln-cpu-tile-vectorize", "kiln-bufferize", "kiln-lower-to-llvm",
+                            "llvm-opt", "llvm-codegen"})
+    EXPECT_TRUE(stageNames.count(stage)) << stage;
+  EXPECT_GE(stages, 2 * 6);
   EXPECT_GE(threadNames, 1);
 
   // Stopped: calls record nothing.
