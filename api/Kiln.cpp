@@ -3,11 +3,11 @@
 
 #include "cache/CacheKey.h"
 #include "jit/CompileService.h"
-
-#include <thread>
 #include "jit/GpuTarget.h"
 #include "jit/HostTarget.h"
 #include "lowering/Program.h"
+#include "runtime/Clock.h"
+#include "runtime/Trace.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 namespace kiln {
 namespace {
@@ -152,14 +153,33 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   return std::unique_ptr<Module>(new Module(std::move(impl)));
 }
 
+namespace {
+/// While a profiler records: the load of a model (parse, verify, the graph
+/// rewrites at load) as one compile event.
+void traceLoad(HostExecutor &executor, llvm::StringRef name, Clock::time_point start,
+               const lowering::Program *program) {
+  std::shared_ptr<TraceRecorder> trace = executor.trace();
+  if (!trace) return;
+  TraceEvent e;
+  e.name = "load " + name.str() + " (parse, verify, graph rewrites)";
+  e.category = "compile";
+  if (program) e.args = {{"graph rewrites", program->graphRewrites()}};
+  trace->add(std::move(e), start, Clock::now());
+}
+}  // namespace
+
 llvm::Expected<std::unique_ptr<Module>> Runtime::loadModuleFromFile(llvm::StringRef path) {
+  auto start = Clock::now();
   auto program = lowering::Program::parseFile(path);
+  traceLoad(*executor_, path, start, program ? program->get() : nullptr);
   if (!program) return program.takeError();
   return wrap(std::move(*program));
 }
 
 llvm::Expected<std::unique_ptr<Module>> Runtime::loadModule(llvm::StringRef source, llvm::StringRef name) {
+  auto start = Clock::now();
   auto program = lowering::Program::parse(source, name);
+  traceLoad(*executor_, name, start, program ? program->get() : nullptr);
   if (!program) return program.takeError();
   return wrap(std::move(*program));
 }

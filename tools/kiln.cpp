@@ -183,6 +183,8 @@ int runCommand(const std::string &model, const std::string &function,
                const std::optional<std::string> &profileDir = std::nullopt) {
   auto rt = makeRuntime(common);
   if (!rt) return fail(llvm::toString(rt.takeError()));
+  std::unique_ptr<kiln::Profiler> profiler;  // from the load on
+  if (profileDir) profiler = std::make_unique<kiln::Profiler>(**rt);
   auto module = loadModel(**rt, model);
   if (!module) return fail(llvm::toString(module.takeError()));
   std::string error;
@@ -225,8 +227,6 @@ int runCommand(const std::string &model, const std::string &function,
   if (auto err = kiln::checkInputs(*sig, types))
     return fail(llvm::toString(std::move(err)));
 
-  std::unique_ptr<kiln::Profiler> profiler;
-  if (profileDir) profiler = std::make_unique<kiln::Profiler>(**rt);
   auto t0 = Clock::now();
   // --timeout: one deadline for the whole run; a call past it is cancelled
   // (between steps and inside loops of unknown length).
