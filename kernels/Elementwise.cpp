@@ -101,6 +101,7 @@ llvm::Expected<std::vector<TensorType>> clampShape(llvm::ArrayRef<TensorType> in
   if (!inDomain(Dom::IntOrFloat, in[0].dtype))
     return fail("no tosa.clamp kernel for " + std::string(dtypeName(in[0].dtype)));
   if (!attrs.has("min_val") || !attrs.has("max_val")) return fail("tosa.clamp needs min_val and max_val");
+  if (auto e = propagatesNaN(attrs, "tosa.clamp")) return std::move(e);
   return std::vector<TensorType>{in[0]};
 }
 
@@ -156,8 +157,8 @@ template <typename T> T lshr(T a, T b) {
 BINARY(Add, "tosa.add", Dom::IntOrFloat, Res::Same, wrapAdd(a, b))
 BINARY(Sub, "tosa.sub", Dom::IntOrFloat, Res::Same, wrapSub(a, b))
 BINARY(Mul, "tosa.mul", Dom::IntOrFloat, Res::Same, wrapMul(a, b))
-BINARY(Maximum, "tosa.maximum", Dom::IntOrFloat, Res::Same, a > b ? a : b)
-BINARY(Minimum, "tosa.minimum", Dom::IntOrFloat, Res::Same, a < b ? a : b)
+BINARY(Maximum, "tosa.maximum", Dom::IntOrFloat, Res::Same, maxPropagatingNaN(a, b))
+BINARY(Minimum, "tosa.minimum", Dom::IntOrFloat, Res::Same, minPropagatingNaN(a, b))
 BINARY(Pow, "tosa.pow", Dom::Float, Res::Same, T(std::pow(a, b)))
 // Division by zero is an error before any element is computed (binaryCompute);
 // INT_MIN / -1 wraps to INT_MIN as two's complement does, instead of trapping.

@@ -20,6 +20,37 @@ template <typename T> using Store = std::conditional_t<std::is_same_v<T, bool>, 
 
 inline llvm::Error fail(const llvm::Twine &msg) { return makeError(Status{ErrorCode::kInvalidArgument, msg.str(), {}}); }
 
+/// Kernels implement TOSA's default NaN handling, nan_mode = PROPAGATE (a
+/// NaN operand makes the result NaN; argmax picks the first NaN), as the
+/// generated code does. An op asking for IGNORE gets no kernel (the
+/// shape function fails), so placement keeps it in generated code.
+inline llvm::Error propagatesNaN(const AttrMap &attrs, const llvm::Twine &op) {
+  if (!attrs.has("nan_mode")) return llvm::Error::success();
+  auto mode = attrs.getString("nan_mode");
+  if (!mode) {
+    llvm::consumeError(mode.takeError());
+    return llvm::Error::success();
+  }
+  if (llvm::StringRef(*mode).contains("IGNORE"))
+    return fail(op + ": no kernel for nan_mode IGNORE (generated code handles it)");
+  return llvm::Error::success();
+}
+/// max/min that propagate NaN (TOSA's PROPAGATE), for any element type.
+template <typename T> inline T maxPropagatingNaN(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a > b ? a : b;
+}
+template <typename T> inline T minPropagatingNaN(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a < b ? a : b;
+}
+
 inline std::vector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
@@ -74,9 +105,11 @@ template <typename F> void parallel(HostExecutor &ex, int64_t n, int64_t grain, 
   ex.parallelFor(n, grain, [&](int64_t b, int64_t e) { body(b, e); });
 }
 
-/// TOSA float -> integer: round half to even, saturate.
+/// TOSA float -> integer: round half to even, saturate; NaN saturates to
+/// the largest value, as MLIR's tosa-to-linalg lowering does (its upper
+/// bound compares unordered-or-greater), so kernels and generated code agree.
 template <typename T> T saturatingRound(double v) {
-  if (std::isnan(v)) return T(0);
+  if (std::isnan(v)) return std::numeric_limits<T>::max();
   double r = std::nearbyint(v);
   if (r <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
   if (r >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();

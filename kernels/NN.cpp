@@ -230,6 +230,8 @@ llvm::Expected<std::vector<TensorType>> poolShape(llvm::ArrayRef<TensorType> in,
   if (auto e = expectArity(op, in, 1)) return std::move(e);
   if (!IsMax)
     if (auto e = zeroPoints(attrs, {"input_zp", "output_zp"}, op)) return std::move(e);
+  if (IsMax)
+    if (auto e = propagatesNaN(attrs, op)) return std::move(e);
   auto kernel = attrs.getInts("kernel");
   auto stride = attrs.getInts("stride");
   auto pad = attrs.getInts("pad");
@@ -275,7 +277,7 @@ template <bool IsMax> llvm::Error poolCompute(const KernelArgs &a) {
             if (iw < 0 || iw >= W) continue;
             ++count;
             const float *xp = x + ((n * H + ih) * W + iw) * C;
-            for (int64_t c = 0; c < C; ++c) out[c] = IsMax ? std::max(out[c], xp[c]) : out[c] + xp[c];
+            for (int64_t c = 0; c < C; ++c) out[c] = IsMax ? maxPropagatingNaN(out[c], xp[c]) : out[c] + xp[c];
           }
         }
         if (!IsMax)  // TOSA averages over the elements inside the input (padding excluded)

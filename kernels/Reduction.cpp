@@ -42,6 +42,7 @@ template <Kind K>
 llvm::Expected<std::vector<TensorType>> reduceShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
   const char *op = Reduce<K>::op;
   if (auto e = expectArity(op, in, 1)) return std::move(e);
+  if (auto e = propagatesNaN(attrs, op)) return std::move(e);
   auto axis = attrs.getInt("axis");
   if (!axis) return axis.takeError();
   if (*axis < 0 || *axis >= int64_t(in[0].shape.size()))
@@ -81,6 +82,7 @@ template <Kind K> llvm::Error reduceCompute(const KernelArgs &a) {
 
 llvm::Expected<std::vector<TensorType>> argmaxShape(llvm::ArrayRef<TensorType> in, const AttrMap &attrs) {
   if (auto e = expectArity("tosa.argmax", in, 1)) return std::move(e);
+  if (auto e = propagatesNaN(attrs, "tosa.argmax")) return std::move(e);
   auto axis = attrs.getInt("axis");
   if (!axis) return axis.takeError();
   if (*axis < 0 || *axis >= int64_t(in[0].shape.size())) return fail("tosa.argmax: axis out of range");
@@ -101,8 +103,16 @@ llvm::Error argmaxCompute(const KernelArgs &a) {
     parallel(a.executor, g.outer * g.inner, 256, [&](int64_t b, int64_t e) {
       for (int64_t s = b; s < e; ++s) {
         int64_t o = s / g.inner, in = s % g.inner, best = 0;
-        for (int64_t k = 1; k < g.axis; ++k)
-          if (x[(o * g.axis + k) * g.inner + in] > x[(o * g.axis + best) * g.inner + in]) best = k;
+        auto at = [&](int64_t k) { return x[(o * g.axis + k) * g.inner + in]; };
+        if (at(0) == at(0))  // nan_mode PROPAGATE: the first NaN is the maximum
+          for (int64_t k = 1; k < g.axis; ++k) {
+            auto v = at(k);
+            if (v != v) {
+              best = k;
+              break;
+            }
+            if (v > at(best)) best = k;
+          }
         y[s] = int32_t(best);
       }
     });

@@ -10,7 +10,9 @@
 //     tensor reports a fault, and the access uses index 0 instead (no stray
 //     read or write).
 //   - cf.assert (exporters' shape and value checks): a false condition
-//     reports a fault with the assert's message; the assert goes away.
+//     reports a fault with the assert's message; the assert goes away;
+//   - float-to-integer conversions: NaN becomes the largest integer, as
+//     tosa.cast's lowering and the kernels give (LLVM leaves it undefined).
 // A fault calls `kiln_report_fault(site)`; the runtime turns it into an error
 // naming the op and its location once the step returns. The sites' messages
 // are left in the module attribute `kiln.fault_sites`.
@@ -63,7 +65,7 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
       func::CallOp::create(then, loc, report, ValueRange{id});
     };
 
-    llvm::SmallVector<Operation *> divisions, accesses, slices;
+    llvm::SmallVector<Operation *> divisions, accesses, slices, floatToInt;
     llvm::SmallVector<cf::AssertOp> asserts;
     module.walk([&](Operation *op) {
       if (auto a = dyn_cast<cf::AssertOp>(op)) asserts.push_back(a);
@@ -75,7 +77,24 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
         accesses.push_back(op);
       else if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
         slices.push_back(op);
+      else if (isa<arith::FPToSIOp, arith::FPToUIOp>(op) && isa<IntegerType>(op->getResult(0).getType()))
+        floatToInt.push_back(op);
     });
+
+    // NaN converts to the largest integer (LLVM's fptosi of NaN is poison;
+    // tosa.cast's lowering and the kernels saturate NaN to the maximum).
+    for (Operation *op : floatToInt) {
+      Location loc = op->getLoc();
+      b.setInsertionPointAfter(op);
+      Value x = op->getOperand(0);
+      Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+      auto type = cast<IntegerType>(op->getResult(0).getType());
+      APInt largest = isa<arith::FPToSIOp>(op) ? APInt::getSignedMaxValue(type.getWidth())
+                                               : APInt::getMaxValue(type.getWidth());
+      Value big = arith::ConstantOp::create(b, loc, type, b.getIntegerAttr(type, largest));
+      Value safe = arith::SelectOp::create(b, loc, isNaN, big, op->getResult(0));
+      op->getResult(0).replaceAllUsesExcept(safe, safe.getDefiningOp());
+    }
 
     for (cf::AssertOp a : asserts) {
       Location loc = a.getLoc();

@@ -366,3 +366,53 @@ TEST(Kernels, UserKernelsRegisterPerDtypeBesideTheBuiltIns) {
   EXPECT_EQ(y->data<int16_t>()[2], 3);
   EXPECT_EQ(i16AddCalls - before, 1);
 }
+
+// Issue 14, item 3: one NaN semantics in generated code and kernels —
+// TOSA's default nan_mode PROPAGATE (a NaN operand gives NaN; argmax picks
+// the first NaN) and NaN cast to an integer saturating to its largest value,
+// as MLIR's tosa-to-linalg lowering does. Checked bit for bit, per op.
+TEST(Placement, NaNsGiveTheSameResultsInGeneratedCodeAndKernels) {
+  const char *mlir = R"mlir(
+func.func @main(%a: tensor<1x2x4x1xf32>, %b: tensor<1x2x4x1xf32>) -> (tensor<1x2x4x1xf32>, tensor<1x2x4x1xf32>,
+    tensor<1x2x1xi32>, tensor<1x2x4x1xi32>, tensor<1x2x4x1xi8>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>,
+    tensor<1x1x2x1xf32>, tensor<1x2x4x1xf32>) {
+  %0 = tosa.maximum %a, %b : (tensor<1x2x4x1xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x1xf32>
+  %1 = tosa.minimum %a, %b : (tensor<1x2x4x1xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x1xf32>
+  %2 = tosa.argmax %a {axis = 2 : i32} : (tensor<1x2x4x1xf32>) -> tensor<1x2x1xi32>
+  %3 = tosa.cast %a : (tensor<1x2x4x1xf32>) -> tensor<1x2x4x1xi32>
+  %4 = tosa.cast %b : (tensor<1x2x4x1xf32>) -> tensor<1x2x4x1xi8>
+  %5 = tosa.reduce_max %a {axis = 2 : i32} : (tensor<1x2x4x1xf32>) -> tensor<1x2x1x1xf32>
+  %6 = tosa.reduce_min %b {axis = 2 : i32} : (tensor<1x2x4x1xf32>) -> tensor<1x2x1x1xf32>
+  %7 = tosa.max_pool2d %a {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x2x4x1xf32>) -> tensor<1x1x2x1xf32>
+  %8 = tosa.clamp %a {min_val = 0.0 : f32, max_val = 2.5 : f32} : (tensor<1x2x4x1xf32>) -> tensor<1x2x4x1xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<1x2x4x1xf32>, tensor<1x2x4x1xf32>, tensor<1x2x1xi32>,
+    tensor<1x2x4x1xi32>, tensor<1x2x4x1xi8>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x1x2x1xf32>,
+    tensor<1x2x4x1xf32>
+}
+)mlir";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor a = Tensor::fromVector<float>(DType::f32, {1, 2, 4, 1}, {1, nan, 3, 2, -1, 0.5f, 7, 4});
+  Tensor b = Tensor::fromVector<float>(DType::f32, {1, 2, 4, 1}, {nan, 2, 1, nan, 5, 1, 0.25f, 300});
+  auto jitRt = runtimeWith("*=jit");
+  auto kernelRt = runtimeWith("*=kernel");
+  Result j = runModel(*jitRt, mlir, "main", {a, b});
+  Result k = runModel(*kernelRt, mlir, "main", {a, b});
+  ASSERT_EQ(j.outputs.size(), 9u);
+  ASSERT_EQ(k.outputs.size(), 9u);
+  EXPECT_NE(k.placement.find("0 JIT"), std::string::npos) << k.placement;  // every op on a kernel
+  const char *names[] = {"maximum", "minimum", "argmax", "cast f32->i32", "cast f32->i8",
+                         "reduce_max", "reduce_min", "max_pool2d", "clamp"};
+  for (size_t i = 0; i < 9; ++i) {
+    ASSERT_EQ(j.outputs[i].byteSize(), k.outputs[i].byteSize()) << names[i];
+    EXPECT_EQ(std::memcmp(j.outputs[i].rawData(), k.outputs[i].rawData(), j.outputs[i].byteSize()), 0)
+        << names[i] << ": generated code " << ::testing::PrintToString(test::asDoubles(j.outputs[i]))
+        << " vs kernel " << ::testing::PrintToString(test::asDoubles(k.outputs[i]));
+  }
+  // The semantics themselves.
+  EXPECT_TRUE(std::isnan(j.outputs[0].data<float>()[0]) && std::isnan(j.outputs[0].data<float>()[1]));
+  EXPECT_EQ(j.outputs[2].data<int32_t>()[0], 1);  // the first NaN
+  EXPECT_EQ(j.outputs[3].data<int32_t>()[1], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(j.outputs[4].data<int8_t>()[0], std::numeric_limits<int8_t>::max());
+  EXPECT_EQ(j.outputs[4].data<int8_t>()[7], std::numeric_limits<int8_t>::max());  // 300 saturates
+  EXPECT_TRUE(std::isnan(j.outputs[7].data<float>()[0]));
+}
