@@ -146,12 +146,22 @@ template <typename T> T wrapMul(T a, T b) {
   if constexpr (std::is_integral_v<T>) return T(U(a) * U(b));
   else return a * b;
 }
+// Shifts by an amount outside [0, bits) (TOSA leaves them undefined) give
+// 0, or the sign for arithmetic right shifts — as generated code does
+// (kiln-guard-traps).
+template <typename T> bool shiftInRange(T b) {
+  return std::make_unsigned_t<T>(b) < std::make_unsigned_t<T>(sizeof(T) * 8);
+}
 template <typename T> T shl(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) << b);
+  if constexpr (std::is_integral_v<T>) return shiftInRange(b) ? T(std::make_unsigned_t<T>(a) << b) : T(0);
   else return a;
 }
 template <typename T> T lshr(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) >> b);
+  if constexpr (std::is_integral_v<T>) return shiftInRange(b) ? T(std::make_unsigned_t<T>(a) >> b) : T(0);
+  else return a;
+}
+template <typename T> T ashr(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return shiftInRange(b) ? T(a >> b) : T(a < 0 ? -1 : 0);
   else return a;
 }
 BINARY(Add, "tosa.add", Dom::IntOrFloat, Res::Same, wrapAdd(a, b))
@@ -172,7 +182,7 @@ BINARY(LogicalOr, "tosa.logical_or", Dom::Bool, Res::Same, T(a || b))
 BINARY(LogicalXor, "tosa.logical_xor", Dom::Bool, Res::Same, T(a != b))
 BINARY(LogicalLeftShift, "tosa.logical_left_shift", Dom::Int, Res::Same, shl(a, b))
 BINARY(LogicalRightShift, "tosa.logical_right_shift", Dom::Int, Res::Same, lshr(a, b))
-BINARY(ArithmeticRightShift, "tosa.arithmetic_right_shift", Dom::Int, Res::Same, T(a >> b))
+BINARY(ArithmeticRightShift, "tosa.arithmetic_right_shift", Dom::Int, Res::Same, ashr(a, b))
 BINARY(Equal, "tosa.equal", Dom::IntOrFloat, Res::Bool, bool(a == b))
 BINARY(Greater, "tosa.greater", Dom::IntOrFloat, Res::Bool, bool(a > b))
 BINARY(GreaterEqual, "tosa.greater_equal", Dom::IntOrFloat, Res::Bool, bool(a >= b))

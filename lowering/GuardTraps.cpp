@@ -11,6 +11,8 @@
 //     read or write).
 //   - cf.assert (exporters' shape and value checks): a false condition
 //     reports a fault with the assert's message; the assert goes away;
+//   - shifts by an amount outside [0, bits): 0 for left and logical right
+//     shifts, the sign for arithmetic right shifts (as the kernels give);
 //   - float-to-integer conversions: NaN becomes the largest integer, as
 //     tosa.cast's lowering and the kernels give (LLVM leaves it undefined).
 // A fault calls `kiln_report_fault(site)`; the runtime turns it into an error
@@ -65,7 +67,7 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
       func::CallOp::create(then, loc, report, ValueRange{id});
     };
 
-    llvm::SmallVector<Operation *> divisions, accesses, slices, floatToInt;
+    llvm::SmallVector<Operation *> divisions, accesses, slices, floatToInt, shifts;
     llvm::SmallVector<cf::AssertOp> asserts;
     module.walk([&](Operation *op) {
       if (auto a = dyn_cast<cf::AssertOp>(op)) asserts.push_back(a);
@@ -79,7 +81,32 @@ struct GuardTraps : impl::KilnGuardTrapsBase<GuardTraps> {
         slices.push_back(op);
       else if (isa<arith::FPToSIOp, arith::FPToUIOp>(op) && isa<IntegerType>(op->getResult(0).getType()))
         floatToInt.push_back(op);
+      else if (isa<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>(op) && isa<IntegerType>(op->getResult(0).getType()))
+        shifts.push_back(op);
     });
+
+    // Shift amounts outside [0, bits) (poison in LLVM, undefined in TOSA):
+    // left and logical right shifts give 0, arithmetic right shifts the sign.
+    for (Operation *op : shifts) {
+      auto type = cast<IntegerType>(op->getResult(0).getType());
+      unsigned bits = type.getWidth();
+      Value amount = op->getOperand(1);
+      APInt constant;
+      if (matchPattern(amount, m_ConstantInt(&constant)) && constant.ult(bits)) continue;
+      Location loc = op->getLoc();
+      b.setInsertionPoint(op);
+      Value width = arith::ConstantIntOp::create(b, loc, type, bits);
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, amount, width);
+      if (isa<arith::ShRSIOp>(op)) {
+        Value last = arith::ConstantIntOp::create(b, loc, type, bits - 1);
+        op->setOperand(1, arith::SelectOp::create(b, loc, inRange, amount, last));
+        continue;
+      }
+      b.setInsertionPointAfter(op);
+      Value zero = arith::ConstantIntOp::create(b, loc, type, 0);
+      Value safe = arith::SelectOp::create(b, loc, inRange, op->getResult(0), zero);
+      op->getResult(0).replaceAllUsesExcept(safe, safe.getDefiningOp());
+    }
 
     // NaN converts to the largest integer (LLVM's fptosi of NaN is poison;
     // tosa.cast's lowering and the kernels saturate NaN to the maximum).

@@ -149,6 +149,17 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
       return failAll("input " + std::to_string(i) + ": expected tensor<" +
                      buffers_[inputs_[i]].type.str() + ">, got " +
                      (inputs[i].valid() ? "tensor<" + inputs[i].type().str() + ">" : "no tensor"));
+  // Booleans are one byte holding 0 or 1: generated code and kernels would
+  // read any other byte differently.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].dtype() == DType::i1) {
+      const auto *p = static_cast<const uint8_t *>(inputs[i].rawData());
+      for (int64_t e = 0; e < inputs[i].numElements(); ++e)
+        if (p[e] > 1)
+          return failAll("input " + std::to_string(i) + " (tensor<" + inputs[i].type().str() + ">) holds " +
+                         std::to_string(p[e]) + " at element " + std::to_string(e) +
+                         ": booleans must be 0 or 1");
+    }
   for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeUnavailable<Tensor>());
   if (steps_.empty()) return results;
 

@@ -416,3 +416,52 @@ func.func @main(%a: tensor<1x2x4x1xf32>, %b: tensor<1x2x4x1xf32>) -> (tensor<1x2
   EXPECT_EQ(j.outputs[4].data<int8_t>()[7], std::numeric_limits<int8_t>::max());  // 300 saturates
   EXPECT_TRUE(std::isnan(j.outputs[7].data<float>()[0]));
 }
+
+// Shift amounts outside [0, bits) — undefined in TOSA, poison in LLVM — give
+// 0 (left, logical right) or the sign (arithmetic right), the same in
+// generated code and kernels; boolean inputs must hold 0 or 1.
+TEST(Placement, OutOfRangeShiftsAndBadBooleansAreDefined) {
+  const char *mlir = R"mlir(
+func.func @main(%a: tensor<6xi32>, %s: tensor<6xi32>, %a8: tensor<6xi8>, %s8: tensor<6xi8>)
+    -> (tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi8>, tensor<6xi8>) {
+  %0 = tosa.logical_left_shift %a, %s : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %1 = tosa.logical_right_shift %a, %s : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %2 = tosa.arithmetic_right_shift %a, %s {round = false} : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %3 = tosa.logical_left_shift %a8, %s8 : (tensor<6xi8>, tensor<6xi8>) -> tensor<6xi8>
+  %4 = tosa.arithmetic_right_shift %a8, %s8 {round = false} : (tensor<6xi8>, tensor<6xi8>) -> tensor<6xi8>
+  return %0, %1, %2, %3, %4 : tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi8>, tensor<6xi8>
+}
+)mlir";
+  Tensor a = Tensor::fromVector<int32_t>(DType::i32, {6}, {-7, 5, -1024, 3, 1, -2});
+  Tensor s = Tensor::fromVector<int32_t>(DType::i32, {6}, {1, 31, 32, 40, -1, 2147483647});
+  Tensor a8 = Tensor::fromVector<int8_t>(DType::i8, {6}, {-7, 5, -100, 3, 1, -2});
+  Tensor s8 = Tensor::fromVector<int8_t>(DType::i8, {6}, {1, 7, 8, 9, -1, 127});
+  auto jitRt = runtimeWith("*=jit");
+  auto kernelRt = runtimeWith("*=kernel");
+  Result j = runModel(*jitRt, mlir, "main", {a, s, a8, s8});
+  Result k = runModel(*kernelRt, mlir, "main", {a, s, a8, s8});
+  ASSERT_EQ(j.outputs.size(), 5u);
+  ASSERT_EQ(k.outputs.size(), 5u);
+  EXPECT_NE(k.placement.find("0 JIT"), std::string::npos) << k.placement;
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(test::asDoubles(j.outputs[i]), test::asDoubles(k.outputs[i])) << "result " << i;
+  EXPECT_EQ(test::asDoubles(j.outputs[0]), (std::vector<double>{-14, double(int32_t(5u << 31)), 0, 0, 0, 0}));
+  EXPECT_EQ(test::asDoubles(j.outputs[2]), (std::vector<double>{-4, 0, -1, 0, 0, -1}));
+  EXPECT_EQ(test::asDoubles(j.outputs[4]), (std::vector<double>{-4, 0, -1, 0, 0, -1}));
+
+  const char *select = R"mlir(
+func.func @main(%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = tosa.select %c, %a, %b : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+)mlir";
+  Tensor c = Tensor::empty(DType::i1, {3});
+  auto *bytes = static_cast<uint8_t *>(c.rawData());
+  bytes[0] = 1;
+  bytes[1] = 2;
+  bytes[2] = 0;
+  auto m = KILN_TAKE(jitRt->loadModule(select, "select"));
+  ASSERT_TRUE(m);
+  std::string msg = test::errorOf(m->call("main", {c, test::randomTensor({3}, 1), test::randomTensor({3}, 2)}));
+  EXPECT_NE(msg.find("holds 2 at element 1: booleans must be 0 or 1"), std::string::npos) << msg;
+}
