@@ -105,6 +105,38 @@ static std::string tooDeep(llvm::StringRef text) {
   return "";
 }
 
+/// MLIR 22's custom parsers of linalg.reduce / linalg.broadcast
+/// (`dimensions = [...]`) and linalg.transpose (`permutation = [...]`)
+/// crash on anything but integers in the list (an upstream bug). "" when
+/// every such list holds integers, else the list and where it is.
+static std::string badIndexList(llvm::StringRef text) {
+  for (llvm::StringRef key : {"dimensions", "permutation"}) {
+    for (size_t at = text.find(key); at != llvm::StringRef::npos; at = text.find(key, at + 1)) {
+      // `key = [` with any spaces around the '='.
+      size_t open = at + key.size();
+      while (open < text.size() && text[open] == ' ') ++open;
+      if (open >= text.size() || text[open] != '=') continue;
+      ++open;
+      while (open < text.size() && text[open] == ' ') ++open;
+      if (open >= text.size() || text[open] != '[') continue;
+      ++open;
+      size_t close = text.find(']', open);
+      llvm::StringRef list = text.slice(open, close == llvm::StringRef::npos ? text.size() : close);
+      bool ok = close != llvm::StringRef::npos &&
+                llvm::all_of(list, [](char c) {  // integers, possibly typed (`0 : i64`)
+                  return std::isdigit(static_cast<unsigned char>(c)) || c == ',' || c == ' ' || c == '-' ||
+                         c == '\n' || c == ':' || c == 'i';
+                });
+      if (!ok) {
+        size_t line = 1 + text.take_front(at).count('\n');
+        return "`" + text.slice(at, std::min(text.size(), close == llvm::StringRef::npos ? at + 40 : close + 1)).str() +
+               "` at line " + std::to_string(line);
+      }
+    }
+  }
+  return "";
+}
+
 llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
@@ -114,6 +146,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                    "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
                    "deeper than MLIR's parser can take",
                    bufferName.str().c_str(), kMaxNesting, where.c_str());
+  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName)))
+    if (std::string bad = badIndexList(source); !bad.empty())
+      return error(ErrorCode::kInvalidArgument,
+                   "cannot load MLIR from '%s': %s must list integers (MLIR 22's linalg parser would crash on it)",
+                   bufferName.str().c_str(), bad.c_str());
   std::unique_ptr<Program> p(new Program());
   Impl &I = *p->impl;
   DialectRegistry registry;
