@@ -465,3 +465,37 @@ func.func @main(%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>) -> tenso
   std::string msg = test::errorOf(m->call("main", {c, test::randomTensor({3}, 1), test::randomTensor({3}, 2)}));
   EXPECT_NE(msg.find("holds 2 at element 1: booleans must be 0 or 1"), std::string::npos) << msg;
 }
+
+// Issue 14, item 2: tosa.rescale reading its multiplier and shift from
+// dense_resource blobs (per channel) gives the right values, the same on
+// every run.
+TEST(Placement, RescaleWithBlobMultipliersIsRightEveryRun) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<4xi8>) -> tensor<4xi8> {
+  %m = "tosa.const"() <{values = dense_resource<mult> : tensor<4xi32>}> : () -> tensor<4xi32>
+  %s = "tosa.const"() <{values = dense_resource<shift> : tensor<4xi8>}> : () -> tensor<4xi8>
+  %izp = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %ozp = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %r = tosa.rescale %x, %m, %s, %izp, %ozp {scale32 = true, rounding_mode = DOUBLE_ROUND, per_channel = true, input_unsigned = false, output_unsigned = false} : (tensor<4xi8>, tensor<4xi32>, tensor<4xi8>, tensor<1xi8>, tensor<1xi8>) -> tensor<4xi8>
+  return %r : tensor<4xi8>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      mult: "0x0400000000000040000000400000004000000040",
+      shift: "0x010000001F1F1E1E"
+    }
+  }
+#-}
+)mlir";
+  Tensor x = Tensor::fromVector<int8_t>(DType::i8, {4}, {4, 6, 3, -5});
+  for (const char *modes : {"*=jit", "*=kernel"}) {
+    auto rt = runtimeWith(modes);
+    for (int run = 0; run < 3; ++run) {
+      Result r = runModel(*rt, mlir, "main", {x});
+      ASSERT_EQ(r.outputs.size(), 1u) << modes;
+      // 2^30 / 2^31 halves, 2^30 / 2^30 keeps.
+      EXPECT_EQ(test::asDoubles(r.outputs[0]), (std::vector<double>{2, 3, 3, -5})) << modes << " run " << run;
+    }
+  }
+}
