@@ -243,7 +243,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
         });
         return failure(r.wasInterrupted());
       }))
-    return std::move(err);
+    return err;
 
   // Graph rewrites that hold for every specialization run once, at load:
   // what the weights' plan (Program::weights) sees is what compiles.
@@ -258,7 +258,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
         if (!fold || std::string(fold) != "0") pm.addPass(createKilnFoldConstants());
         return pm.run(*I.module);
       }))
-    return std::move(err);
+    return err;
   I.rewrites = describeRewrites(before, opCounts(*I.module), msSince(t0));
 
   for (auto fn : I.module->getOps<func::FuncOp>()) {
@@ -529,7 +529,7 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
                               if (!passDir.empty()) pm.enableIRPrinting(std::make_unique<PassDumps>(passDir));
                               return pm.run(module);
                             }))
-      return std::move(err);
+      return err;
     times.push_back({stage.name, msSince(t0)});
     if (!dumpDir.empty()) {
       std::string path = (llvm::Twine(dumpDir) + "/" + fn.str() + "." +
