@@ -41,7 +41,7 @@ std::pair<double, double> machinePeaks(const RuntimeOptions &o, const std::strin
       std::error_code ec;
       llvm::raw_fd_ostream os(tmp, ec);
       if (!ec)
-        os << json{{"target", key}, {"fma_gflops_per_core", peaks.first}, {"bandwidth_gbs", peaks.second}}.dump(1);
+        os << json{{"target", key}, {"fma_gflops_per_core", peaks.first}, {"bandwidth_gbs", peaks.second}}.dump(1, ' ', false, json::error_handler_t::replace);
     }
     if (llvm::sys::fs::rename(tmp, path)) llvm::sys::fs::remove(tmp);
   }
@@ -167,7 +167,7 @@ std::string Profile::chromeTraceJson() const {
     out.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
                       {"args", {{"name", "kiln thread " + std::to_string(tid)}}}});
   out.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kiln"}}}});
-  return json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump(1);
+  return json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string Profile::htmlReport() const {
@@ -194,7 +194,7 @@ std::string Profile::htmlReport() const {
                {"stepMs", stepMs},         {"peakGflops", peakGflops},     {"bandwidthGBs", bandwidthGBs},
                {"threads", threads}};
   // The data goes into a <script> element: keep "</" out of it.
-  std::string payload = data.dump();
+  std::string payload = data.dump(-1, ' ', false, json::error_handler_t::replace);
   for (size_t at = 0; (at = payload.find("</", at)) != std::string::npos; at += 3) payload.replace(at, 2, "<\\/");
   static const char *kPage = R"html(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>kiln profile</title>

@@ -124,7 +124,7 @@ std::string DiskCache::encode(const CachedFunction &e) {
     objects += o;
   }
   meta["object_sizes"] = sizes;
-  std::string m = meta.dump();
+  std::string m = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // names from models may be any bytes
   std::string out(kMagic, 8);
   put<uint32_t>(out, uint32_t(m.size()));
   put<uint64_t>(out, uint64_t(objects.size()));

@@ -57,7 +57,7 @@ llvm::SmallVector<char, 0> GpuObject::serialize() const {
   std::vector<uint64_t> blobs = {ptx.size(), cubin.size()};
   for (const auto &c : plan.constants) blobs.push_back(c.size());
   h["blobs"] = blobs;
-  std::string header = h.dump();
+  std::string header = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   llvm::SmallVector<char, 0> out;
   out.append(kMagic, kMagic + 8);
   uint64_t n = header.size();

@@ -87,7 +87,7 @@ std::string planToJson(const lowering::ExecPlan &plan) {
   j["steps"] = ss;
   j["results"] = plan.results;
   j["summary"] = plan.summary;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // names from models may be any bytes
 }
 
 llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {

@@ -26,6 +26,13 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -137,6 +144,33 @@ static std::string badIndexList(llvm::StringRef text) {
   return "";
 }
 
+/// MLIR 22's bytecode reader crashes on some damaged files (a double free,
+/// wild reads) instead of reporting them. Bytecode is therefore read once in
+/// a forked child first: "" when the child finished (whether or not the
+/// file is valid: the real parse below reports that), else how it died. A
+/// child that cannot be started or takes too long does not stop the load.
+static std::string bytecodeReaderCrashes(llvm::StringRef source) {
+  pid_t pid = fork();
+  if (pid < 0) return "";
+  if (pid == 0) {
+    alarm(60);
+    DialectRegistry registry;
+    registerKilnDialects(registry);
+    MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+    ctx.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });  // quiet
+    llvm::SourceMgr sm;
+    sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(source, "bytecode", /*RequiresNullTerminator=*/false),
+                          llvm::SMLoc());
+    OwningOpRef<ModuleOp> m = parseSourceFile<ModuleOp>(sm, ParserConfig(&ctx));
+    _exit(m ? 0 : 2);  // no destructors, no atexit handlers of the parent's state
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return "";
+  if (!WIFSIGNALED(status) || WTERMSIG(status) == SIGALRM) return "";
+  return strsignal(WTERMSIG(status));
+}
+
 llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
@@ -146,6 +180,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                    "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
                    "deeper than MLIR's parser can take",
                    bufferName.str().c_str(), kMaxNesting, where.c_str());
+  if (isBytecode(llvm::MemoryBufferRef(source, bufferName)))
+    if (std::string how = bytecodeReaderCrashes(source); !how.empty())
+      return error(ErrorCode::kInvalidArgument,
+                   "cannot load MLIR bytecode from '%s': the file is damaged (MLIR's bytecode reader, run on it in a "
+                   "separate process, crashed: %s)",
+                   bufferName.str().c_str(), how.c_str());
   if (!isBytecode(llvm::MemoryBufferRef(source, bufferName)))
     if (std::string bad = badIndexList(source); !bad.empty())
       return error(ErrorCode::kInvalidArgument,
