@@ -12,6 +12,7 @@
 // (default 90), whichever ends first; $KILN_FUZZ_SEED picks the mutations
 // (default 1: CI runs the same cases every time). Two children at a time.
 #include "api/Kiln.h"
+#include "runtime/Npy.h"
 #include "tests/TestUtil.h"
 #include "tools/models/BuiltinModels.h"
 
@@ -302,4 +303,65 @@ TEST(Fuzz, MutatedModelsNeverCrashOrHang) {
               "%d failures\n",
               done, seeds.size(), secs, (unsigned long long)seed, called, rejected, failures);
   EXPECT_GT(called, done / 5) << "most mutants never reached a call: the fuzzer tests little";
+}
+
+// The .npy reader on mutated files: header fields set to extreme values,
+// flipped bytes, cut or grown payloads. Every outcome is a tensor whose size
+// matches its bytes, or an error; never a crash or an allocation the size of
+// a lie. In process: each case is cheap.
+TEST(Fuzz, MutatedNpyFilesAreTensorsOrErrors) {
+  const uint64_t seed = uint64_t(envInt("KILN_FUZZ_SEED", 1));
+  const int64_t cases = envInt("KILN_FUZZ_CASES", 240) * 10;
+  std::mt19937_64 rng(seed);
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("kiln-fuzz", "npy", path));
+  std::vector<std::string> seeds;
+  for (auto [dtype, shape] : std::vector<std::pair<DType, std::vector<int64_t>>>{
+           {DType::f32, {2, 3}}, {DType::i8, {5}}, {DType::i1, {4, 1}}, {DType::f16, {3, 2, 1}}, {DType::i64, {}}}) {
+    Tensor t = Tensor::empty(dtype, shape);
+    std::memset(t.rawData(), 1, t.byteSize());
+    ASSERT_FALSE(bool(writeNpy(path, t)));
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+    ASSERT_TRUE(bool(buf));
+    seeds.push_back((*buf)->getBuffer().str());
+  }
+  llvm::sys::fs::remove(path);
+  static const char *kNumbers[] = {"0", "-1", "18446744073709551615", "288230376151711744", "4294967296", "1,", ""};
+  int ok = 0, errors = 0;
+  for (int64_t i = 0; i < cases; ++i) {
+    std::string s = seeds[size_t(rng() % seeds.size())];
+    std::string what;
+    switch (rng() % 4) {
+    case 0: {  // a number in the header
+      std::regex re("[0-9]+");
+      std::vector<std::pair<size_t, size_t>> nums;
+      std::string header = s.substr(0, std::min<size_t>(s.size(), 128));
+      for (auto it = std::sregex_iterator(header.begin(), header.end(), re); it != std::sregex_iterator(); ++it)
+        nums.push_back({size_t(it->position()), size_t(it->length())});
+      if (!nums.empty()) {
+        auto [at, len] = nums[size_t(rng() % nums.size())];
+        s.replace(at, len, kNumbers[rng() % std::size(kNumbers)]);
+      }
+      break;
+    }
+    case 1:
+      s[size_t(rng() % s.size())] = char(rng());
+      break;
+    case 2:
+      s.resize(size_t(rng() % (s.size() + 1)));
+      break;
+    default:
+      s.append(size_t(rng() % 16), char(rng()));
+      break;
+    }
+    auto t = parseNpy(s, "fuzz.npy");
+    if (t) {
+      ++ok;
+      EXPECT_LE(t->byteSize(), s.size()) << "a tensor larger than its file";
+    } else {
+      ++errors;
+      llvm::consumeError(t.takeError());
+    }
+  }
+  std::printf("fuzz npy: %lld cases: %d tensors, %d errors\n", (long long)cases, ok, errors);
 }
