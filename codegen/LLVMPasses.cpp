@@ -1,0 +1,46 @@
+#include "codegen/LLVMPasses.h"
+#include "runtime/Error.h"
+
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace kiln::codegen {
+
+llvm::CodeGenOptLevel backendLevel(int optLevel) {
+  return optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+         : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+         : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                         : llvm::CodeGenOptLevel::None;
+}
+
+llvm::Error verifyIR(llvm::Module &module, const char *what) {
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(module, &os)) return error(ErrorCode::kCompileFailed, "invalid LLVM IR from %s: %s", what, msg.c_str());
+  return llvm::Error::success();
+}
+
+void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                  : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(level)
+                                                                     : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,24 @@
+// What the host and NVPTX code generators share: LLVM's optimization levels,
+// the IR verifier as a kiln error, and LLVM's default per-module pipeline
+// run with a target machine's own passes. Knows no ops or graphs.
+#pragma once
+
+#include "llvm/Support/CodeGen.h"
+#include "llvm/Support/Error.h"
+
+namespace llvm {
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace kiln::codegen {
+
+/// The backend level for kiln's 0..3.
+llvm::CodeGenOptLevel backendLevel(int optLevel);
+/// The module's IR is valid, or a kCompileFailed error saying `what` made it.
+llvm::Error verifyIR(llvm::Module &module, const char *what);
+/// LLVM's default per-module pipeline at `optLevel` (0..3), with `tm`'s
+/// passes (NVVMReflect on NVPTX, ...).
+void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel);
+
+}  // namespace kiln::codegen
