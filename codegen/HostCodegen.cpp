@@ -6,11 +6,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -101,24 +98,16 @@ llvm::Expected<llvm::SmallVector<char, 0>> HostCodegen::emitObject(llvm::Module 
     llvm::raw_string_ostream ir(dumps->optimizedIR);
     module.print(ir, nullptr);
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
-    llvm::SmallVector<char, 0> text;
-    llvm::raw_svector_ostream as(text);
-    llvm::legacy::PassManager asmPM;
-    if (!tm.addPassesToEmitFile(asmPM, as, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
-      asmPM.run(*copy);
-      dumps->assembly.assign(text.begin(), text.end());
-    }
+    if (auto text = emitCode(*copy, tm, llvm::CodeGenFileType::AssemblyFile, "assembly"))
+      dumps->assembly.assign(text->begin(), text->end());
+    else
+      llvm::consumeError(text.takeError());  // a dump only
   }
 
   t0 = Clock::now();
-  llvm::SmallVector<char, 0> object;
-  llvm::raw_svector_ostream os(object);
-  llvm::legacy::PassManager codegenPM;
-  if (tm.addPassesToEmitFile(codegenPM, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return error(ErrorCode::kCompileFailed, "target %s cannot emit object files", target_.triple.c_str());
-  codegenPM.run(module);
+  auto object = emitCode(module, tm, llvm::CodeGenFileType::ObjectFile, "object files");
   if (times) times->emitMs = msSince(t0);
-  return std::move(object);
+  return object;
 }
 
 }  // namespace kiln::codegen

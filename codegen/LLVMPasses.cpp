@@ -1,6 +1,7 @@
 #include "codegen/LLVMPasses.h"
 #include "runtime/Error.h"
 
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -41,6 +42,17 @@ void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel) {
   llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(level)
                                                                      : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, mam);
+}
+
+llvm::Expected<llvm::SmallVector<char, 0>> emitCode(llvm::Module &module, llvm::TargetMachine &tm,
+                                                   llvm::CodeGenFileType type, const char *what) {
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    return error(ErrorCode::kCompileFailed, "target %s cannot emit %s", tm.getTargetTriple().str().c_str(), what);
+  pm.run(module);
+  return std::move(out);
 }
 
 }  // namespace kiln::codegen

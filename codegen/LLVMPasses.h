@@ -3,6 +3,7 @@
 // run with a target machine's own passes. Knows no ops or graphs.
 #pragma once
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"
 
@@ -20,5 +21,9 @@ llvm::Error verifyIR(llvm::Module &module, const char *what);
 /// LLVM's default per-module pipeline at `optLevel` (0..3), with `tm`'s
 /// passes (NVVMReflect on NVPTX, ...).
 void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel);
+/// `tm`'s backend run on `module`: an object file or assembly text
+/// (`what` names the output in the error when the target cannot make it).
+llvm::Expected<llvm::SmallVector<char, 0>> emitCode(llvm::Module &module, llvm::TargetMachine &tm,
+                                                   llvm::CodeGenFileType type, const char *what);
 
 }  // namespace kiln::codegen

@@ -3,13 +3,11 @@
 #include "runtime/Error.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -170,15 +168,9 @@ llvm::Expected<DeviceObject> NvptxCodegen::compile(llvm::Module &module, DeviceT
 
   t0 = Clock::now();
   DeviceObject out;
-  {
-    llvm::SmallVector<char, 0> text;
-    llvm::raw_svector_ostream os(text);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      return error(ErrorCode::kCompileFailed, "the NVPTX backend cannot emit PTX");
-    pm.run(module);
-    out.ptx.assign(text.begin(), text.end());
-  }
+  auto ptx = emitCode(module, tm, llvm::CodeGenFileType::AssemblyFile, "PTX");
+  if (!ptx) return ptx.takeError();
+  out.ptx.assign(ptx->begin(), ptx->end());
   if (dumps) dumps->assembly = out.ptx;
   if (times) times->emitMs = msSince(t0);
 
