@@ -118,9 +118,9 @@ llvm::Expected<Program::GpuLowered> Program::lowerToGpu(SpecializedFunction &fn,
                                                         bool dumpEveryPass) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
-  if (!fn.impl || !fn.impl->module)
-    return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
-  ModuleOp module = *fn.impl->module;
+  auto unlowered = Impl::unloweredModule(fn);
+  if (!unlowered) return unlowered.takeError();
+  ModuleOp module = *unlowered;
   if (auto err =
           impl->runStages(module, fn.function, gpuPipelineStages(cpu, gpuTuning), times, dumpDir, dumpEveryPass))
     return std::move(err);

@@ -108,9 +108,9 @@ llvm::Expected<std::unique_ptr<PartitionedFunction>>
 Program::partition(SpecializedFunction &spec, const PlacementOptions &options, const KernelOracle &oracle,
                    const std::set<std::string> &forceKernel, int64_t anchorsPerCluster) {
   std::lock_guard<std::mutex> lock(impl->mu);
-  if (!spec.impl || !spec.impl->module)
-    return error(ErrorCode::kInternal, "@%s was already lowered", spec.function.c_str());
-  ModuleOp module = *spec.impl->module;
+  auto unlowered = Impl::unloweredModule(spec);
+  if (!unlowered) return unlowered.takeError();
+  ModuleOp module = *unlowered;
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
         PassManager pm(impl->ctx.get());
         pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle));

@@ -171,26 +171,33 @@ static std::string bytecodeReaderCrashes(llvm::StringRef source) {
   return strsignal(WTERMSIG(status));
 }
 
-llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
-                                                         llvm::StringRef bufferName) {
-  registerKilnPassesAndPipelines();
-  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName)))
-    if (std::string where = tooDeep(source); !where.empty())
-      return error(ErrorCode::kInvalidArgument,
-                   "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
-                   "deeper than MLIR's parser can take",
-                   bufferName.str().c_str(), kMaxNesting, where.c_str());
-  if (isBytecode(llvm::MemoryBufferRef(source, bufferName)))
+/// An error for input that would crash MLIR 22's parsers instead of being
+/// reported by them (see tooDeep, badIndexList, bytecodeReaderCrashes).
+static llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName) {
+  if (isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
     if (std::string how = bytecodeReaderCrashes(source); !how.empty())
       return error(ErrorCode::kInvalidArgument,
                    "cannot load MLIR bytecode from '%s': the file is damaged (MLIR's bytecode reader, run on it in a "
                    "separate process, crashed: %s)",
                    bufferName.str().c_str(), how.c_str());
-  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName)))
-    if (std::string bad = badIndexList(source); !bad.empty())
-      return error(ErrorCode::kInvalidArgument,
-                   "cannot load MLIR from '%s': %s must list integers (MLIR 22's linalg parser would crash on it)",
-                   bufferName.str().c_str(), bad.c_str());
+    return llvm::Error::success();
+  }
+  if (std::string where = tooDeep(source); !where.empty())
+    return error(ErrorCode::kInvalidArgument,
+                 "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
+                 "deeper than MLIR's parser can take",
+                 bufferName.str().c_str(), kMaxNesting, where.c_str());
+  if (std::string bad = badIndexList(source); !bad.empty())
+    return error(ErrorCode::kInvalidArgument,
+                 "cannot load MLIR from '%s': %s must list integers (MLIR 22's linalg parser would crash on it)",
+                 bufferName.str().c_str(), bad.c_str());
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
+                                                         llvm::StringRef bufferName) {
+  registerKilnPassesAndPipelines();
+  if (auto err = refuseWhatCrashesTheParser(source, bufferName)) return std::move(err);
   std::unique_ptr<Program> p(new Program());
   Impl &I = *p->impl;
   DialectRegistry registry;
@@ -588,9 +595,9 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::L
                        bool dumpEveryPass) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
-  if (!fn.impl || !fn.impl->module)
-    return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
-  ModuleOp module = *fn.impl->module;
+  auto unlowered = Impl::unloweredModule(fn);
+  if (!unlowered) return unlowered.takeError();
+  ModuleOp module = *unlowered;
   if (auto err = impl->runStages(module, fn.function, cpuPipelineStages(tuning), times, dumpDir, dumpEveryPass))
     return std::move(err);
   if (faultSites)

@@ -106,6 +106,7 @@ struct SpecializedFunction::Impl {
   OwningOpRef<ModuleOp> module;
 };
 
+
 struct Program::Impl {
   std::shared_ptr<MLIRContext> ctx;
   llvm::SourceMgr sourceMgr;
@@ -128,6 +129,14 @@ struct Program::Impl {
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     if (msg.empty()) msg = "(no diagnostic was emitted)";
     return error(code, "%s:\n%s", what.str().c_str(), msg.c_str());
+  }
+
+  /// The MLIR of `fn`, or an error when partitioning or a lowering already
+  /// consumed it.
+  static llvm::Expected<ModuleOp> unloweredModule(SpecializedFunction &fn) {
+    if (!fn.impl || !fn.impl->module)
+      return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
+    return *fn.impl->module;
   }
 
   /// Runs `stages` on `module` (the specialized `fn`) in order, timing each
