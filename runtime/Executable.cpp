@@ -16,8 +16,8 @@ unsigned StepContext::numInputs() const { return unsigned(step_->inputs.size());
 unsigned StepContext::numOutputs() const { return unsigned(step_->outputs.size()); }
 const std::string &StepContext::stepName() const { return step_->name; }
 const Tensor *StepContext::constantInput(unsigned i) const {
-  if (!bufferDescs_) return nullptr;
-  const BufferDesc &d = (*bufferDescs_)[size_t(step_->inputs[i])];
+  if (!exe_) return nullptr;
+  const BufferDesc &d = exe_->buffers_[size_t(step_->inputs[i])];
   return d.kind == BufferKind::kConstant ? &d.constant : nullptr;
 }
 
@@ -224,7 +224,6 @@ void Executable::runFrom(Execution *ex, int step) const {
     }
     StepContext ctx(s, ex->buffers.data(), *ex->executor);
     ctx.exe_ = this;
-    ctx.bufferDescs_ = &buffers_;
     ctx.execution_ = ex;
     ctx.stepId_ = step;
     bool traced = ex->executor->tracing();

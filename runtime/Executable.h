@@ -98,7 +98,6 @@ private:
   HostExecutor *executor_;
   // Set by Executable::runFrom so that defer() can hand out a completion.
   const Executable *exe_ = nullptr;
-  const std::vector<BufferDesc> *bufferDescs_ = nullptr;
   void *execution_ = nullptr;  // Executable::Execution
   int stepId_ = -1;
   mutable std::shared_ptr<DeferredStep> deferred_;
