@@ -143,10 +143,8 @@ llvm::Expected<std::unique_ptr<GpuTarget>> GpuTarget::create(GpuTargetOptions op
   if (options.arch.empty()) {
     options.arch = "sm_90";
 #if KILN_HAVE_CUDA
-    if (cuda::gpuAvailable()) {
-      if (auto dev = cuda::CudaDevice::open(options.device)) options.arch = (*dev)->info().arch();
-      else llvm::consumeError(dev.takeError());
-    }
+    if (auto dev = cuda::CudaDevice::open(options.device)) options.arch = (*dev)->info().arch();
+    else llvm::consumeError(dev.takeError());  // no GPU: compile for sm_90
 #endif
   }
   options.codegen.chip = options.arch;
