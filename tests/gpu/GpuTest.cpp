@@ -42,6 +42,14 @@ std::string noGpu() {
     if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;         \
   } while (0)
 
+/// A runtime without a disk cache on `device`.
+std::unique_ptr<Runtime> uncachedRuntime(const std::string &device) {
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.device = device;
+  return KILN_TAKE(Runtime::create(o));
+}
+
 struct Compiled {
   jit::GpuObject object;
   std::vector<char> bytes;
@@ -249,10 +257,7 @@ TEST(GpuRuntime, DeviceOptionsAreChecked) {
 
 TEST(GpuRuntime, WithoutAGpuRunningIsAnUnavailableError) {
   if (noGpu().empty()) GTEST_SKIP() << "a GPU is present";
-  RuntimeOptions o;
-  o.device = "cuda";
-  o.cacheMode = CacheMode::kOff;
-  auto rt = KILN_TAKE(Runtime::create(o));
+  auto rt = uncachedRuntime("cuda");
   ASSERT_TRUE(rt);
   auto m = KILN_TAKE(rt->loadModule(kElementwise));
   ASSERT_TRUE(m);
@@ -304,11 +309,8 @@ namespace {
 /// Runs `mlir`'s @main on the host and on the GPU and compares.
 void expectGpuMatchesHost(const std::string &mlir, const std::vector<Tensor> &inputs, double rtol = 1e-4,
                           double atol = 1e-5) {
-  RuntimeOptions host, gpu;
-  host.cacheMode = gpu.cacheMode = CacheMode::kOff;
-  gpu.device = "cuda";
-  auto hrt = KILN_TAKE(Runtime::create(host));
-  auto grt = KILN_TAKE(Runtime::create(gpu));
+  auto hrt = uncachedRuntime("cpu");
+  auto grt = uncachedRuntime("cuda");
   ASSERT_TRUE(hrt && grt);
   auto hm = KILN_TAKE(hrt->loadModule(mlir));
   auto gm = KILN_TAKE(grt->loadModule(mlir));
@@ -336,10 +338,7 @@ TEST(GpuRun, ElementwiseMatmulConvMatchTheHost) {
 
 TEST(GpuRun, OutOfRangeGatherIsAnErrorNamingTheOp) {
   SKIP_WITHOUT_GPU();
-  RuntimeOptions o;
-  o.cacheMode = CacheMode::kOff;
-  o.device = "cuda";
-  auto rt = KILN_TAKE(Runtime::create(o));
+  auto rt = uncachedRuntime("cuda");
   ASSERT_TRUE(rt);
   auto m = KILN_TAKE(rt->loadModule(kGather));
   ASSERT_TRUE(m);
@@ -358,11 +357,8 @@ TEST(GpuRun, BuiltinResNet50MatchesTheHost) {
   SKIP_WITHOUT_GPU();
   const auto *model = models::findBuiltinModel("resnet50");
   ASSERT_TRUE(model);
-  RuntimeOptions host, gpu;
-  host.cacheMode = gpu.cacheMode = CacheMode::kOff;
-  gpu.device = "cuda";
-  auto hrt = KILN_TAKE(Runtime::create(host));
-  auto grt = KILN_TAKE(Runtime::create(gpu));
+  auto hrt = uncachedRuntime("cpu");
+  auto grt = uncachedRuntime("cuda");
   ASSERT_TRUE(hrt && grt);
   auto hm = KILN_TAKE(hrt->loadProgram(KILN_TAKE(model->build())));
   auto gm = KILN_TAKE(grt->loadProgram(KILN_TAKE(model->build())));
