@@ -20,6 +20,14 @@
 //                          accumulator kept across the window (TOSA's
 //                          depthwise hwcm with one filter per channel is
 //                          first rewritten to hwc).
+//   fused into the above   a conv's, depthwise conv's or pooling's
+//                          accumulator init (fill, bias broadcast) and its
+//                          elementwise epilogue (activation, residual add)
+//                          run inside its parallel tiles, the epilogue
+//                          updating the result in place: one pass over
+//                          the output instead of three, while it is in cache.
+//   pads                   a fill of the padded tensor (vectorized) and an
+//                          insert of the source.
 //   row reductions         vector partials across the row, one horizontal
 //                          reduction at the end.
 //   elementwise / fill     innermost dimension in whole vectors, the
@@ -37,11 +45,13 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
@@ -241,6 +251,22 @@ public:
                 .str();
     return out;
   }
+  /// Like tileForall, and also returns the scf.forall's handle.
+  std::pair<std::string, std::string> tileForallWithLoop(const std::string &in, llvm::ArrayRef<int64_t> sizes) {
+    std::string out = tileForall(in, sizes);
+    return {out, out + "_forall"};
+  }
+  /// Fuses the producer `producer` into the loop `loop` (tiles of it as
+  /// the loop's body needs them); returns the fused op's and the loop's new
+  /// handles.
+  std::pair<std::string, std::string> fuseInto(const std::string &producer, const std::string &loop) {
+    std::string op = fresh(), newLoop = fresh();
+    body += llvm::formatv("    {0}, {1} = transform.structured.fuse_into_containing_op {2} into {3} "
+                          ": (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n",
+                          op, newLoop, producer, loop)
+                .str();
+    return {op, newLoop};
+  }
   /// Splits the reduction of `in` into vectors of `sizes`' width
   /// (partial results in a vector, merged once at the end) and vectorizes
   /// the three parts.
@@ -348,23 +374,219 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       op->getResult(0).replaceAllUsesWith(out);
       op->erase();
     }
+    if (!ops.empty()) dropTrailingUnitLoops(module);
+  }
+
+  /// Elementwise generics whose innermost loop has one iteration (the bias
+  /// and activation after a depthwise conv run on its 5-D hwcm result) would
+  /// be vectorized one element at a time: they lose that loop (operands
+  /// collapsed, result expanded), and the reshapes and fills around them
+  /// fold, so the vector strategy sees the channels as the innermost loop.
+  void dropTrailingUnitLoops(ModuleOp module) {
+    SmallVector<linalg::GenericOp> generics;
+    module.walk([&](linalg::GenericOp op) {
+      if (!op.hasPureTensorSemantics() || op.getNumLoops() < 2 || op.getNumParallelLoops() != op.getNumLoops()) return;
+      SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+      if (bounds.back() == 1) generics.push_back(op);
+    });
+    linalg::ControlDropUnitDims options;
+    options.controlFn = [](Operation *op) {
+      SmallVector<unsigned> dims;
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic) return dims;
+      SmallVector<int64_t> bounds = generic.getStaticLoopRanges();
+      for (unsigned d = bounds.size(); d-- > 1 && bounds[d] == 1;) dims.push_back(d);
+      return dims;
+    };
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : generics) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, options);
+      if (failed(dropped)) continue;
+      rewriter.replaceOp(op, dropped->replacements);
+    }
+    RewritePatternSet patterns(&getContext());
+    linalg::FillOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::EmptyOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    (void)applyPatternsGreedily(module, std::move(patterns));
+  }
+
+  /// tensor.pad with a constant value as a fill of the padded tensor and an
+  /// insert of the source: the fill is then vectorized like any other
+  /// (bufferization would write the pad one element at a time).
+  void decomposePads(ModuleOp module) {
+    bool any = false;
+    module.walk([&](tensor::PadOp pad) {
+      if (pad.getResultType().hasStaticShape()) any = true;
+    });
+    if (!any) return;
+    RewritePatternSet patterns(&getContext());
+    patterns.add<linalg::DecomposePadOpPattern>(&getContext());
+    (void)applyPatternsGreedily(module, std::move(patterns));
+  }
+
+
+  /// Elementwise ops and fills (`bounds`: the loop ranges of the op, or of
+  /// the tile a fusion left of it): the innermost dimension in whole
+  /// vectors, the remainder peeled into one static tail (no masks).
+  static void elementwise(Schedule &schedule, const std::string &h0, llvm::ArrayRef<int64_t> bounds, int64_t lanes) {
+    int64_t inner = bounds.back();
+    int64_t width = int64_t(llvm::bit_floor(uint64_t(std::min(inner, 2 * lanes))));
+    SmallVector<int64_t> sizes(bounds.size(), 1), vec(bounds.size(), 1);
+    for (size_t i = 0; i < bounds.size(); ++i)
+      if (bounds[i] == 1) sizes[i] = 0;
+    sizes.back() = width == inner ? 0 : width;
+    vec.back() = width;
+    int loops = 0;
+    for (int64_t t : sizes) loops += t != 0;
+    std::string h = schedule.tile(h0, sizes);
+    if (inner % width == 0) {
+      schedule.vectorize(h);
+      return;
+    }
+    // Full tiles, then one static remainder: no masks once the bounds
+    // fold (vector sizes equal the tiles').
+    auto [main, rest] = schedule.peelInnermost(h, loops);
+    schedule.vectorize(main, vec);
+    vec.back() = inner % width;
+    schedule.vectorize(rest, vec);
+  }
+
+  /// What a conv, depthwise conv or pooling op's parallel tiles compute with
+  /// it: the op that fills its accumulator (a fill, or the bias broadcast),
+  /// and its only user when that is an elementwise op over its result (bias,
+  /// activation, residual add). Both are fused into the op's parallel tiles,
+  /// so each runs on a tile while it is in cache, not as a pass of its own
+  /// over the whole output.
+  struct Fused {
+    linalg::LinalgOp init;      // null: none
+    linalg::GenericOp epilogue;  // null: none
+  };
+  static Fused fusable(linalg::LinalgOp op) {
+    Fused f{};
+    Value result = op->getResult(0);
+    auto resultType = dyn_cast<RankedTensorType>(result.getType());
+    if (!resultType) return f;
+    if (auto init = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::LinalgOp>();
+        init && init->hasOneUse() && init.hasPureTensorSemantics() && allStatic(init) &&
+        (isa<linalg::FillOp>(init) || isVectorizableElementwise(init)) && init->getResult(0).getType() == resultType)
+      f.init = init;
+    if (!result.hasOneUse()) return f;
+    auto user = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+    if (!user || !user.hasPureTensorSemantics() || !allStatic(user) || !isVectorizableElementwise(user) ||
+        user->getNumResults() != 1 || user->getResult(0).getType() != resultType)
+      return f;
+    for (OpOperand *in : user.getDpsInputOperands())
+      if (in->get() == result && !user.getMatchingIndexingMap(in).isIdentity()) return f;
+    if (!user.getRegionOutputArgs()[0].use_empty()) return f;
+    f.epilogue = user;
+    return f;
+  }
+
+  /// The epilogue rewritten to update `result` in place: it reads the
+  /// result through its output (not as an input), so that each parallel
+  /// tile is accumulated and finished in one buffer, the output's. (With
+  /// the result as an input and a fresh output, bufferization copies, and
+  /// fusing through both uses computes the tile twice.)
+  static linalg::GenericOp inPlaceEpilogue(linalg::GenericOp epilogue, Value result) {
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    SmallVector<unsigned> dropped;
+    for (OpOperand *in : epilogue.getDpsInputOperands()) {
+      if (in->get() == result) {
+        dropped.push_back(in->getOperandNumber());
+        continue;
+      }
+      inputs.push_back(in->get());
+      maps.push_back(epilogue.getMatchingIndexingMap(in));
+    }
+    maps.push_back(epilogue.getMatchingIndexingMap(epilogue.getDpsInitOperand(0)));
+    OpBuilder b(epilogue);
+    auto updated = linalg::GenericOp::create(b, epilogue.getLoc(), epilogue->getResultTypes(), inputs,
+                                             ValueRange{result}, maps, epilogue.getIteratorTypesArray());
+    updated.getRegion().takeBody(epilogue.getRegion());
+    Block &body = updated.getRegion().front();
+    BlockArgument out = body.getArguments().back();
+    for (unsigned i : llvm::reverse(dropped)) {
+      body.getArgument(i).replaceAllUsesWith(out);
+      body.eraseArgument(i);
+    }
+    epilogue->replaceAllUsesWith(updated);
+    epilogue->erase();
+    return updated;
   }
 
   void runOnOperation() override {
     if (vectorBits <= 0) return;
     dropUnitMultiplier(getOperation());
+    decomposePads(getOperation());
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
     Schedule schedule;
     int64_t sid = 0;
     Builder b(&getContext());
+    // Ops fused into another op's tiles get no strategy of their own.
+    llvm::DenseMap<Operation *, Fused> fused;
+    llvm::DenseSet<Operation *> claimed;
+    SmallVector<linalg::LinalgOp> anchors;
     module.walk([&](linalg::LinalgOp op) {
-      if (!op.hasPureTensorSemantics() || !allStatic(op)) return;
-      auto tag = [&] {
-        op->setAttr(kStrategyIdAttr, b.getI64IntegerAttr(sid));
-        return schedule.match(sid++);
-      };
+      if (op.hasPureTensorSemantics() && allStatic(op) && allF32(op) &&
+          isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp, linalg::DepthwiseConv2DNhwcHwcOp,
+              linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op))
+        anchors.push_back(op);
+    });
+    for (linalg::LinalgOp op : anchors) {
+      Fused f = fusable(op);
+      if (f.init) claimed.insert(f.init);
+      if (f.epilogue) {
+        f.epilogue = inPlaceEpilogue(f.epilogue, op->getResult(0));
+        claimed.insert(f.epilogue);
+      }
+      fused[op] = f;
+    }
+    auto tagOp = [&](Operation *op) {
+      op->setAttr(kStrategyIdAttr, b.getI64IntegerAttr(sid));
+      return schedule.match(sid++);
+    };
+    /// Tiles the op `h` (loop ranges `bounds`) into parallel tiles of
+    /// `sizes` (an scf.forall) together with what `f` fuses into them:
+    /// the epilogue is tiled and the op fused into its tiles, else the op
+    /// is tiled; the accumulator's init is fused after. Returns the op's
+    /// handle inside the tiles.
+    auto tileFused = [&](std::string h, llvm::ArrayRef<int64_t> bounds, llvm::ArrayRef<int64_t> sizes,
+                         const Fused &f) {
+      SmallVector<int64_t> tileBounds(bounds.begin(), bounds.begin() + sizes.size());
+      for (size_t i = 0; i < sizes.size(); ++i)
+        if (sizes[i]) tileBounds[i] = sizes[i];
+      std::string forall;
+      if (f.epilogue) {
+        auto [epi, loop] = schedule.tileForallWithLoop(tagOp(f.epilogue), sizes);
+        std::tie(h, forall) = schedule.fuseInto(h, loop);
+        elementwise(schedule, epi, tileBounds, lanes);
+      } else {
+        SmallVector<int64_t> opSizes(sizes.begin(), sizes.end());
+        opSizes.resize(bounds.size(), 0);
+        std::tie(h, forall) = schedule.tileForallWithLoop(h, opSizes);
+      }
+      if (f.init) {
+        auto [init, loop] = schedule.fuseInto(tagOp(f.init), forall);
+        elementwise(schedule, init, tileBounds, lanes);
+      }
+      return h;
+    };
+    /// Fused ops of an op that is not tiled in parallel: strategies of
+    /// their own.
+    auto unfused = [&](Fused f) {
+      if (f.init) elementwise(schedule, tagOp(f.init), f.init.getStaticLoopRanges(), lanes);
+      if (f.epilogue) elementwise(schedule, tagOp(f.epilogue), f.epilogue.getStaticLoopRanges(), lanes);
+    };
+    module.walk([&](linalg::LinalgOp op) {
+      if (!op.hasPureTensorSemantics() || !allStatic(op) || claimed.contains(op)) return;
+      auto tag = [&] { return tagOp(op); };
       if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) && allF32(op)) {
         auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
         auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
@@ -404,10 +626,12 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5], C = bounds[6];
         RegisterTile rt = chooseRegisterTile(OW, F, tuning);
+        Fused f = fused[op];
         if (rt.n < 4) {
           // Too few channels to vectorize well: loops, but on an HWCF filter
           // all the same, so that a packed filter's transpose cancels.
           if (isa<linalg::Conv2DNhwcFhwcOp>(op)) schedule.op("transpose_conv2d", tag());
+          unfused(f);
           return;
         }
         int64_t filterRowBytes = KH * KW * C * 4;
@@ -420,9 +644,12 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           // Blocks of output rows (and filter blocks) for the threads.
           int64_t ohb = rowBlockForThreads(OH, NB * (F / fc));
           parallel = NB * (OH / ohb) * (F / fc) > 1;
-          if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc, 0, 0, 0});
+          if (parallel) h = tileFused(h, bounds, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc}, f);
         }
-        if (!parallel) h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
+        if (!parallel) {
+          unfused(f);
+          h = schedule.tile(h, {0, 0, 0, fc == F ? 0 : fc, 0, 0, 0});
+        }
         // Input-channel blocks whose filter slice (KH x KW x cb x one
         // register tile of filters) stays in L1 while every output row and
         // column tile of the block reuses it: without them each output row
@@ -443,14 +670,19 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t NB = bounds[0], OH = bounds[1], OW = bounds[2], C = bounds[3];
         RegisterTile rt = chooseRegisterTile(OW, C, tuning);
-        if (rt.n < 4) return;
+        Fused f = fused[op];
+        if (rt.n < 4) {
+          unfused(f);
+          return;
+        }
         std::string h = tag();
         bool parallel = 2.0 * NB * OH * OW * C * bounds[4] * bounds[5] >= kParallelMinFlops / 4;
         if (parallel) {
           int64_t ohb = rowBlockForThreads(OH, NB);
           parallel = NB * (OH / ohb) > 1;
-          if (parallel) h = schedule.tileForall(h, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0, 0, 0});
+          if (parallel) h = tileFused(h, bounds, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0}, f);
         }
+        if (!parallel) unfused(f);
         h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1});
         h = schedule.op("decompose", h);
         schedule.vectorize(h);
@@ -471,27 +703,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         return;
       }
       if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {
-        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-        int64_t inner = bounds.back();
-        int64_t width = int64_t(llvm::bit_floor(uint64_t(std::min(inner, 2 * lanes))));
-        SmallVector<int64_t> sizes(bounds.size(), 1), vec(bounds.size(), 1);
-        for (size_t i = 0; i < bounds.size(); ++i)
-          if (bounds[i] == 1) sizes[i] = 0;
-        sizes.back() = width == inner ? 0 : width;
-        vec.back() = width;
-        int loops = 0;
-        for (int64_t t : sizes) loops += t != 0;
-        std::string h = schedule.tile(tag(), sizes);
-        if (inner % width == 0) {
-          schedule.vectorize(h);
-          return;
-        }
-        // Full tiles, then one static remainder: no masks once the bounds
-        // fold (vector sizes equal the tiles').
-        auto [main, rest] = schedule.peelInnermost(h, loops);
-        schedule.vectorize(main, vec);
-        vec.back() = inner % width;
-        schedule.vectorize(rest, vec);
+        elementwise(schedule, tag(), op.getStaticLoopRanges(), lanes);
         return;
       }
     });

@@ -1006,6 +1006,59 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // Convs big enough for parallel tiles, whose bias init and elementwise
+  // epilogue (clamp, a residual add) kiln-cpu-strategy fuses into those
+  // tiles (the epilogue updating the conv's result in place).
+  struct Fused {
+    bool depthwise;
+    int64_t h, c, f, k, s;
+    std::array<int64_t, 4> pad;
+    bool residual;
+  };
+  for (const Fused &g : std::vector<Fused>{{false, 28, 16, 64, 3, 1, {1, 1, 1, 1}, true},
+                                           {false, 30, 24, 96, 1, 1, {0, 0, 0, 0}, false},
+                                           {true, 60, 64, 64, 3, 2, {1, 0, 1, 0}, false},
+                                           {true, 40, 48, 48, 3, 1, {1, 1, 1, 1}, true}}) {
+    int64_t oh = (g.h + g.pad[0] + g.pad[1] - g.k) / g.s + 1;
+    Case c;
+    TensorType x = tt(F, {1, g.h, g.h, g.c}), b = tt(F, {g.f}), o = tt(F, {1, oh, oh, g.f});
+    TensorType w = g.depthwise ? tt(F, {g.k, g.k, g.c, 1}) : tt(F, {g.f, g.k, g.k, g.c});
+    c.name = std::string(g.depthwise ? "depthwise_conv2d" : "conv2d") + "_fused_" + shapeToString(x.shape) + "_k" +
+             std::to_string(g.k) + "_s" + std::to_string(g.s) + (g.residual ? "_residual" : "") + "_clamp";
+    c.args = {x, w, b};
+    if (g.residual) c.args.push_back(o);
+    c.results = {o};
+    std::string pad = std::to_string(g.pad[0]) + ", " + std::to_string(g.pad[1]) + ", " + std::to_string(g.pad[2]) +
+                      ", " + std::to_string(g.pad[3]);
+    c.body = zeroConst("zp", F) + "  %y = \"tosa." + (g.depthwise ? "depthwise_conv2d" : "conv2d") +
+             "\"(%a0, %a1, %a2, %zp, %zp) <{acc_type = f32, pad = array<i64: " + pad + ">, stride = array<i64: " +
+             std::to_string(g.s) + ", " + std::to_string(g.s) + ">, dilation = array<i64: 1, 1>}> : (" + mt(x) + ", " +
+             mt(w) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    std::string v = "%y";
+    if (g.residual) {
+      c.body += "  %s = tosa.add %y, %a3 : (" + mt(o) + ", " + mt(o) + ") -> " + mt(o) + "\n";
+      v = "%s";
+    }
+    c.body += "  %r0 = tosa.clamp " + v + " {min_val = 0.0 : f32, max_val = 0.5 : f32} : (" + mt(o) + ") -> " + mt(o) + "\n";
+    c.ref = [g, x, w](const std::vector<Values> &in) {
+      const int64_t pad[4] = {g.pad[0], g.pad[1], g.pad[2], g.pad[3]}, st[2] = {g.s, g.s}, dl[2] = {1, 1};
+      ref::Dims os;
+      ref::Vec args[3] = {ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()),
+                          ref::Vec(in[2].begin(), in[2].end())};
+      ref::Dims xs(x.shape.begin(), x.shape.end()), ws(w.shape.begin(), w.shape.end());
+      ref::Vec y = g.depthwise ? ref::depthwiseConv2d(args[0], xs, args[1], ws, args[2], pad, st, dl, os)
+                               : ref::conv2d(args[0], xs, args[1], ws, args[2], pad, st, dl, os);
+      for (size_t i = 0; i < y.size(); ++i) {
+        double v = y[i] + (g.residual ? in[3][i] : 0.0);
+        y[i] = std::min(0.5, std::max(0.0, v));
+      }
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
   for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
     Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
     c.name = "reduce_sum_3x" + std::to_string(n);
