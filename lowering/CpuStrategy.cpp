@@ -202,6 +202,26 @@ bool isVectorizableRowReduction(linalg::LinalgOp op) {
       body.front());
 }
 
+/// f32 reductions whose innermost loop is parallel (a global pool over H
+/// and W of NHWC data; sums over rows): vectors across the innermost loop,
+/// accumulated over the reduction loops in registers.
+bool isVectorizableOuterReduction(linalg::LinalgOp op) {
+  if (!isa<linalg::GenericOp, linalg::ReduceOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() < 2) return false;
+  auto iters = op.getIteratorTypesArray();
+  unsigned last = op.getNumLoops() - 1;
+  if (iters[last] != utils::IteratorType::parallel || op.getNumReductionLoops() == 0) return false;
+  if (!allF32(op)) return false;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!out.isProjectedPermutation() || out.getNumResults() == 0 ||
+      out.getResult(out.getNumResults() - 1) != getAffineDimExpr(last, op->getContext()))
+    return false;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (!op.getMatchingIndexingMap(in).isIdentity()) return false;
+  Block &body = op->getRegion(0).front();
+  if (body.getOperations().size() != 2) return false;  // one combiner + yield
+  return isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(body.front());
+}
+
 std::string list(llvm::ArrayRef<int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -690,6 +710,28 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         if (!parallel) unfused(f);
         h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1});
         h = schedule.op("decompose", h);
+        schedule.vectorize(h);
+        return;
+      }
+      if (isVectorizableOuterReduction(op)) {
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        int64_t inner = bounds.back();
+        int64_t width = 0;
+        for (int64_t w : {2 * lanes, lanes, lanes / 2})
+          if (w >= 4 && inner % w == 0 && !width) width = w;
+        if (width == 0) return;
+        // Vectors across the innermost loop (and one element of the other
+        // parallel loops), then the reduction loops one step at a time
+        // inside: the accumulator vector stays in a register.
+        auto iters = op.getIteratorTypesArray();
+        SmallVector<int64_t> outer(bounds.size(), 0), reduction(bounds.size(), 0);
+        for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+          if (bounds[i] == 1) continue;
+          (iters[i] == utils::IteratorType::parallel ? outer : reduction)[i] = 1;
+        }
+        outer.back() = width == inner ? 0 : width;
+        std::string h = schedule.tile(tag(), outer);
+        h = schedule.tile(h, reduction);
         schedule.vectorize(h);
         return;
       }

@@ -9,10 +9,12 @@
 //
 // where x is large (more than 4096 elements, or dynamic), every other
 // operand of E of the same rank is a transpose by the same permutation or is
-// small (a broadcast per-channel constant: its transpose
-// is a few elements, or folds into the weights at load). Two transposes that
-// meet compose into one, and an identity transpose disappears, so the NCHW
-// islands between convolutions vanish and the whole graph runs NHWC.
+// small (a broadcast per-channel constant: its transpose is a few elements,
+// or folds into the weights at load). A transpose of a large value also
+// sinks below a reduction (the axis follows the permutation). Two
+// transposes that meet compose into one, and an identity transpose
+// disappears, so the NCHW islands between convolutions vanish and the whole
+// graph runs NHWC.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -104,6 +106,39 @@ struct SinkTransposeThroughElementwise : RewritePattern {
   }
 };
 
+/// reduce(transpose(x, p), axis a) -> transpose(reduce(x, axis p[a]), p):
+/// a reduction keeps its rank (the axis becomes 1), so the transpose moves
+/// below it unchanged and then applies to the smaller result (a global
+/// average pool in NCHW then reads NHWC data directly).
+struct SinkTransposeThroughReduce : RewritePattern {
+  SinkTransposeThroughReduce(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isa<tosa::ReduceSumOp, tosa::ReduceMaxOp, tosa::ReduceMinOp, tosa::ReduceProductOp, tosa::ReduceAllOp,
+             tosa::ReduceAnyOp>(op) ||
+        op->getNumOperands() != 1 || op->getNumResults() != 1)
+      return failure();
+    auto tr = op->getOperand(0).getDefiningOp<tosa::TransposeOp>();
+    auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!tr || !axisAttr || !resultType) return failure();
+    // Any size: the result is smaller than the input, and nothing moves a
+    // transpose back above a reduction.
+    ArrayRef<int32_t> perm = tr.getPerms();
+    int64_t axis = axisAttr.getInt();
+    if (axis < 0 || axis >= int64_t(perm.size()) || resultType.getRank() != int64_t(perm.size())) return failure();
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(tr.getInput1());
+    state.addTypes(permutedType(resultType, inverse(perm)));
+    state.addAttributes(op->getAttrs());
+    state.attributes.set("axis", IntegerAttr::get(axisAttr.getType(), perm[axis]));
+    Operation *moved = rewriter.create(state);
+    rewriter.replaceOpWithNewOp<tosa::TransposeOp>(op, resultType, moved->getResult(0),
+                                                   rewriter.getDenseI32ArrayAttr(perm));
+    return success();
+  }
+};
+
 /// transpose(transpose(x, p), q) -> transpose(x, p∘q); identity -> x.
 struct ComposeTransposes : OpRewritePattern<tosa::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -129,7 +164,7 @@ struct ComposeTransposes : OpRewritePattern<tosa::TransposeOp> {
 struct PropagateTransposes : impl::KilnPropagateTransposesBase<PropagateTransposes> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SinkTransposeThroughElementwise, ComposeTransposes>(&getContext());
+    patterns.add<SinkTransposeThroughElementwise, SinkTransposeThroughReduce, ComposeTransposes>(&getContext());
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config))) signalPassFailure();

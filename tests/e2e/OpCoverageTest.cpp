@@ -1066,6 +1066,19 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-5;
     cs.push_back(c);
   }
+  // Reductions over an outer axis with the innermost parallel (vectors
+  // across it, kiln-cpu-strategy): a global pool's H and W, columns.
+  for (auto [shape, axis] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{1, 7, 7, 64}, 1}, {{1, 7, 7, 64}, 2}, {{4, 48}, 0}, {{3, 5, 40}, 1}}) {
+    Case c = reduce("reduce_sum", F, shape, axis, [](double a, double b) { return a + b; }, 0);
+    c.name = "reduce_sum_" + shapeToString(shape) + "_axis" + std::to_string(axis);
+    c.rtol = 1e-5;
+    c.atol = 1e-5;
+    cs.push_back(c);
+    Case m = reduce("reduce_max", F, shape, axis, [](double a, double b) { return std::max(a, b); }, -INFINITY);
+    m.name = "reduce_max_" + shapeToString(shape) + "_axis" + std::to_string(axis);
+    cs.push_back(m);
+  }
   for (int64_t n : {24, 96, 1000}) {  // rows split into vector partials (kiln-cpu-strategy)
     Case c = reduce("reduce_max", F, {5, n}, 1, [](double a, double b) { return std::max(a, b); }, -INFINITY);
     c.name = "reduce_max_5x" + std::to_string(n);

@@ -86,6 +86,22 @@ func.func @row_sums(%a: tensor<64x1000xf32>) -> tensor<64x1xf32> {
   return %r : tensor<64x1xf32>
 }
 
+// Reductions over outer dimensions (a global pool over H and W of NHWC
+// data): vectors across the channels, the accumulator carried in a register
+// across the reduced rows, no horizontal reduction.
+// AVX512-LABEL: func.func @pool_sums
+// AVX512: scf.for {{.*}} iter_args({{.*}}) -> (vector<32xf32>)
+// AVX512: arith.addf {{.*}} : vector<32xf32>
+// AVX512-NOT: vector.reduction
+// AVX2-LABEL: func.func @pool_sums
+// AVX2: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>)
+// AVX2: arith.addf {{.*}} : vector<16xf32>
+func.func @pool_sums(%x: tensor<1x7x7x256xf32>) -> tensor<1x1x1x256xf32> {
+  %r1 = tosa.reduce_sum %x {axis = 2 : i32} : (tensor<1x7x7x256xf32>) -> tensor<1x7x1x256xf32>
+  %r2 = tosa.reduce_sum %r1 {axis = 1 : i32} : (tensor<1x7x1x256xf32>) -> tensor<1x1x1x256xf32>
+  return %r2 : tensor<1x1x1x256xf32>
+}
+
 // Depthwise conv (TOSA's hwcm with one filter per channel, rewritten to
 // hwc): vectors over channels, rows of output pixels, FMAs with the
 // accumulator carried across kh and kw.

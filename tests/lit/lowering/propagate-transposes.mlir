@@ -47,3 +47,21 @@ func.func @small(%e: tensor<24x16xf32>, %y: tensor<16x24xf32>) -> tensor<16x24xf
   %s = tosa.add %t, %y : (tensor<16x24xf32>, tensor<16x24xf32>) -> tensor<16x24xf32>
   return %s : tensor<16x24xf32>
 }
+
+// A global average pool in NCHW after an NHWC conv: the transpose sinks
+// below both reductions (their axes follow it: W 3 -> 2, H 2 -> 1) and is
+// left on the 1x1x1x64 result.
+// CHECK-LABEL: func.func @global_pool
+// CHECK: %[[C:.*]] = tosa.conv2d
+// CHECK-NOT: tosa.transpose %[[C]]
+// CHECK: %[[W:.*]] = tosa.reduce_sum %[[C]] {axis = 2 : i32} : (tensor<1x16x16x64xf32>) -> tensor<1x16x1x64xf32>
+// CHECK: %[[H:.*]] = tosa.reduce_sum %[[W]] {axis = 1 : i32} : (tensor<1x16x1x64xf32>) -> tensor<1x1x1x64xf32>
+// CHECK: tosa.transpose %[[H]] {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x1x1x64xf32>) -> tensor<1x64x1x1xf32>
+func.func @global_pool(%x: tensor<1x16x16x64xf32>, %w: tensor<64x1x1x64xf32>, %b: tensor<64xf32>) -> tensor<1x64x1x1xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x16x16x64xf32>, tensor<64x1x1x64xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x16x64xf32>
+  %t = tosa.transpose %c {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x16x16x64xf32>) -> tensor<1x64x16x16xf32>
+  %r1 = tosa.reduce_sum %t {axis = 3 : i32} : (tensor<1x64x16x16xf32>) -> tensor<1x64x16x1xf32>
+  %r2 = tosa.reduce_sum %r1 {axis = 2 : i32} : (tensor<1x64x16x1xf32>) -> tensor<1x64x1x1xf32>
+  return %r2 : tensor<1x64x1x1xf32>
+}
