@@ -26,12 +26,16 @@ func.func @conv_relu6(%x: tensor<1x56x56x16xf32>, %w: tensor<64x1x1x16xf32>, %bi
 // Depthwise: TOSA's one-filter-per-channel result (5-D, a unit last
 // dimension) loses that dimension, so the bias and activation are
 // vectorized over channels (not one element at a time) and fused like a
-// conv's; the padded input is filled with whole vectors.
+// conv's. The padded input is the source copied into the interior and
+// vector fills of the border only (the top row, the left column).
 // CHECK-LABEL: func.func @depthwise_relu6
 // CHECK-NOT: vector<1xf32>
-// CHECK: memref.alloc() {{.*}} : memref<1x113x113x32xf32>
-// CHECK: vector.transfer_write {{.*}} : vector<{{16|32}}xf32>
+// CHECK: %[[PADDED:.*]] = memref.alloc() {{.*}} : memref<1x113x113x32xf32>
 // CHECK: memref.copy
+// CHECK: memref.subview %[[PADDED]][0, 0, 0, 0] [1, 1, 113, 32]
+// CHECK: vector.transfer_write {{.*}} : vector<{{16|32}}xf32>
+// CHECK: memref.subview %[[PADDED]][0, 1, 0, 0] [1, 112, 1, 32]
+// CHECK: vector.transfer_write {{.*}} : vector<{{16|32}}xf32>
 // CHECK: scf.forall
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.copy
