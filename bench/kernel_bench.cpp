@@ -109,6 +109,9 @@ const std::vector<Case> &cases() {
       reduce({64, 1000}), reduce({1000, 1000}),
       matmul(64, 64, 64), matmul(256, 256, 256), matmul(512, 512, 512),
       conv(16, 16, 16, 3), conv(56, 64, 64, 3),
+      // BERT-base (seq 128): the Q/K/V/output projections, the FFN's two
+      // matmuls (n, m, k)
+      matmul(768, 128, 768), matmul(3072, 128, 768), matmul(768, 128, 3072),
   };
   return all;
 }
@@ -183,7 +186,7 @@ static void BM_JitVsKernel(benchmark::State &state) {
   if (compute && peakGflops() > 0) state.counters["jit_pct_of_machine_peak"] = 100.0 * work * n / tj / 1e9 / machinePeak();
   state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
 }
-BENCHMARK(BM_JitVsKernel)->DenseRange(0, 11)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JitVsKernel)->DenseRange(0, 14)->Unit(benchmark::kMicrosecond);
 
 /// Generated code on one thread and on two, alternating in the same
 /// iterations: GFLOP/s of each, the fraction of one core's peak on one
@@ -202,7 +205,7 @@ static void BM_JitThreads(benchmark::State &state) {
   state.counters["speedup_2_threads"] = t1 / t2;
   state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
 }
-BENCHMARK(BM_JitThreads)->DenseRange(7, 11)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JitThreads)->DenseRange(7, 14)->Unit(benchmark::kMicrosecond);
 
 /// Each of ResNet-50's convolutions as generated code on all cores: GFLOP/s,
 /// % of the machine's FMA peak, and the time it adds to one inference
