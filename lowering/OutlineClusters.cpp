@@ -96,6 +96,7 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
   using Base::Base;
   void runOnOperation() override {
     const int limit = int(anchorsPerCluster);
+    const size_t opLimit = maxOps > 0 ? size_t(maxOps) : SIZE_MAX;
     auto fits = [&](int anchors) { return limit <= 0 || anchors <= limit; };
     ModuleOp module = getOperation();
     auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
@@ -139,7 +140,8 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
       int anchor = isAnchor(&op) ? 1 : 0;
       int chosen = -1;
       for (int c : producers)
-        if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && !depsExcept(c).test(c)) {
+        if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && g.groups[c].ops.size() < opLimit &&
+            !depsExcept(c).test(c)) {
           chosen = c;
           break;
         }
@@ -156,7 +158,8 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
       g.close(chosen);
       for (int d : producers)  // merge other JIT producers when the graph stays acyclic
         if (d != chosen && g.groups[d].jit && !g.groups[d].dead &&
-            fits(g.groups[chosen].anchors + g.groups[d].anchors) && g.canMerge(chosen, d))
+            fits(g.groups[chosen].anchors + g.groups[d].anchors) &&
+            g.groups[chosen].ops.size() + g.groups[d].ops.size() <= opLimit && g.canMerge(chosen, d))
           g.merge(chosen, d);
     }
 

@@ -84,10 +84,16 @@ def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
     topological order of calls and kernel ops: the execution plan's steps.
     A cluster holds at most `anchors-per-cluster` anchor ops (convolutions,
     matmuls, pooling), with the elementwise ops that follow them; 0: no limit.
+    It holds at most `max-ops` ops: a 100,000-op graph becomes clusters that
+    compile in parallel (and identical ones once) instead of one function
+    whose vectorization, lowering and LLVM code generation grow faster than
+    its size.
   }];
   let options = [
     Option<"anchorsPerCluster", "anchors-per-cluster", "int64_t", "1",
            "most anchor ops (conv, matmul, pooling) in one cluster; 0 = no limit">,
+    Option<"maxOps", "max-ops", "int64_t", "0",
+           "most ops in one cluster; 0 = no limit">,
   ];
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
