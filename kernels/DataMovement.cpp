@@ -9,6 +9,7 @@ using namespace util;
 
 /// Calls f(outIndex, multiIndex) for every element of `shape` in [b, e).
 template <typename F> void forEachIndex(llvm::ArrayRef<int64_t> shape, int64_t b, int64_t e, F &&f) {
+  if (b >= e) return;  // nothing to visit (and an empty shape has a 0 to divide by)
   std::vector<int64_t> idx(shape.size(), 0);
   int64_t rem = b;
   for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {

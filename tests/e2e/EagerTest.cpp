@@ -58,6 +58,17 @@ TEST(Eager, OpsComputeTheReferenceAndKnowTheirTypesAtDispatch) {
   EXPECT_EQ(ctx.reduceSum(a, 0).type().str(), "1x8xf32");
 }
 
+// Found by the eager fuzzer (kiln_fuzz_tests): a transpose of an empty
+// tensor divided by its zero dimension (SIGFPE) in the handwritten kernel.
+TEST(Eager, EmptyTensorsTransposeToEmptyTensors) {
+  Context ctx(test::sharedRuntime());
+  Tensor x = Tensor::empty(DType::f32, {0, 3, 2});
+  auto y = ctx.transpose(x, {2, 0, 1}).value();
+  ASSERT_TRUE(bool(y)) << llvm::toString(y.takeError());
+  EXPECT_EQ(y->type().str(), "2x0x3xf32");
+  EXPECT_EQ(y->numElements(), 0);
+}
+
 TEST(Eager, CacheHitsAfterTheFirstCall) {
   Context ctx(test::sharedRuntime());
   Tensor a = test::randomTensor({1}, 1), b = test::randomTensor({1}, 2);

@@ -8,9 +8,13 @@
 // cache). Any kiln error is fine; a signal, an abort or a hang is a failure,
 // written with its mutation to $KILN_FUZZ_OUT (default ./fuzz-failures).
 //
+// Also: mutated .npy files, damaged disk-cache entries (detected and
+// recompiled: the same result) and random eager-API programs.
+//
 // Budget: $KILN_FUZZ_CASES cases (default 240) or $KILN_FUZZ_SECONDS
 // (default 90), whichever ends first; $KILN_FUZZ_SEED picks the mutations
 // (default 1: CI runs the same cases every time). Two children at a time.
+#include "api/Eager.h"
 #include "api/Kiln.h"
 #include "runtime/Npy.h"
 #include "tests/TestUtil.h"
@@ -364,4 +368,248 @@ TEST(Fuzz, MutatedNpyFilesAreTensorsOrErrors) {
     }
   }
   std::printf("fuzz npy: %lld cases: %d tensors, %d errors\n", (long long)cases, ok, errors);
+}
+
+namespace {
+
+/// The cache-entry fuzzer's child: a runtime on `cacheDir` (read-write)
+/// loads `text`, calls @main on `inputs` and writes the result to `outPath`.
+/// Exit 0: called (result written); 3: a kiln error.
+int runCached(const std::string &text, const std::string &cacheDir, const std::vector<Tensor> &inputs,
+              const std::string &outPath) {
+  RuntimeOptions options;
+  options.cacheDir = cacheDir;
+  options.cacheMode = CacheMode::kReadWrite;
+  options.threads = 1;
+  options.compileThreads = 1;
+  options.warnings = [](const std::string &) {};
+  auto rt = Runtime::create(options);
+  if (!rt) return 4;
+  auto m = (*rt)->loadModule(text, "mlp.mlir");
+  if (!m) {
+    llvm::consumeError(m.takeError());
+    return kRejected;
+  }
+  auto out = (*m)->call("main", inputs);
+  if (!out) {
+    llvm::consumeError(out.takeError());
+    return kRejected;
+  }
+  if (out->size() != 1 || writeNpy(outPath, (*out)[0])) return 5;
+  return kCalled;
+}
+
+/// Forks `fn`, waits (a hang dies of SIGALRM); returns the exit status, or
+/// 128 + signal.
+template <typename F> int inChild(F &&fn) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    alarm(60);
+    _exit(fn());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+// Cache entries decoded after corruption: a model compiled into a disk
+// cache, then each case damages one entry (a flipped byte, a cut, extra
+// bytes, an overwritten span) and a fresh process loads the model from that
+// cache and calls it. The entry must be detected and recompiled: the result
+// equals the one computed from the intact cache, never a crash or a wrong
+// value. Children are forked (each a fresh runtime, as another process
+// would be).
+TEST(Fuzz, CorruptCacheEntriesAreRecompiled) {
+  const models::BuiltinModel *mlp = models::findBuiltinModel("mlp");
+  ASSERT_TRUE(mlp && !mlp->mlir.empty());
+  const uint64_t seed = uint64_t(envInt("KILN_FUZZ_SEED", 1));
+  const int64_t cases = std::max<int64_t>(8, envInt("KILN_FUZZ_CASES", kSanitized ? 60 : 240) / 8);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-fuzz-cache", dir));
+  std::string cacheDir = (dir + "/cache").str(), refPath = (dir + "/ref.npy").str(),
+              outPath = (dir + "/out.npy").str();
+  // The model's input: parsed in a child too (the parent never starts a
+  // runtime, so that forked children start from a clean process).
+  std::vector<Tensor> inputs;
+  {
+    Tensor x = Tensor::empty(DType::f32, {1, 64});
+    std::vector<float> v = models::deterministicValues(64, 7, 1.0f);
+    std::memcpy(x.rawData(), v.data(), v.size() * sizeof(float));
+    inputs.push_back(std::move(x));
+  }
+  int first = inChild([&] { return runCached(mlp->mlir, cacheDir, inputs, refPath); });
+  ASSERT_EQ(first, kCalled) << "the intact model did not run";
+  auto ref = readNpy(refPath);
+  ASSERT_TRUE(bool(ref)) << llvm::toString(ref.takeError());
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(cacheDir, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).ends_with(".kiln")) entries.push_back(it->path());
+  ASSERT_FALSE(entries.empty()) << "no cache entry written under " << cacheDir;
+
+  std::mt19937_64 rng(seed);
+  int failures = 0, repaired = 0;
+  for (int64_t i = 0; i < cases; ++i) {
+    const std::string &entry = entries[size_t(rng() % entries.size())];
+    auto buf = llvm::MemoryBuffer::getFile(entry, /*IsText=*/false);
+    ASSERT_TRUE(bool(buf));
+    std::string original = (*buf)->getBuffer().str(), s = original;
+    std::string what;
+    size_t at = size_t(rng() % s.size());
+    switch (rng() % 5) {
+    case 0:
+      s[at] = char(s[at] ^ char(1 + rng() % 255));
+      what = "byte " + std::to_string(at) + " flipped";
+      break;
+    case 1:
+      s.resize(at);
+      what = "cut at " + std::to_string(at);
+      break;
+    case 2:
+      s.append(size_t(1 + rng() % 64), char(rng()));
+      what = "bytes appended";
+      break;
+    case 3: {  // a span of the header (sizes, offsets) overwritten
+      at = size_t(rng() % std::min<size_t>(s.size(), 256));
+      size_t n = std::min<size_t>(s.size() - at, 1 + rng() % 8);
+      for (size_t k = 0; k < n; ++k) s[at + k] = char(rng() % 2 ? 0xFF : rng());
+      what = std::to_string(n) + " header bytes at " + std::to_string(at) + " overwritten";
+      break;
+    }
+    default:
+      s.clear();
+      what = "emptied";
+      break;
+    }
+    { std::ofstream(entry, std::ios::binary | std::ios::trunc) << s; }
+    llvm::sys::fs::remove(outPath);
+    int status = inChild([&] { return runCached(mlp->mlir, cacheDir, inputs, outPath); });
+    bool same = false;
+    if (status == kCalled) {
+      auto out = readNpy(outPath);
+      same = out && out->byteSize() == ref->byteSize() &&
+             std::memcmp(out->rawData(), ref->rawData(), ref->byteSize()) == 0;
+      if (!out) llvm::consumeError(out.takeError());
+    }
+    // Detected: the damaged entry was replaced (or removed), which shows
+    // that the case reached the decoder.
+    if (auto now = llvm::MemoryBuffer::getFile(entry, /*IsText=*/false); !now || (*now)->getBuffer() != s) ++repaired;
+    if (!same) {
+      ++failures;
+      ADD_FAILURE() << "case " << i << " (" << llvm::sys::path::filename(entry).str() << ": " << what
+                    << "): " << (status == kCalled ? "a different result" : "exit status " + std::to_string(status));
+    }
+    { std::ofstream(entry, std::ios::binary | std::ios::trunc) << original; }
+  }
+  std::printf("fuzz cache: %lld corrupted entries, %d replaced by a recompile, %d failures\n", (long long)cases,
+              repaired, failures);
+  EXPECT_GT(repaired, cases / 2) << "most damaged entries were never read: the fuzzer tests little";
+  llvm::sys::fs::remove_directories(dir);
+}
+
+namespace {
+
+/// One eager fuzz sequence: random tensors (dtypes, ranks, empty and odd
+/// shapes) through random typed ops with random attributes (zero, negative
+/// and huge strides, pads, kernels, axes, permutations and shapes), each
+/// result fed to later ops; every value awaited. Returns the number of ops
+/// that produced a tensor.
+int eagerSequence(eager::Context &ctx, std::mt19937_64 &rng) {
+  auto pick = [&](int64_t n) { return int64_t(rng() % uint64_t(n)); };
+  static const int64_t kOdd[] = {0, 1, 2, 3, -1, -2, 7, 65536, int64_t(1) << 40, INT64_MAX, INT64_MIN};
+  auto odd = [&] { return pick(4) ? pick(4) : kOdd[pick(std::size(kOdd))]; };
+  static const DType kTypes[] = {DType::f32, DType::f32, DType::f32, DType::i32, DType::i8, DType::i1};
+  std::vector<eager::EagerTensor> pool;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int64_t> shape(size_t(pick(5)));
+    for (int64_t &d : shape) d = pick(5);
+    DType t = kTypes[pick(std::size(kTypes))];
+    Tensor x = Tensor::empty(t, shape);
+    for (int64_t b = 0; b < int64_t(x.byteSize()); ++b)
+      static_cast<uint8_t *>(x.rawData())[b] = t == DType::i1 ? uint8_t(rng() % 2) : uint8_t(rng());
+    pool.emplace_back(std::move(x));
+  }
+  int values = 0;
+  for (int step = 0; step < 12; ++step) {
+    const eager::EagerTensor &a = pool[size_t(pick(int64_t(pool.size())))];
+    const eager::EagerTensor &b = pool[size_t(pick(int64_t(pool.size())))];
+    const eager::EagerTensor &c = pool[size_t(pick(int64_t(pool.size())))];
+    std::vector<int64_t> list(size_t(pick(5)));
+    for (int64_t &v : list) v = odd();
+    eager::EagerTensor r;
+    switch (pick(16)) {
+    case 0: r = ctx.add(a, b); break;
+    case 1: r = ctx.mul(a, b); break;
+    case 2: r = ctx.matmul(a, b); break;
+    case 3: r = ctx.conv2d(a, b, c, {odd(), odd(), odd(), odd()}, {odd(), odd()}, {odd(), odd()}); break;
+    case 4: r = ctx.maxPool2d(a, {odd(), odd()}, {odd(), odd()}, {odd(), odd(), odd(), odd()}); break;
+    case 5: r = ctx.reduceSum(a, odd()); break;
+    case 6: r = ctx.reduceMax(a, odd()); break;
+    case 7: r = ctx.softmax(a, odd()); break;
+    case 8: r = ctx.transpose(a, list); break;
+    case 9: r = ctx.reshape(a, list); break;
+    case 10: r = ctx.clamp(a, double(odd()), double(odd())); break;
+    case 11: r = ctx.intdiv(a, b); break;
+    case 12: r = ctx.exp(a); break;
+    case 13: r = ctx.pow(a, b); break;
+    case 14: r = ctx.logicalNot(a); break;
+    default: r = ctx.relu(a); break;
+    }
+    auto v = r.value();
+    if (v) {
+      ++values;
+      if (v->byteSize() < (1u << 20)) pool.push_back(r);
+    } else {
+      llvm::consumeError(v.takeError());
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+// The eager API on random programs: every op either returns a tensor or an
+// error (never a crash, an abort or a hang), whatever the operands' dtypes
+// and shapes and the attributes. Batches of sequences run in forked
+// children (each a fresh runtime); a failing batch names its seed, which
+// $KILN_FUZZ_EAGER_BATCH replays in process.
+TEST(Fuzz, EagerOpsOnRandomOperandsAreValuesOrErrors) {
+  const uint64_t seed = uint64_t(envInt("KILN_FUZZ_SEED", 1));
+  const int64_t batches = std::max<int64_t>(4, envInt("KILN_FUZZ_CASES", kSanitized ? 60 : 240) / 20);
+  int failures = 0;
+  // $KILN_FUZZ_EAGER_BATCH=<seed>: that batch alone, in this process (to
+  // debug a failure).
+  const int64_t only = envInt("KILN_FUZZ_EAGER_BATCH", -1);
+  for (int64_t batch = 0; batch < (only >= 0 ? 1 : batches); ++batch) {
+    uint64_t batchSeed = only >= 0 ? uint64_t(only) : seed * 1000003 + uint64_t(batch);
+    auto run = [&] {
+      if (!kSanitized) {
+        struct rlimit lim = {size_t(8) << 30, size_t(8) << 30};
+        setrlimit(RLIMIT_AS, &lim);
+      }
+      RuntimeOptions options;
+      options.cacheMode = CacheMode::kOff;
+      options.threads = 1;
+      options.compileThreads = 1;
+      options.callTimeoutSeconds = 2;
+      options.warnings = [](const std::string &) {};
+      auto rt = Runtime::create(options);
+      if (!rt) return 4;
+      eager::Context ctx(**rt);
+      std::mt19937_64 rng(batchSeed);
+      int values = 0;
+      for (int i = 0; i < 20; ++i) values += eagerSequence(ctx, rng);
+      return values > 0 ? 0 : 6;  // 6: nothing ever produced a value
+    };
+    int status = only >= 0 ? run() : inChild(run);
+    if (status != 0) {
+      ++failures;
+      ADD_FAILURE() << "eager batch with seed " << batchSeed << ": exit status " << status
+                    << (status > 128 ? " (signal " + std::to_string(status - 128) + ")" : "");
+    }
+  }
+  std::printf("fuzz eager: %lld batches of 20 sequences, %d failures\n", (long long)batches, failures);
 }
