@@ -196,9 +196,11 @@ Tensor randomInput(const TensorType &type, std::mt19937_64 &rng) {
 constexpr int kCalled = 0;    // loaded, every function called (results or errors)
 constexpr int kRejected = 3;  // refused at load (parse, verify, unsupported) with an error
 
-/// The child: load and call everything. Returns unless kiln crashes.
-int runCase(const std::string &text, uint64_t seed) {
-  if (!kSanitized) {  // a runaway allocation fails instead of taking the machine
+/// A forked child's runtime: its address space capped (a runaway
+/// allocation fails instead of taking the machine), no disk cache, one
+/// thread, a 2 s deadline per call, warnings dropped.
+llvm::Expected<std::unique_ptr<Runtime>> childRuntime() {
+  if (!kSanitized) {
     struct rlimit lim = {size_t(8) << 30, size_t(8) << 30};
     setrlimit(RLIMIT_AS, &lim);
   }
@@ -208,7 +210,12 @@ int runCase(const std::string &text, uint64_t seed) {
   options.compileThreads = 1;
   options.callTimeoutSeconds = 2;
   options.warnings = [](const std::string &) {};
-  auto rt = Runtime::create(options);
+  return Runtime::create(options);
+}
+
+/// The child: load and call everything. Returns unless kiln crashes.
+int runCase(const std::string &text, uint64_t seed) {
+  auto rt = childRuntime();
   if (!rt) return 4;
   auto m = (*rt)->loadModule(text, "fuzz.mlir");
   if (!m) {
@@ -586,17 +593,7 @@ TEST(Fuzz, EagerOpsOnRandomOperandsAreValuesOrErrors) {
   for (int64_t batch = 0; batch < (only >= 0 ? 1 : batches); ++batch) {
     uint64_t batchSeed = only >= 0 ? uint64_t(only) : seed * 1000003 + uint64_t(batch);
     auto run = [&] {
-      if (!kSanitized) {
-        struct rlimit lim = {size_t(8) << 30, size_t(8) << 30};
-        setrlimit(RLIMIT_AS, &lim);
-      }
-      RuntimeOptions options;
-      options.cacheMode = CacheMode::kOff;
-      options.threads = 1;
-      options.compileThreads = 1;
-      options.callTimeoutSeconds = 2;
-      options.warnings = [](const std::string &) {};
-      auto rt = Runtime::create(options);
+      auto rt = childRuntime();
       if (!rt) return 4;
       eager::Context ctx(**rt);
       std::mt19937_64 rng(batchSeed);
