@@ -434,6 +434,91 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     (void)applyPatternsGreedily(module, std::move(patterns));
   }
 
+  /// A matmul of batch 1 whose result is flattened for an elementwise
+  /// epilogue (what TOSA's 3-D matmul + reshape + bias add become) as a 2-D
+  /// linalg.matmul the epilogue reads directly, and an elementwise op that
+  /// follows the epilogue through a reshape back to 3-D (BERT's GELU after
+  /// the bias) fused into it: the epilogue can then be fused into the
+  /// matmul's parallel tiles like a conv's.
+  void flattenMatmulEpilogues(ModuleOp module) {
+    SmallVector<linalg::BatchMatmulOp> bmms;
+    module.walk([&](linalg::BatchMatmulOp op) {
+      auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (op.hasPureTensorSemantics() && !op.hasUserDefinedMaps() && type && type.hasStaticShape() &&
+          type.getDimSize(0) == 1 && allF32(op) && op->getResult(0).hasOneUse())
+        if (auto c = dyn_cast<tensor::CollapseShapeOp>(*op->getResult(0).getUsers().begin());
+            c && c.getResultType().getRank() == 2 && c.getReassociationIndices().front().size() == 2)
+          bmms.push_back(op);
+    });
+    if (bmms.empty()) return;
+    IRRewriter rewriter(&getContext());
+    SmallVector<ReassociationIndices> dropBatch = {{0, 1}, {2}};
+    SmallVector<Value> results;
+    for (linalg::BatchMatmulOp op : bmms) {
+      auto collapse = cast<tensor::CollapseShapeOp>(*op->getResult(0).getUsers().begin());
+      rewriter.setInsertionPoint(op);
+      Location loc = op.getLoc();
+      auto flat = [&](Value v) { return tensor::CollapseShapeOp::create(rewriter, loc, v, dropBatch).getResult(); };
+      Value init = flat(op.getOutputs()[0]);
+      auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                         ValueRange{flat(op.getInputs()[0]), flat(op.getInputs()[1])}, ValueRange{init});
+      rewriter.replaceOp(collapse, mm->getResults());
+      rewriter.eraseOp(op);
+      results.push_back(mm->getResult(0));
+    }
+    // The epilogue's elementwise successor through expand_shape to 1 x M x N:
+    // its unit batch loop dropped, the reshapes cancel, and the two fuse.
+    for (Value r : results) {
+      if (!r.hasOneUse()) continue;
+      auto epilogue = dyn_cast<linalg::GenericOp>(*r.getUsers().begin());
+      if (!epilogue || !isVectorizableElementwise(epilogue) || !epilogue->getResult(0).hasOneUse()) continue;
+      auto expand = dyn_cast<tensor::ExpandShapeOp>(*epilogue->getResult(0).getUsers().begin());
+      if (!expand || expand.getResultType().getRank() != 3 || expand.getResultType().getDimSize(0) != 1 ||
+          !expand->hasOneUse())
+        continue;
+      auto next = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
+      if (!next || !isVectorizableElementwise(next) || next.getNumLoops() != 3) continue;
+      linalg::ControlDropUnitDims options;
+      Operation *nextOp = next.getOperation();
+      options.controlFn = [nextOp](Operation *op) {
+        return op == nextOp ? SmallVector<unsigned>{0} : SmallVector<unsigned>{};
+      };
+      rewriter.setInsertionPoint(next);
+      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, next, options);
+      if (failed(dropped)) continue;
+      rewriter.replaceOp(next, dropped->replacements);
+      auto flatNext = cast<linalg::GenericOp>(dropped->resultOp.getOperation());
+      // collapse(expand(epilogue)) -> epilogue, then fuse.
+      for (OpOperand &in : flatNext->getOpOperands())
+        if (auto c = in.get().getDefiningOp<tensor::CollapseShapeOp>())
+          if (auto e = c.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+              e && e == expand && e.getSrcType() == c.getResultType()) {
+            in.set(e.getSrc());
+            if (c->use_empty()) rewriter.eraseOp(c);
+          }
+      if (!expand->use_empty()) continue;
+      rewriter.eraseOp(expand);
+      for (OpOperand &in : flatNext->getOpOperands()) {
+        if (in.get() != epilogue->getResult(0) || !linalg::areElementwiseOpsFusable(&in)) continue;
+        rewriter.setInsertionPoint(flatNext);
+        FailureOr<linalg::ElementwiseOpFusionResult> fusedOps = linalg::fuseElementwiseOps(rewriter, &in);
+        if (failed(fusedOps)) break;
+        for (OpResult res : flatNext->getResults()) rewriter.replaceAllUsesWith(res, fusedOps->replacements[res]);
+        rewriter.eraseOp(flatNext);
+        break;
+      }
+    }
+    RewritePatternSet patterns(&getContext());
+    linalg::FillOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    (void)applyPatternsGreedily(module, std::move(patterns));
+    module.walk([&](linalg::GenericOp op) {
+      if (op->use_empty() && isMemoryEffectFree(op)) rewriter.eraseOp(op);
+    });
+  }
+
   /// tensor.pad of static shapes with a constant value: the source copied
   /// into the interior of a new tensor, and fills of the border only (one
   /// slab per padded side, vectorized like any fill). Filling the whole
@@ -576,6 +661,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     if (vectorBits <= 0) return;
     dropUnitMultiplier(getOperation());
     decomposePads(getOperation());
+    flattenMatmulEpilogues(getOperation());
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
@@ -587,9 +673,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     llvm::DenseSet<Operation *> claimed;
     SmallVector<linalg::LinalgOp> anchors;
     module.walk([&](linalg::LinalgOp op) {
+      auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
       if (op.hasPureTensorSemantics() && allStatic(op) && allF32(op) &&
-          isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp, linalg::DepthwiseConv2DNhwcHwcOp,
-              linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op))
+          (isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp, linalg::DepthwiseConv2DNhwcHwcOp,
+               linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op) ||
+           (mm && !mm.hasUserDefinedMaps())))
         anchors.push_back(op);
     });
     for (linalg::LinalgOp op : anchors) {
@@ -673,7 +761,13 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           reg.insert(reg.begin(), 0);
         }
         std::string h = tag();
-        h = parallel ? schedule.tileForall(h, blocks) : schedule.tile(h, blocks);
+        Fused f = batched ? Fused{} : fused[op];
+        if (parallel && (f.init || f.epilogue))
+          h = tileFused(h, bounds, {blocks[0], blocks[1]}, f);
+        else {
+          unfused(f);
+          h = parallel ? schedule.tileForall(h, blocks) : schedule.tile(h, blocks);
+        }
         h = schedule.tile(h, reduction);
         h = schedule.tile(h, reg);
         schedule.vectorize(h);

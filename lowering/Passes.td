@@ -241,6 +241,19 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "mlir::ModuleOp"> {
 }
 
 
+def KilnReshapedOutParams : Pass<"kiln-reshaped-out-params", "mlir::func::FuncOp"> {
+  let summary = "Compute a result into its out-param when it is returned through a reshape";
+  let description = [{
+    After buffer-results-to-out-params: `memref.copy` of a reshape
+    (expand_shape / collapse_shape) of a function-local allocation into an
+    out-param that nothing else touches becomes the allocation replaced by
+    the inverse reshape of the out-param, so the result is computed where it
+    is returned instead of copied there (a 2-D matmul + epilogue returned as
+    1 x M x N).
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnGpuTileParallel : Pass<"kiln-gpu-tile-parallel", "mlir::func::FuncOp"> {
   let summary = "Shape parallel loops for GPU threads: one flat loop of blocks of threads";
   let description = [{

@@ -42,7 +42,7 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
        "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
        "function-boundary-type-conversion=identity-layout-map},"
        "canonicalize,kiln-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
-       "canonicalize,buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
+       "canonicalize,func.func(kiln-reshaped-out-params),buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
       {"kiln-lower-to-llvm",
        "builtin.module(kiln-strided-copies,kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
        "canonicalize,cse,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"

@@ -960,6 +960,49 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-5;
     cs.push_back(c);
   }
+  // A transformer's linear layer as torch-mlir exports it: a batch-1
+  // matmul, a reshape to 2-D, the bias, a reshape back and GELU (erf). Big
+  // enough for parallel tiles, into which kiln-cpu-strategy fuses the bias
+  // and the GELU (the matmul flattened to 2-D, the two epilogues fused).
+  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{64, 128, 256}, {32, 96, 384}}) {
+    Case c;
+    TensorType a = tt(F, {1, m, k}), b = tt(F, {1, k, n}), bias = tt(F, {1, n}), o = tt(F, {1, m, n}),
+               flat = tt(F, {m, n});
+    c.name = "matmul_bias_gelu_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    c.args = {a, b, bias};
+    c.results = {o};
+    c.body = zeroConst("zp", F) +
+             "  %s2 = tosa.const_shape {values = dense<[" + std::to_string(m) + ", " + std::to_string(n) +
+             "]> : tensor<2xindex>} : () -> !tosa.shape<2>\n"
+             "  %s3 = tosa.const_shape {values = dense<[1, " + std::to_string(m) + ", " + std::to_string(n) +
+             "]> : tensor<3xindex>} : () -> !tosa.shape<3>\n"
+             "  %half = \"tosa.const\"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+             "  %one = \"tosa.const\"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+             "  %rs2 = \"tosa.const\"() <{values = dense<0.707106769> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+             "  %sh = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
+             "  %y = tosa.matmul %a0, %a1, %zp, %zp : (" + mt(a) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " +
+             mt(o) + "\n"
+             "  %f = tosa.reshape %y, %s2 : (" + mt(o) + ", !tosa.shape<2>) -> " + mt(flat) + "\n"
+             "  %fb = tosa.add %f, %a2 : (" + mt(flat) + ", " + mt(bias) + ") -> " + mt(flat) + "\n"
+             "  %z = tosa.reshape %fb, %s3 : (" + mt(flat) + ", !tosa.shape<3>) -> " + mt(o) + "\n"
+             "  %zs = tosa.mul %z, %rs2, %sh : (" + mt(o) + ", tensor<1x1x1xf32>, tensor<1xi8>) -> " + mt(o) + "\n"
+             "  %e = tosa.erf %zs : (" + mt(o) + ") -> " + mt(o) + "\n"
+             "  %e1 = tosa.add %e, %one : (" + mt(o) + ", tensor<1x1x1xf32>) -> " + mt(o) + "\n"
+             "  %eh = tosa.mul %e1, %half, %sh : (" + mt(o) + ", tensor<1x1x1xf32>, tensor<1xi8>) -> " + mt(o) + "\n"
+             "  %r0 = tosa.mul %z, %eh, %sh : (" + mt(o) + ", " + mt(o) + ", tensor<1xi8>) -> " + mt(o) + "\n";
+    c.ref = [m = m, k = k, n = n](const std::vector<Values> &in) {
+      ref::Vec y = ref::matmul(ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()), 1, m, k, n);
+      for (int64_t i = 0; i < m * n; ++i) {
+        double z = y[i] + in[2][size_t(i % n)];
+        y[i] = z * 0.5 * (1.0 + std::erf(z * 0.707106769));
+      }
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
   struct Conv {
     int64_t h, w, c, f, k, s, d;
     std::array<int64_t, 4> pad;

@@ -50,3 +50,33 @@ func.func @depthwise_relu6(%x: tensor<1x112x112x32xf32>, %w: tensor<3x3x32x1xf32
   %r = tosa.clamp %y {max_val = 6.0 : f32, min_val = 0.0 : f32} : (tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32>
   return %r : tensor<1x56x56x32xf32>
 }
+
+// A linear layer as torch-mlir exports it (3-D matmul, reshape, bias,
+// reshape back, GELU): the matmul becomes 2-D and the bias and GELU one
+// epilogue fused into its parallel tiles, computed in the output.
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK-NOT: memref.alloc
+// CHECK: memref.collapse_shape %arg3
+// CHECK: scf.forall
+// CHECK: vector.fma
+// CHECK: math.fma
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @linear_gelu(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %bias: tensor<1x256xf32>) -> tensor<1x64x256xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %s2 = tosa.const_shape {values = dense<[64, 256]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s3 = tosa.const_shape {values = dense<[1, 64, 256]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %y = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x256xf32>
+  %f = tosa.reshape %y, %s2 : (tensor<1x64x256xf32>, !tosa.shape<2>) -> tensor<64x256xf32>
+  %fb = tosa.add %f, %bias : (tensor<64x256xf32>, tensor<1x256xf32>) -> tensor<64x256xf32>
+  %z = tosa.reshape %fb, %s3 : (tensor<64x256xf32>, !tosa.shape<3>) -> tensor<1x64x256xf32>
+  %e = tosa.erf %z : (tensor<1x64x256xf32>) -> tensor<1x64x256xf32>
+  %e1 = tosa.add %e, %one : (tensor<1x64x256xf32>, tensor<1x1x1xf32>) -> tensor<1x64x256xf32>
+  %eh = tosa.mul %e1, %half, %sh : (tensor<1x64x256xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
+  %r = tosa.mul %z, %eh, %sh : (tensor<1x64x256xf32>, tensor<1x64x256xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
+  return %r : tensor<1x64x256xf32>
+}
