@@ -131,21 +131,6 @@ enum class Res { Same, Bool };
     static constexpr Res res = RES;                                                            \
     template <typename T> static auto apply(T a, T b) { return EXPR; }                        \
   };
-template <typename T> T wrapAdd(T a, T b) {
-  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
-  if constexpr (std::is_integral_v<T>) return T(U(a) + U(b));
-  else return a + b;
-}
-template <typename T> T wrapSub(T a, T b) {
-  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
-  if constexpr (std::is_integral_v<T>) return T(U(a) - U(b));
-  else return a - b;
-}
-template <typename T> T wrapMul(T a, T b) {
-  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
-  if constexpr (std::is_integral_v<T>) return T(U(a) * U(b));
-  else return a * b;
-}
 // Shifts by an amount outside [0, bits) (TOSA leaves them undefined) give
 // 0, or the sign for arithmetic right shifts — as generated code does
 // (kiln-guard-traps).

@@ -122,4 +122,28 @@ inline llvm::Error expectArity(const char *op, llvm::ArrayRef<TensorType> in, si
   return llvm::Error::success();
 }
 
+/// Integer +, -, * wrap around (two's complement), as generated code's
+/// arith ops do; signed overflow in C++ would be undefined. Narrow types
+/// compute in `unsigned` (an unsigned short product promotes to int).
+template <typename T, bool Narrow = (sizeof(T) < sizeof(unsigned)) || !std::is_integral_v<T>>
+struct WrapUnsignedOf {
+  using type = unsigned;
+};
+template <typename T> struct WrapUnsignedOf<T, false> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T> using WrapUnsigned = typename WrapUnsignedOf<T>::type;
+template <typename T> T wrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return T(WrapUnsigned<T>(a) + WrapUnsigned<T>(b));
+  else return a + b;
+}
+template <typename T> T wrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return T(WrapUnsigned<T>(a) - WrapUnsigned<T>(b));
+  else return a - b;
+}
+template <typename T> T wrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return T(WrapUnsigned<T>(a) * WrapUnsigned<T>(b));
+  else return a * b;
+}
+
 }  // namespace kiln::kernels::util

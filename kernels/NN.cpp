@@ -69,6 +69,10 @@ llvm::Error matmulCompute(const KernelArgs &k) {
 }
 
 // --- conv2d ---------------------------------------------------------------------
+/// Largest pad, kernel size, stride or dilation: with these bounded, window
+/// and output-size arithmetic on real tensor sizes stays within int64.
+constexpr int64_t kMaxWindow = int64_t(1) << 31;
+
 struct ConvGeometry {
   int64_t N, H, W, C, F, KH, KW, OH, OW;
   int64_t pt, pb, pl, pr, sh, sw, dh, dw;
@@ -98,6 +102,12 @@ llvm::Expected<ConvGeometry> convGeometry(const char *op, llvm::ArrayRef<TensorT
   g.pt = (*pad)[0], g.pb = (*pad)[1], g.pl = (*pad)[2], g.pr = (*pad)[3];
   g.sh = (*stride)[0], g.sw = (*stride)[1], g.dh = (*dil)[0], g.dw = (*dil)[1];
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1) return fail(llvm::Twine(op) + ": stride and dilation must be >= 1");
+  // Bounded, so that the output size below cannot overflow.
+  for (int64_t v : {g.pt, g.pb, g.pl, g.pr})
+    if (v < 0 || v > kMaxWindow) return fail(llvm::Twine(op) + ": pad " + llvm::Twine(v) + " out of [0, 2^31]");
+  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.KH, g.KW})
+    if (v > kMaxWindow)
+      return fail(llvm::Twine(op) + ": kernel size, stride or dilation " + llvm::Twine(v) + " is over 2^31");
   g.OH = (g.H + g.pt + g.pb - (g.KH - 1) * g.dh - 1) / g.sh + 1;
   g.OW = (g.W + g.pl + g.pr - (g.KW - 1) * g.dw - 1) / g.sw + 1;
   if (g.OH <= 0 || g.OW <= 0) return fail(llvm::Twine(op) + ": the output would be empty");
@@ -243,8 +253,8 @@ llvm::Expected<std::vector<TensorType>> poolShape(llvm::ArrayRef<TensorType> in,
   if (kernel->size() != 2 || stride->size() != 2 || pad->size() != 4)
     return fail(llvm::Twine(op) + ": need kernel[2], stride[2] and pad[4]");
   for (int i = 0; i < 2; ++i)
-    if ((*kernel)[i] < 1 || (*stride)[i] < 1)
-      return fail(llvm::Twine(op) + ": kernel and stride must be >= 1");
+    if ((*kernel)[i] < 1 || (*stride)[i] < 1 || (*kernel)[i] > kMaxWindow || (*stride)[i] > kMaxWindow)
+      return fail(llvm::Twine(op) + ": kernel and stride must be in [1, 2^31]");
   for (int i = 0; i < 4; ++i)
     if ((*pad)[i] < 0 || (*pad)[i] >= (*kernel)[i / 2])
       return fail(llvm::Twine(op) + ": pad must be >= 0 and smaller than the kernel");

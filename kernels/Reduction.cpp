@@ -30,8 +30,8 @@ template <Kind K> struct Reduce;
     template <typename T> static T init() { return INIT; }                           \
     template <typename T> static T step(T acc, T x) { return STEP; }                 \
   };
-REDUCE(Kind::Sum, "tosa.reduce_sum", T(0), T(acc + x))
-REDUCE(Kind::Prod, "tosa.reduce_product", T(1), T(acc * x))
+REDUCE(Kind::Sum, "tosa.reduce_sum", T(0), wrapAdd(acc, x))
+REDUCE(Kind::Prod, "tosa.reduce_product", T(1), wrapMul(acc, x))
 REDUCE(Kind::Max, "tosa.reduce_max", std::numeric_limits<T>::lowest(), (x > acc || x != x) ? x : acc)
 REDUCE(Kind::Min, "tosa.reduce_min", std::numeric_limits<T>::max(), (x < acc || x != x) ? x : acc)
 REDUCE(Kind::All, "tosa.reduce_all", T(1), T(acc && x))

@@ -69,6 +69,33 @@ TEST(Eager, EmptyTensorsTransposeToEmptyTensors) {
   EXPECT_EQ(y->numElements(), 0);
 }
 
+// Found by the eager fuzzer under UBSan: integer sums and products wrap
+// around (as generated code's do) instead of overflowing signed ints, and
+// conv/pool windows with pads, strides or dilations near INT64_MAX are
+// errors instead of overflowing the output size.
+TEST(Eager, IntegerReductionsWrapAndHugeWindowsAreErrors) {
+  Context ctx(test::sharedRuntime());
+  Tensor x = Tensor::empty(DType::i32, {2});
+  x.data<int32_t>()[0] = std::numeric_limits<int32_t>::max();
+  x.data<int32_t>()[1] = 1;
+  auto sum = ctx.reduceSum(x, 0).value();
+  ASSERT_TRUE(bool(sum)) << llvm::toString(sum.takeError());
+  EXPECT_EQ(sum->data<int32_t>()[0], std::numeric_limits<int32_t>::min());
+
+  Tensor img = test::randomTensor({1, 4, 4, 2}, 5), w = test::randomTensor({3, 1, 1, 2}, 6),
+         b = test::randomTensor({3}, 7);
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  auto conv = ctx.conv2d(img, w, b, {huge, 0, 0, 0}).value();
+  ASSERT_FALSE(bool(conv));
+  EXPECT_NE(llvm::toString(conv.takeError()).find("pad"), std::string::npos);
+  auto dilated = ctx.conv2d(img, w, b, {0, 0, 0, 0}, {1, 1}, {huge, 1}).value();
+  ASSERT_FALSE(bool(dilated));
+  llvm::consumeError(dilated.takeError());
+  auto pool = ctx.maxPool2d(img, {huge, 1}, {1, 1}, {huge - 1, 0, 0, 0}).value();
+  ASSERT_FALSE(bool(pool));
+  llvm::consumeError(pool.takeError());
+}
+
 TEST(Eager, CacheHitsAfterTheFirstCall) {
   Context ctx(test::sharedRuntime());
   Tensor a = test::randomTensor({1}, 1), b = test::randomTensor({1}, 2);
