@@ -20,16 +20,20 @@
 //                          accumulator kept across the window (TOSA's
 //                          depthwise hwcm with one filter per channel is
 //                          first rewritten to hwc).
-//   fused into the above   a conv's, depthwise conv's or pooling's
-//                          accumulator init (fill, bias broadcast) and its
-//                          elementwise epilogue (activation, residual add)
-//                          run inside its parallel tiles, the epilogue
-//                          updating the result in place: one pass over
-//                          the output instead of three, while it is in cache.
-//   pads                   a fill of the padded tensor (vectorized) and an
-//                          insert of the source.
+//   fused into the above   a matmul's, conv's, depthwise conv's or
+//                          pooling's accumulator init (fill, bias
+//                          broadcast) and its elementwise epilogue
+//                          (activation, residual add) run inside its
+//                          parallel tiles, the epilogue updating the result
+//                          in place: one pass over the output instead of
+//                          three, while it is in cache. A batch-1 matmul
+//                          flattened for its epilogue becomes 2-D first.
+//   pads                   the source copied into the padded tensor's
+//                          interior, vector fills of the border only.
 //   row reductions         vector partials across the row, one horizontal
 //                          reduction at the end.
+//   outer reductions       vectors across the innermost (parallel) loop,
+//                          the accumulator in a register across the rows.
 //   elementwise / fill     innermost dimension in whole vectors, the
 //                          remainder peeled into one static tail (no masks).
 //
@@ -220,6 +224,15 @@ bool isVectorizableOuterReduction(linalg::LinalgOp op) {
   Block &body = op->getRegion(0).front();
   if (body.getOperations().size() != 2) return false;  // one combiner + yield
   return isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(body.front());
+}
+
+/// The vector width for a reduction's innermost loop of `inner`: the widest
+/// of two vectors, one, or half a vector (at least 4 lanes) that divides
+/// it; 0 when none does.
+int64_t reductionWidth(int64_t inner, int64_t lanes) {
+  for (int64_t w : {2 * lanes, lanes, lanes / 2})
+    if (w >= 4 && inner % w == 0) return w;
+  return 0;
 }
 
 std::string list(llvm::ArrayRef<int64_t> v) {
@@ -425,6 +438,12 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (failed(dropped)) continue;
       rewriter.replaceOp(op, dropped->replacements);
     }
+    foldReshapes(module);
+  }
+
+  /// The reshapes a rank change leaves behind folded away: collapse of
+  /// expand (and back), reshapes of fills and of empty tensors.
+  void foldReshapes(ModuleOp module) {
     RewritePatternSet patterns(&getContext());
     linalg::FillOp::getCanonicalizationPatterns(patterns, &getContext());
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, &getContext());
@@ -505,18 +524,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         if (failed(fusedOps)) break;
         for (OpResult res : flatNext->getResults()) rewriter.replaceAllUsesWith(res, fusedOps->replacements[res]);
         rewriter.eraseOp(flatNext);
+        if (epilogue->use_empty()) rewriter.eraseOp(epilogue);  // now inside the fused op
         break;
       }
     }
-    RewritePatternSet patterns(&getContext());
-    linalg::FillOp::getCanonicalizationPatterns(patterns, &getContext());
-    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, &getContext());
-    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
-    tensor::populateFoldTensorEmptyPatterns(patterns);
-    (void)applyPatternsGreedily(module, std::move(patterns));
-    module.walk([&](linalg::GenericOp op) {
-      if (op->use_empty() && isMemoryEffectFree(op)) rewriter.eraseOp(op);
-    });
+    foldReshapes(module);
   }
 
   /// tensor.pad of static shapes with a constant value: the source copied
@@ -593,8 +605,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     schedule.vectorize(rest, vec);
   }
 
-  /// What a conv, depthwise conv or pooling op's parallel tiles compute with
-  /// it: the op that fills its accumulator (a fill, or the bias broadcast),
+  /// What a matmul's, conv's, depthwise conv's or pooling op's parallel
+  /// tiles compute with it: the op that fills its accumulator (a fill, or the bias broadcast),
   /// and its only user when that is an elementwise op over its result (bias,
   /// activation, residual add). Both are fused into the op's parallel tiles,
   /// so each runs on a tile while it is in cache, not as a pass of its own
@@ -843,9 +855,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (isVectorizableOuterReduction(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t inner = bounds.back();
-        int64_t width = 0;
-        for (int64_t w : {2 * lanes, lanes, lanes / 2})
-          if (w >= 4 && inner % w == 0 && !width) width = w;
+        int64_t width = reductionWidth(inner, lanes);
         if (width == 0) return;
         // Vectors across the innermost loop (and one element of the other
         // parallel loops), then the reduction loops one step at a time
@@ -865,9 +875,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (isVectorizableRowReduction(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t inner = bounds.back();
-        int64_t width = 0;
-        for (int64_t w : {2 * lanes, lanes, lanes / 2})
-          if (w >= 4 && inner % w == 0 && !width) width = w;
+        int64_t width = reductionWidth(inner, lanes);
         if (width == 0 || inner == width) return;  // short or ragged rows stay on loops
         SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
         for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;
