@@ -54,6 +54,21 @@ RankedTensorType permutedType(RankedTensorType t, ArrayRef<int32_t> perm) {
   return RankedTensorType::get(shape, t.getElementType());
 }
 
+/// Replaces `op` (one result) by a copy of it on `operands` with
+/// `attrs`, whose result is in the layout before the transpose `perm`,
+/// followed by that transpose: the transpose moves below `op`.
+void moveTransposeBelow(PatternRewriter &rewriter, Operation *op, ValueRange operands, ArrayRef<int32_t> perm,
+               ArrayRef<NamedAttribute> attrs) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  state.addTypes(permutedType(resultType, inverse(perm)));
+  state.addAttributes(attrs);
+  Operation *moved = rewriter.create(state);
+  rewriter.replaceOpWithNewOp<tosa::TransposeOp>(op, resultType, moved->getResult(0),
+                                                 rewriter.getDenseI32ArrayAttr(perm));
+}
+
 struct SinkTransposeThroughElementwise : RewritePattern {
   SinkTransposeThroughElementwise(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
 
@@ -95,13 +110,7 @@ struct SinkTransposeThroughElementwise : RewritePattern {
       operands.push_back(tosa::TransposeOp::create(rewriter, op->getLoc(), permutedType(t, inv), v,
                                                    rewriter.getDenseI32ArrayAttr(inv)));
     }
-    OperationState state(op->getLoc(), op->getName());
-    state.addOperands(operands);
-    state.addTypes(permutedType(resultType, inv));
-    state.addAttributes(op->getAttrs());
-    Operation *moved = rewriter.create(state);
-    rewriter.replaceOpWithNewOp<tosa::TransposeOp>(op, resultType, moved->getResult(0),
-                                                   rewriter.getDenseI32ArrayAttr(*perm));
+    moveTransposeBelow(rewriter, op, operands, *perm, op->getAttrs());
     return success();
   }
 };
@@ -127,14 +136,9 @@ struct SinkTransposeThroughReduce : RewritePattern {
     ArrayRef<int32_t> perm = tr.getPerms();
     int64_t axis = axisAttr.getInt();
     if (axis < 0 || axis >= int64_t(perm.size()) || resultType.getRank() != int64_t(perm.size())) return failure();
-    OperationState state(op->getLoc(), op->getName());
-    state.addOperands(tr.getInput1());
-    state.addTypes(permutedType(resultType, inverse(perm)));
-    state.addAttributes(op->getAttrs());
-    state.attributes.set("axis", IntegerAttr::get(axisAttr.getType(), perm[axis]));
-    Operation *moved = rewriter.create(state);
-    rewriter.replaceOpWithNewOp<tosa::TransposeOp>(op, resultType, moved->getResult(0),
-                                                   rewriter.getDenseI32ArrayAttr(perm));
+    NamedAttrList attrs(op->getAttrs());
+    attrs.set("axis", IntegerAttr::get(axisAttr.getType(), perm[axis]));
+    moveTransposeBelow(rewriter, op, tr.getInput1(), perm, attrs);
     return success();
   }
 };
