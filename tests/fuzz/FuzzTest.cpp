@@ -197,15 +197,17 @@ constexpr int kCalled = 0;    // loaded, every function called (results or error
 constexpr int kRejected = 3;  // refused at load (parse, verify, unsupported) with an error
 
 /// A forked child's runtime: its address space capped (a runaway
-/// allocation fails instead of taking the machine), no disk cache, one
-/// thread, a 2 s deadline per call, warnings dropped.
-llvm::Expected<std::unique_ptr<Runtime>> childRuntime() {
+/// allocation fails instead of taking the machine), no disk cache (or the
+/// read-write cache `cacheDir`), one thread, a 2 s deadline per call,
+/// warnings dropped.
+llvm::Expected<std::unique_ptr<Runtime>> childRuntime(const std::string &cacheDir = "") {
   if (!kSanitized) {
     struct rlimit lim = {size_t(8) << 30, size_t(8) << 30};
     setrlimit(RLIMIT_AS, &lim);
   }
   RuntimeOptions options;
-  options.cacheMode = CacheMode::kOff;
+  options.cacheMode = cacheDir.empty() ? CacheMode::kOff : CacheMode::kReadWrite;
+  options.cacheDir = cacheDir;
   options.threads = 1;
   options.compileThreads = 1;
   options.callTimeoutSeconds = 2;
@@ -384,13 +386,7 @@ namespace {
 /// Exit 0: called (result written); 3: a kiln error.
 int runCached(const std::string &text, const std::string &cacheDir, const std::vector<Tensor> &inputs,
               const std::string &outPath) {
-  RuntimeOptions options;
-  options.cacheDir = cacheDir;
-  options.cacheMode = CacheMode::kReadWrite;
-  options.threads = 1;
-  options.compileThreads = 1;
-  options.warnings = [](const std::string &) {};
-  auto rt = Runtime::create(options);
+  auto rt = childRuntime(cacheDir);
   if (!rt) return 4;
   auto m = (*rt)->loadModule(text, "mlp.mlir");
   if (!m) {
@@ -438,8 +434,8 @@ TEST(Fuzz, CorruptCacheEntriesAreRecompiled) {
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-fuzz-cache", dir));
   std::string cacheDir = (dir + "/cache").str(), refPath = (dir + "/ref.npy").str(),
               outPath = (dir + "/out.npy").str();
-  // The model's input: parsed in a child too (the parent never starts a
-  // runtime, so that forked children start from a clean process).
+  // The model's input, built here; the parent never starts a runtime, so
+  // that forked children start from a clean process.
   std::vector<Tensor> inputs;
   {
     Tensor x = Tensor::empty(DType::f32, {1, 64});
