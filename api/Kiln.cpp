@@ -92,6 +92,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.disk.maxBytes = o.cacheMaxBytes;
   service.disk.warn = o.warnings;
   service.placement = o.placement;
+  service.executor = rt->executor_;
   service.warn = o.warnings;
   service.trace = [executor = rt->executor_] { return executor->trace(); };
   service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {

@@ -17,6 +17,7 @@ CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOpt
       compiler_(target_, options_.spawn, options_.compileThreads),
       disk_(cache::DiskCache::open(options_.disk)), memory_(options_.memoryEntries) {
   compiler_.setTrace(options_.trace);
+  compiler_.setPlacementTuner(options_.executor);
   targetText_ = target_->description();
   pipelineId_ = cache::hash128Hex(target_->name().str() + "\n" + target_->pipelineText());
 }

@@ -43,6 +43,9 @@ struct CompileServiceOptions {
   /// The recorder compiles and disk loads are traced to, if any (the
   /// executor's, while a profiler records).
   std::function<std::shared_ptr<TraceRecorder>()> trace;
+  /// Where placement by measurement times ops (the runtime's executor);
+  /// null: no measuring, `auto` keeps anchor ops on JIT.
+  std::shared_ptr<HostExecutor> executor;
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
 };

@@ -1,5 +1,7 @@
 #include "jit/Compiler.h"
 
+#include "jit/PlacementTuner.h"
+
 #include "kernels/KernelRegistry.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
@@ -62,6 +64,10 @@ void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)>
   state->cv.wait(lock, [&] { return state->done == n; });
 }
 
+void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
+  tuner_ = executor ? std::make_shared<PlacementTuner>(std::move(executor)) : nullptr;
+}
+
 llvm::Expected<std::shared_ptr<CompiledFunction>>
 Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
                   const ops::PlacementOptions &placement, const FaultInjection &faults) {
@@ -70,8 +76,18 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   auto out = std::make_shared<CompiledFunction>();
   out->function = function.str();
   std::set<std::string> forceKernel;
+  // Placement by measurement: the ops a kernel ran faster, and whether this
+  // compile has measured (once: the second partition uses the results).
+  bool measure = tuner_ && placement.measuring(), linked = false;
+  std::map<std::string, std::string> measuredKernels;
+  double measureMs = 0;
+  int measuredSteps = 0;
+  // Code compiled by an earlier round, by cluster fingerprint: a partition
+  // after measuring or a fallback recompiles only the clusters it changed.
+  std::map<std::string, TargetObject> compiledBefore;
   while (true) {
-    out->stats.stages.clear();
+    // Stage times add up over the rounds (a fallback, a partition after
+    // measuring); same-named stages are merged at the end.
     out->stats.kernelsShared = 0;
     out->objects.clear();
     std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr;
@@ -79,7 +95,8 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     auto spec = program.specialize(function, inputTypes, out->stats.stages, target_->weightLayouts(placement));
     if (!spec) return spec.takeError();
     auto partStart = Clock::now();
-    auto part = program.partition(**spec, placement, oracle, forceKernel, target_->anchorsPerCluster());
+    auto part = program.partition(**spec, placement, oracle, forceKernel, target_->anchorsPerCluster(),
+                                  measuredKernels);
     if (!part) return part.takeError();
     out->stats.stages.push_back({"partition", msSince(partStart)});
     if (trace) {
@@ -103,6 +120,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       std::string error;
       lowering::StageTimes times;
       int objectIndex = -1;
+      bool reused = false;  // the same cluster's code from an earlier round
     };
     std::vector<Job> jobs;
     std::vector<int> jobOf(out->plan.steps.size(), -1);
@@ -125,6 +143,12 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
           job.error = "injected failure (op " + op + ")";
           return;
         }
+      const std::string &fp = (*part)->clusters[job.step]->fingerprint;
+      if (auto it = compiledBefore.find(fp); !fp.empty() && it != compiledBefore.end()) {
+        job.object = it->second;
+        job.reused = true;
+        return;
+      }
       std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr;
       auto start = Clock::now();
       auto object = target_->compile(program, *(*part)->clusters[job.step], job.times);
@@ -178,7 +202,10 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       s.symbol = job.object->entry.empty() ? target_->entrySymbol() : job.object->entry;
       s.faultSites = job.object->faultSites;
     }
-    out->stats.kernelsCompiled = int(jobs.size());
+    out->stats.kernelsCompiled = int(std::count_if(jobs.begin(), jobs.end(), [](const Job &j) { return !j.reused; }));
+    for (const Job &job : jobs)
+      if (job.object && !(*part)->clusters[job.step]->fingerprint.empty())
+        compiledBefore.emplace((*part)->clusters[job.step]->fingerprint, *job.object);
     // Stage times summed over the jobs, in the order stages first appear.
     for (const Job &job : jobs)
       for (const lowering::StageTime &t : job.times) {
@@ -187,7 +214,24 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
         if (it == out->stats.stages.end()) out->stats.stages.push_back(t);
         else it->ms += t.ms;
       }
-    if (failure.empty()) break;
+    if (failure.empty()) {
+      if (!measure) break;
+      // Time the alternatives; partition again if a kernel won.
+      measure = false;
+      if (auto err = link(*out)) return std::move(err);
+      linked = true;
+      auto measureStart = Clock::now();
+      for (const lowering::PlanStep &s : out->plan.steps) measuredSteps += s.alternatives.size() == 1;
+      tuner_->measure(*out, *this);
+      measureMs = msSince(measureStart);
+      measuredKernels = tuner_->kernelWins();
+      bool changes = false;
+      for (const lowering::PlanStep &s : out->plan.steps)
+        for (const auto &alt : s.alternatives) changes |= measuredKernels.count(alt.signature) != 0;
+      if (!changes) break;
+      linked = false;
+      continue;
+    }
     // Fall back: the failed cluster's ops go to kernels, if that changes anything.
     size_t before = forceKernel.size();
     forceKernel.insert(failedOps.begin(), failedOps.end());
@@ -196,7 +240,22 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     out->stats.warnings.push_back(failure + "; its ops fall back to handwritten kernels");
   }
   for (const auto &o : out->objects) out->stats.objectBytes += o.size();
-  if (auto err = link(*out)) return std::move(err);
+  if (!linked)
+    if (auto err = link(*out)) return std::move(err);
+  if (measureMs > 0) out->stats.stages.push_back({"measure-placement", measureMs});
+  lowering::StageTimes merged;
+  for (const lowering::StageTime &t : out->stats.stages) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const lowering::StageTime &x) { return x.stage == t.stage; });
+    if (it == merged.end()) merged.push_back(t);
+    else it->ms += t.ms;
+  }
+  out->stats.stages = std::move(merged);
+  out->stats.placementsMeasured = measuredSteps;
+  if (tuner_) {
+    for (const lowering::PlanStep &s : out->plan.steps)
+      out->stats.kernelsChosen += llvm::StringRef(s.reason).starts_with("measured");
+    out->plan.summary += tuner_->report(out->plan);
+  }
   out->stats.totalMs = msSince(t0);
   return out;
 }

@@ -6,6 +6,10 @@
 //
 // A cluster whose compilation fails falls back to kernels for its ops (with
 // a warning and a counter) and the call still succeeds when kernels exist.
+// With a PlacementTuner (setPlacementTuner) and placement.measuring(), `auto`
+// ops that a kernel also takes are timed both ways after the first compile,
+// and the function is partitioned and compiled again when a kernel won
+// (jit/PlacementTuner.h).
 //
 // Thread-safety: Compiler methods may run concurrently (MLIR work is
 // serialized per Program). A CompiledFunction is immutable once built; its
@@ -37,6 +41,8 @@ struct CompileStats {
   double totalMs = 0;
   size_t objectBytes = 0;
   bool fromObject = false;      // linked from existing objects (cache), not compiled
+  int placementsMeasured = 0;   // JIT steps whose alternative kernel was timed in this compile
+  int kernelsChosen = 0;        // of those, the ops a kernel ran faster (placed on it)
   int jitFallbacks = 0;         // clusters that failed to compile and went to kernels
   std::vector<std::string> warnings;
 };
@@ -47,6 +53,8 @@ struct CompileStats {
 struct FaultInjection {
   std::set<std::string> failClustersWith;
 };
+
+class PlacementTuner;
 
 class CompiledFunction {
 public:
@@ -85,6 +93,8 @@ public:
   /// Where each kernel's compile is recorded (its thread, start and end),
   /// while a profiler records; null: nowhere.
   void setTrace(std::function<std::shared_ptr<TraceRecorder>()> trace) { trace_ = std::move(trace); }
+  /// Placement by measurement times ops on `executor` (null: off).
+  void setPlacementTuner(std::shared_ptr<HostExecutor> executor);
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
   compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
@@ -113,6 +123,7 @@ private:
   SpawnFn spawn_;
   int threads_;
   std::function<std::shared_ptr<TraceRecorder>()> trace_;
+  std::shared_ptr<PlacementTuner> tuner_;
 };
 
 }  // namespace kiln::jit

@@ -5,6 +5,7 @@
 #include "runtime/Error.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -13,8 +14,12 @@ using namespace mlir;
 
 namespace kiln::lowering {
 
-
 bool isFreeOp(Operation *op) { return isa<tosa::ConstOp, tosa::ConstShapeOp, arith::ConstantOp>(op); }
+
+bool isAnchorOp(Operation *op) {
+  return isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::TransposeConv2DOp, tosa::Conv3DOp, tosa::MatMulOp,
+             tosa::MaxPool2dOp, tosa::AvgPool2dOp, linalg::ConvolutionOpInterface, linalg::ContractionOpInterface>(op);
+}
 
 std::string kernelKey(Operation *op) {
   if (auto c = dyn_cast<tosa::CustomOp>(op))
@@ -64,7 +69,6 @@ std::optional<ops::Attr> foldConstant(Value v) {
   return int64_t((*dense.getValues<APInt>().begin()).getSExtValue());
 }
 
-
 }  // namespace
 
 KernelView kernelView(Operation *op) {
@@ -73,8 +77,10 @@ KernelView kernelView(Operation *op) {
   if (auto props = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
     for (NamedAttribute a : props)
       if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
-  for (NamedAttribute a : op->getDiscardableAttrs())
+  for (NamedAttribute a : op->getDiscardableAttrs()) {
+    if (a.getName().strref().starts_with("kiln.")) continue;  // kiln's own marks (placement, reasons)
     if (auto k = toKernelAttr(a.getValue())) v.attrs.set(a.getName().str(), *k);
+  }
   const ops::OpSpec *spec = ops::lookupOp(op->getName().getStringRef());
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     const ops::OperandSpec *o = spec && i < spec->operands.size() ? &spec->operands[i] : nullptr;
@@ -97,7 +103,8 @@ KernelView kernelView(Operation *op) {
 }
 
 /// The kernel that takes this op as specialized ("" and the reason when none).
-std::string kernelFor(Operation *op, const KernelView &view, const KernelOracle &oracle, std::string &why) {
+std::string kernelFor(Operation *op, const KernelView &view, const KernelOracle &oracle, std::string &why,
+                      std::vector<TensorType> *inputs, std::vector<TensorType> *results) {
   if (!view.whyNot.empty()) {
     why = view.whyNot;
     return "";
@@ -122,6 +129,8 @@ std::string kernelFor(Operation *op, const KernelView &view, const KernelOracle 
     why = toStatus(kernel.takeError()).message;
     return "";
   }
+  if (inputs) *inputs = std::move(in);
+  if (results) *results = std::move(want);
   return *kernel;
 }
 

@@ -21,10 +21,16 @@ inline constexpr llvm::StringLiteral kPlacementAttr = "kiln.placement";  // "jit
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";        // the kernel's name
 inline constexpr llvm::StringLiteral kReasonAttr = "kiln.reason";        // why a kernel
 inline constexpr llvm::StringLiteral kNoteAttr = "kiln.note";            // kernel asked for, kept on JIT
+/// On an `auto` op kept on JIT that this kernel also takes: to be measured.
+inline constexpr llvm::StringLiteral kAlternativeAttr = "kiln.alternative";
 
 /// Constants (tosa.const, tosa.const_shape, arith.constant): not placed;
 /// cloned into the clusters that use them.
 bool isFreeOp(mlir::Operation *op);
+/// An op a kernel is built around (conv, matmul, pooling): at most
+/// anchors-per-cluster of them share a JIT cluster, and placement by
+/// measurement times these.
+bool isAnchorOp(mlir::Operation *op);
 /// "tosa.add", or "tosa.custom:domain.name".
 std::string kernelKey(mlir::Operation *op);
 
@@ -38,8 +44,10 @@ struct KernelView {
 };
 KernelView kernelView(mlir::Operation *op);
 
-/// The kernel that takes this op as specialized ("" and the reason when none).
-std::string kernelFor(mlir::Operation *op, const KernelView &view, const KernelOracle &oracle, std::string &why);
+/// The kernel that takes this op as specialized ("" and the reason when
+/// none); with `inputs`/`results`, also the types it was asked about.
+std::string kernelFor(mlir::Operation *op, const KernelView &view, const KernelOracle &oracle, std::string &why,
+                      std::vector<TensorType> *inputs = nullptr, std::vector<TensorType> *results = nullptr);
 
 /// Every operand (also of nested ops) defined outside `op`.
 llvm::SmallVector<mlir::Value> externalOperands(mlir::Operation *op);

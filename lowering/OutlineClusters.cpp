@@ -14,7 +14,6 @@
 #include "lowering/ProgramImpl.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -35,12 +34,6 @@ namespace kiln::lowering {
 namespace {
 
 /// Groups of placed ops with transitively closed dependencies.
-/// An op a kernel is built around: at most anchors-per-cluster per cluster.
-bool isAnchor(Operation *op) {
-  return isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::TransposeConv2DOp, tosa::Conv3DOp, tosa::MatMulOp,
-             tosa::MaxPool2dOp, tosa::AvgPool2dOp, linalg::ConvolutionOpInterface, linalg::ContractionOpInterface>(op);
-}
-
 struct Grouping {
   struct Group {
     bool jit;
@@ -137,7 +130,7 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         g.create(false, &op, depsExcept(-1));
         continue;
       }
-      int anchor = isAnchor(&op) ? 1 : 0;
+      int anchor = isAnchorOp(&op) ? 1 : 0;
       int chosen = -1;
       for (int c : producers)
         if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && g.groups[c].ops.size() < opLimit &&

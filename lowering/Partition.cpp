@@ -109,16 +109,26 @@ std::string stringAttr(Operation *op, llvm::StringRef name) {
 }
 }  // namespace
 
+std::string opSignature(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs, const ops::AttrMap &attrs,
+                        llvm::ArrayRef<TensorType> results) {
+  std::string s = op.str() + "(";
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i].str();
+  s += ") -> ";
+  for (size_t i = 0; i < results.size(); ++i) s += (i ? ", " : "") + results[i].str();
+  return s + " " + attrs.str();
+}
+
 llvm::Expected<std::unique_ptr<PartitionedFunction>>
 Program::partition(SpecializedFunction &spec, const PlacementOptions &options, const KernelOracle &oracle,
-                   const std::set<std::string> &forceKernel, int64_t anchorsPerCluster) {
+                   const std::set<std::string> &forceKernel, int64_t anchorsPerCluster,
+                   const std::map<std::string, std::string> &measuredKernels) {
   std::lock_guard<std::mutex> lock(impl->mu);
   auto unlowered = Impl::unloweredModule(spec);
   if (!unlowered) return unlowered.takeError();
   ModuleOp module = *unlowered;
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
         PassManager pm(impl->ctx.get());
-        pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle));
+        pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle, measuredKernels));
         // Clusters of kernels built around anchors (the host's) also stop at
         // kMaxClusterOps ops; a whole-graph cluster (a GPU's) does not.
         pm.addPass(createKilnOutlineClusters(
@@ -199,6 +209,20 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         step.flops += opFlops(&inner);
         step.locations.push_back(locationString(inner.getLoc()));
         if (std::string note = stringAttr(&inner, kNoteAttr); !note.empty()) summary.notes.push_back(note);
+        if (std::string kernel = stringAttr(&inner, kAlternativeAttr); !kernel.empty()) {
+          KernelView view = kernelView(&inner);
+          PlanStep::Alternative alt{view.key, kernel, "", locationString(inner.getLoc()), view.attrs, {}, {}};
+          std::string why;
+          bool typed = true;
+          for (Value v : view.data)
+            if (auto t = toTensorType(v.getType(), why)) alt.inputs.push_back(*t);
+            else typed = false;
+          for (Value r : inner.getResults())
+            if (auto t = toTensorType(r.getType(), why)) alt.results.push_back(*t);
+            else typed = false;
+          alt.signature = opSignature(alt.op, alt.inputs, alt.attrs, alt.results);
+          if (typed) step.alternatives.push_back(std::move(alt));
+        }
       }
       // The cluster as a module of its own: kiln_fn(inputs...) -> outputs...
       auto cluster = std::make_unique<SpecializedFunction>();
@@ -216,7 +240,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       for (unsigned a = 0; a < copy.getNumArguments(); ++a)
         copy.setArgAttr(a, "bufferization.writable", BoolAttr::get(module.getContext(), false));
       copy.walk([](Operation *o) {
-        for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr}) o->removeAttr(a);
+        for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr, kAlternativeAttr})
+          o->removeAttr(a);
       });
       cluster->function = spec.function + "." + step.name;
       {

@@ -13,6 +13,13 @@
 //   kernel -> a kernel when one accepts this use of the op (shape function
 //             agrees with the specialized types), else JIT with a note
 //   jit    -> JIT when lowerable, else a kernel
+//
+// Placement by measurement: with options.measuring(), an `auto` anchor op
+// (conv, matmul, pooling) that a kernel also takes stays on JIT and is
+// listed in its plan step's `alternatives`; the compiler times both and
+// partitions again with the ops a kernel ran faster in `measuredKernels`
+// (by opSignature), which places them on that kernel with the figures as
+// the reason.
 #pragma once
 
 #include "lowering/Plan.h"
@@ -41,6 +48,12 @@ public:
                                                 const ops::AttrMap &attrs,
                                                 llvm::ArrayRef<TensorType> results) const = 0;
 };
+
+/// One use of an op as placement by measurement tells uses apart: its key,
+/// operand and result types and attributes ("tosa.conv2d(1x56x56x64xf32,
+/// ...) -> 1x56x56x64xf32 {dilation=[1,1],...}").
+std::string opSignature(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs, const ops::AttrMap &attrs,
+                        llvm::ArrayRef<TensorType> results);
 
 struct PlacementSummary {
   size_t ops = 0, jitOps = 0, clusters = 0, kernelOps = 0;

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -20,10 +21,12 @@ namespace kiln::lowering {
 #include "lowering/Passes.h.inc"
 
 /// kiln-place-ops asking `oracle` which kernels exist (the runtime's
-/// registry, injected by the compile service).
+/// registry, injected by the compile service); `measuredKernels` maps the
+/// signatures of `auto` ops a kernel ran faster to the figures (the reason).
 std::unique_ptr<mlir::Pass> createKilnPlaceOps(const ops::PlacementOptions &modes,
                                                const std::set<std::string> &forceKernel,
-                                               const KernelOracle *oracle);
+                                               const KernelOracle *oracle,
+                                               const std::map<std::string, std::string> &measuredKernels = {});
 
 /// The function generated code calls on a fault (kiln-guard-traps), and the
 /// module attribute listing the fault sites' messages, by site id.

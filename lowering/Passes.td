@@ -63,6 +63,13 @@ def KilnPlaceOps : Pass<"kiln-place-ops", "mlir::ModuleOp"> {
     is asked of an injected KernelOracle; without one (kiln-opt), `kernels`
     lists the ops that have a kernel taking any use. Fails at an op that has
     neither a lowering nor a kernel.
+
+    Placement by measurement (unless `measure=off` is among the modes): an
+    `auto` anchor op (conv, matmul, pooling) that a kernel also takes stays
+    on JIT with `kiln.alternative = "<kernel>"`, for the compiler to time
+    both ways; one whose signature (lowering/Partition.h: opSignature) the
+    injected measurements name goes to its kernel, with the figures as the
+    reason.
   }];
   let options = [
     Option<"modes", "modes", "std::string", "\"\"", "per-op modes, e.g. tosa.conv2d=kernel,*=auto">,

@@ -5,7 +5,9 @@
 // (kiln.kernel, kiln.reason); a kernel requested but not available leaves
 // the op on JIT with a kiln.note. Modes per op name (auto | jit | kernel)
 // come from the options; lowerability from the op table; kernels from an
-// injected KernelOracle (or, in kiln-opt, the `kernels` list).
+// injected KernelOracle (or, in kiln-opt, the `kernels` list). An `auto`
+// anchor op both can run is marked kiln.alternative for placement by
+// measurement, or placed on its kernel when the measurements say so.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/OpView.h"
@@ -56,8 +58,9 @@ private:
 
 struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
   using KilnPlaceOpsBase::KilnPlaceOpsBase;
-  PlaceOps(const ops::PlacementOptions &m, const std::set<std::string> &force, const KernelOracle *o)
-      : placement(m), forced(force), oracle(o), injected(true) {}
+  PlaceOps(const ops::PlacementOptions &m, const std::set<std::string> &force, const KernelOracle *o,
+           const std::map<std::string, std::string> &measured)
+      : placement(m), forced(force), oracle(o), measuredKernels(measured), injected(true) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -87,7 +90,8 @@ struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
       bool isTosa = op.getDialect() && op.getDialect()->getNamespace() == "tosa";
       KernelView view = kernelView(&op);
       std::string why;
-      std::string kernel = kernelFor(&op, view, *kernels, why);
+      std::vector<TensorType> inTypes, outTypes;
+      std::string kernel = kernelFor(&op, view, *kernels, why, &inTypes, &outTypes);
       bool canKernel = !kernel.empty();
       bool canJit = !isTosa || tosaOpHasLowering(op.getName().getStringRef());
       bool forcedKernel = force.count(view.key) != 0;
@@ -110,6 +114,16 @@ struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
           op.emitError() << "'" << view.key << "' has no lowering and no kernel (" << why << ")";
           return signalPassFailure();
         }
+        if (mode == OpMode::kAuto && canJit && canKernel && modes.measuring() && isAnchorOp(&op)) {
+          // Placement by measurement: on the kernel once it was timed faster.
+          auto measured = measuredKernels.find(opSignature(view.key, inTypes, view.attrs, outTypes));
+          if (measured != measuredKernels.end()) {
+            onKernel = true;
+            reason = measured->second;
+          } else {
+            op.setAttr(kAlternativeAttr, b.getStringAttr(kernel));
+          }
+        }
       }
       op.setAttr(kPlacementAttr, b.getStringAttr(onKernel ? "kernel" : "jit"));
       if (onKernel) {
@@ -122,14 +136,16 @@ struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
   ops::PlacementOptions placement;
   std::set<std::string> forced;
   const KernelOracle *oracle = nullptr;
+  std::map<std::string, std::string> measuredKernels;
   bool injected = false;
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> createKilnPlaceOps(const ops::PlacementOptions &modes, const std::set<std::string> &forceKernel,
-                                         const KernelOracle *oracle) {
-  return std::make_unique<PlaceOps>(modes, forceKernel, oracle);
+                                         const KernelOracle *oracle,
+                                         const std::map<std::string, std::string> &measuredKernels) {
+  return std::make_unique<PlaceOps>(modes, forceKernel, oracle, measuredKernels);
 }
 
 }  // namespace kiln::lowering

@@ -42,6 +42,15 @@ struct PlanStep {
   // Both kinds, for profiles.
   double flops = 0;                  // arithmetic per run, from the ops' shapes
   std::vector<std::string> locations;  // MLIR locations of the ops, in order (provenance)
+  /// kJit, at compile time only (not stored): the step's ops that a kernel
+  /// also takes, kept on JIT by `auto` until placement by measurement has
+  /// timed both (lowering/Partition.h).
+  struct Alternative {
+    std::string op, kernel, signature, location;
+    ops::AttrMap attrs;
+    std::vector<TensorType> inputs, results;
+  };
+  std::vector<Alternative> alternatives;
 };
 
 struct ExecPlan {

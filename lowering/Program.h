@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -117,10 +118,13 @@ public:
   llvm::Expected<std::string> canonicalGraph(llvm::StringRef function);
   /// Places every op of `fn` on JIT or a kernel and outlines JIT clusters
   /// of at most `anchorsPerCluster` anchor ops each (0 = no limit; see
-  /// Partition.h); consumes `fn`'s MLIR.
+  /// Partition.h); consumes `fn`'s MLIR. `measuredKernels`: signatures of
+  /// `auto` ops a kernel ran faster, with the figures (placement by
+  /// measurement).
   llvm::Expected<std::unique_ptr<PartitionedFunction>>
   partition(SpecializedFunction &fn, const ops::PlacementOptions &options, const KernelOracle &kernels,
-            const std::set<std::string> &forceKernel, int64_t anchorsPerCluster = 1);
+            const std::set<std::string> &forceKernel, int64_t anchorsPerCluster = 1,
+            const std::map<std::string, std::string> &measuredKernels = {});
 
   /// How many times MLIR pipelines ran (specializations + lowerings).
   uint64_t pipelineRuns() const;

@@ -21,11 +21,13 @@ OpMode PlacementOptions::modeFor(llvm::StringRef op) const {
 std::string PlacementOptions::canonical() const {
   std::string s;
   for (const auto &[op, mode] : modes) s += (s.empty() ? "" : ",") + op + "=" + opModeName(mode);
+  if (!measuring()) s += std::string(s.empty() ? "" : ",") + "measure=off";
   return s;
 }
 
 void PlacementOptions::merge(const PlacementOptions &other) {
   for (const auto &[op, mode] : other.modes) modes[op] = mode;
+  if (other.measure) measure = other.measure;
 }
 
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
@@ -39,6 +41,12 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
     mode = mode.trim();
     if (op.empty() || mode.empty())
       return error(ErrorCode::kInvalidArgument, "op mode '%s': expected OP=jit|kernel|auto", item.str().c_str());
+    if (op == "measure") {
+      if (mode != "on" && mode != "off")
+        return error(ErrorCode::kInvalidArgument, "op mode '%s': measure takes on or off", item.str().c_str());
+      o.measure = mode == "on";
+      continue;
+    }
     OpMode m;
     if (mode == "jit") m = OpMode::kJit;
     else if (mode == "kernel") m = OpMode::kKernel;

@@ -6,6 +6,11 @@
 //   kernel -> a kernel when one accepts this use of the op, else JIT
 //   jit    -> JIT when lowerable, else a kernel
 //
+// Placement by measurement (`measure`, on unless "measure=off"): an `auto`
+// op that both a kernel and generated code can run, and that a kernel is
+// built around (conv, matmul, pooling), is timed both ways when it is first
+// compiled, and runs where it was faster (jit/PlacementTuner.h).
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -13,6 +18,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace kiln::ops {
@@ -25,16 +31,22 @@ const char *opModeName(OpMode mode);
 struct PlacementOptions {
   /// Mode by op name ("tosa.conv2d"); the key "*" sets the default.
   std::map<std::string, OpMode> modes;
+  /// Time JIT against kernel for `auto` ops both can run (unset: on).
+  std::optional<bool> measure;
+
+  bool measuring() const { return measure.value_or(true); }
 
   OpMode modeFor(llvm::StringRef op) const;
-  /// "tosa.conv2d=kernel,*=jit" (sorted): the cache key's op-mode part.
+  /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off" when off): the
+  /// cache key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
   /// `other`'s entries override this one's.
   void merge(const PlacementOptions &other);
 };
 
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto" (also $KILN_OP_MODE).
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off" (also
+/// $KILN_OP_MODE).
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
 
 }  // namespace kiln::ops

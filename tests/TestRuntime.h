@@ -6,11 +6,14 @@
 
 namespace kiln::test {
 
-/// One Runtime per test binary (creating the JIT is not free).
+/// One Runtime per test binary (creating the JIT is not free). Placement
+/// by measurement is off: `auto` keeps every lowerable op on generated
+/// code, which is what these tests check (PlacementTest measures).
 inline Runtime &sharedRuntime() {
   static std::unique_ptr<Runtime> rt = [] {
     RuntimeOptions options;
     options.cacheMode = CacheMode::kOff;  // hermetic: no disk cache
+    options.placement.measure = false;
     auto r = Runtime::create(options);
     if (!r) {
       ADD_FAILURE() << llvm::toString(r.takeError());

@@ -468,7 +468,7 @@ int main(int argc, char **argv) {
   run->add_flag("--explain", explain, "print where each op runs (JIT cluster or handwritten kernel)");
   auto addCommon = [&](CLI::App *cmd) {
     cmd->add_option("--op-mode", common.opModes,
-                    "per-op placement, e.g. tosa.conv2d=kernel,tosa.gather=jit,*=auto (also $KILN_OP_MODE)");
+                    "per-op placement, e.g. tosa.conv2d=kernel,tosa.gather=jit,*=auto; measure=off: no timing of auto ops JIT against kernel (also $KILN_OP_MODE)");
     cmd->add_option("--cache-dir", common.cacheDir,
                     "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
     cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");

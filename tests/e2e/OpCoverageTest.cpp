@@ -1221,6 +1221,7 @@ TEST_P(TosaOp, JitNarrowVectorsMatchReference) {
         RuntimeOptions o;
         o.cacheMode = CacheMode::kOff;
         o.maxVectorBits = bits;
+        o.placement.measure = false;  // generated code is what is checked
         slot = llvm::cantFail(Runtime::create(o));
       }
       rt = slot.get();

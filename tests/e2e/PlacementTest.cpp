@@ -28,6 +28,8 @@ std::unique_ptr<Runtime> runtimeWith(const std::string &modes, std::set<std::str
   RuntimeOptions o;
   o.cacheMode = CacheMode::kOff;
   if (!modes.empty()) o.placement = llvm::cantFail(ops::parseOpModes(modes));
+  // Exact placements: no measuring unless the modes ask for it.
+  if (!o.placement.measure) o.placement.measure = false;
   o.warnings = std::move(warnings);
   jit::FaultInjection faults;
   faults.failClustersWith = std::move(failClustersWith);
@@ -498,4 +500,147 @@ func.func @main(%x: tensor<4xi8>) -> tensor<4xi8> {
       EXPECT_EQ(test::asDoubles(r.outputs[0]), (std::vector<double>{2, 3, 3, -5})) << modes << " run " << run;
     }
   }
+}
+
+// Placement by measurement: `auto` anchor ops that a kernel also takes are
+// timed both ways at compile time; the decision and its figures are in the
+// plan's summary, whichever way it went, and never change the results.
+TEST(Placement, MeasuredPlacementRecordsItsFiguresAndKeepsTheResults) {
+  auto measured = runtimeWith("measure=on");
+  for (const char *name : {"mlp", "cnn"}) {
+    SCOPED_TRACE(name);
+    const auto *model = models::findBuiltinModel(name);
+    Tensor x = std::string(name) == "mlp" ? test::randomTensor({5, 64}, 11) : test::randomTensor({1, 16, 16, 3}, 12);
+    Result on = runModel(*measured, model->mlir, "main", {x});
+    Result off = runModel(test::sharedRuntime(), model->mlir, "main", {x});
+    ASSERT_EQ(on.outputs.size(), 1u);
+    ASSERT_EQ(off.outputs.size(), 1u);
+    EXPECT_TRUE(test::allClose(test::asDoubles(on.outputs[0]), test::asDoubles(off.outputs[0]), 1e-5, 1e-6));
+    // mlp: two matmuls; cnn: two convs, two poolings and a matmul, one per JIT step.
+    EXPECT_EQ(on.stats.placementsMeasured, std::string(name) == "mlp" ? 2 : 5) << on.placement;
+    EXPECT_EQ(off.stats.placementsMeasured, 0);
+    EXPECT_EQ(off.placement.find("measured"), std::string::npos) << off.placement;
+    const char *anchor = std::string(name) == "mlp" ? "measured tosa.matmul(" : "measured tosa.conv2d(";
+    EXPECT_NE(on.placement.find(anchor), std::string::npos) << on.placement;
+    bool stage = false;
+    for (const auto &s : on.stats.stages) stage |= s.stage == "measure-placement" && s.ms > 0;
+    EXPECT_TRUE(stage);
+    // Each "-> kernel" decision is a kernel step placed for that reason.
+    size_t wins = 0;
+    for (size_t at = 0; (at = on.placement.find("-> kernel", at)) != std::string::npos; ++at) ++wins;
+    EXPECT_EQ(int(wins), on.stats.kernelsChosen) << on.placement;
+    if (wins) EXPECT_NE(on.placement.find(": measured: kernel "), std::string::npos) << on.placement;
+  }
+}
+
+TEST(Placement, PartitionPlacesOpsThatAKernelWonOnIt) {
+  struct Oracle final : lowering::KernelOracle {
+    llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
+                                          const ops::AttrMap &attrs, llvm::ArrayRef<TensorType>) const override {
+      auto choice = kernels::registry().select(op, inputs, attrs);
+      if (!choice) return choice.takeError();
+      return choice->name;
+    }
+  } oracle;
+  auto program = KILN_TAKE(lowering::Program::parse(models::findBuiltinModel("mlp")->mlir, "mlp"));
+  ASSERT_TRUE(program);
+  const std::vector<TensorType> in = {TensorType{DType::f32, {3, 64}}};
+  ops::PlacementOptions autoModes;  // measuring on (the default)
+  auto partition = [&](const std::map<std::string, std::string> &won) {
+    lowering::StageTimes times;
+    auto spec = KILN_TAKE(program->specialize("main", in, times));
+    EXPECT_TRUE(spec);
+    return spec ? KILN_TAKE(program->partition(*spec, autoModes, oracle, {}, 1, won)) : nullptr;
+  };
+  auto first = partition({});
+  ASSERT_TRUE(first);
+  // Both matmuls stay on JIT, each its step's one alternative.
+  std::vector<std::string> signatures;
+  for (const auto &step : first->plan.steps) {
+    ASSERT_EQ(step.kind, lowering::PlanStep::kJit);
+    ASSERT_EQ(step.alternatives.size(), 1u) << step.name;
+    EXPECT_EQ(step.alternatives[0].op, "tosa.matmul");
+    EXPECT_EQ(step.alternatives[0].kernel, "matmul_f32_eigen");
+    EXPECT_EQ(step.alternatives[0].signature.rfind("tosa.matmul(1x3x", 0), 0u)
+        << step.alternatives[0].signature;
+    signatures.push_back(step.alternatives[0].signature);
+  }
+  ASSERT_EQ(signatures.size(), 2u);
+  EXPECT_NE(signatures[0], signatures[1]);
+  // The first matmul "won" by its kernel: placed there, with the figures as
+  // the reason; the second stays a JIT alternative.
+  auto second = partition({{signatures[0], "measured: kernel 1.0 us < JIT 2.0 us alone"}});
+  ASSERT_TRUE(second);
+  int kernelSteps = 0, alternatives = 0;
+  for (const auto &step : second->plan.steps) {
+    if (step.kind == lowering::PlanStep::kKernel) {
+      ++kernelSteps;
+      EXPECT_EQ(step.op, "tosa.matmul");
+      EXPECT_EQ(step.reason, "measured: kernel 1.0 us < JIT 2.0 us alone");
+    }
+    for (const auto &alt : step.alternatives) {
+      ++alternatives;
+      EXPECT_EQ(alt.signature, signatures[1]);
+    }
+  }
+  EXPECT_EQ(kernelSteps, 1);
+  EXPECT_EQ(alternatives, 1);
+  // measure=off: no alternatives, and the measurements are not applied.
+  autoModes.measure = false;
+  auto off = partition({{signatures[0], "measured"}});
+  ASSERT_TRUE(off);
+  for (const auto &step : off->plan.steps) {
+    EXPECT_EQ(step.kind, lowering::PlanStep::kJit);
+    EXPECT_TRUE(step.alternatives.empty());
+  }
+}
+
+TEST(Placement, MeasurementsAreStoredWithTheCompiledCode) {
+  llvm::SmallString<128> dir;
+  llvm::sys::fs::createUniqueDirectory("kiln-measure", dir);
+  auto make = [&] {
+    RuntimeOptions o;
+    o.cacheDir = dir.str().str();
+    o.cacheMode = CacheMode::kReadWrite;
+    return llvm::cantFail(Runtime::create(o));
+  };
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 13);
+  const std::string cnn = models::findBuiltinModel("cnn")->mlir;
+  std::string coldSummary;
+  {
+    auto rt = make();
+    auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+    auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+    ASSERT_TRUE(fn);
+    coldSummary = fn->placementSummary();
+  }
+  EXPECT_NE(coldSummary.find("measured tosa.conv2d("), std::string::npos) << coldSummary;
+  auto rt = make();
+  auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_TRUE(fn);
+  EXPECT_EQ(m->pipelineRuns(), 0u);
+  EXPECT_TRUE(fn->stats.fromObject);
+  EXPECT_EQ(fn->placementSummary(), coldSummary);  // the decisions and figures, not measured again
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
+  auto off = llvm::cantFail(ops::parseOpModes("tosa.conv2d=kernel,measure=off"));
+  EXPECT_FALSE(off.measuring());
+  EXPECT_EQ(off.canonical(), "tosa.conv2d=kernel,measure=off");
+  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).measuring());
+  auto bad = ops::parseOpModes("measure=sometimes");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("measure takes on or off"), std::string::npos);
+  ops::PlacementOptions merged = llvm::cantFail(ops::parseOpModes("measure=off"));
+  merged.merge(llvm::cantFail(ops::parseOpModes("measure=on")));
+  EXPECT_TRUE(merged.measuring());
+
+  auto a = runtimeWith("measure=on");
+  auto b = runtimeWith("measure=off");
+  const std::string mlp = models::findBuiltinModel("mlp")->mlir;
+  auto ka = KILN_TAKE(KILN_TAKE(a->loadModule(mlp, "mlp"))->cacheKey("main", {TensorType{DType::f32, {1, 64}}}));
+  auto kb = KILN_TAKE(KILN_TAKE(b->loadModule(mlp, "mlp"))->cacheKey("main", {TensorType{DType::f32, {1, 64}}}));
+  EXPECT_EQ(ka.firstDifference(kb), "op_modes");
 }

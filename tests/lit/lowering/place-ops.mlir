@@ -3,6 +3,8 @@
 // RUN: %kiln-opt %s --kiln-place-ops="modes=*=kernel kernels=tosa.exp" | FileCheck %s --check-prefix=NOTE
 // RUN: %kiln-opt %s --kiln-place-ops="force-kernel=tosa.exp kernels=tosa.exp" | FileCheck %s --check-prefix=FORCED
 // RUN: not %kiln-opt %s --kiln-place-ops="modes=tosa.exp=fast" 2>&1 | FileCheck %s --check-prefix=BADMODE
+// RUN: %kiln-opt %s --kiln-place-ops="kernels=tosa.matmul,tosa.exp" | FileCheck %s --check-prefix=MEASURE
+// RUN: %kiln-opt %s --kiln-place-ops="modes=measure=off kernels=tosa.matmul,tosa.exp" | FileCheck %s --check-prefix=NOMEASURE
 
 // Each op of kiln_fn but constants gets kiln.placement; kernel-placed ops
 // also name their kernel and why.
@@ -26,3 +28,10 @@ func.func @kiln_fn(%a: tensor<1x2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4
 // FORCED: tosa.exp {{.*}}kiln.reason = "JIT compile failed"
 
 // BADMODE: kiln-place-ops: op mode 'tosa.exp=fast': mode 'fast' is not jit, kernel or auto
+
+// Placement by measurement: the auto matmul (an anchor) that a kernel takes
+// stays on JIT marked with its alternative; the elementwise exp is not
+// measured (fused with its neighbours, generated code wins).
+// MEASURE: tosa.matmul {{.*}}{kiln.alternative = "tosa_matmul_kernel", kiln.placement = "jit"}
+// MEASURE: tosa.exp {{.*}}{kiln.placement = "jit"}
+// NOMEASURE-NOT: kiln.alternative

@@ -1,0 +1,259 @@
+#include "jit/PlacementTuner.h"
+
+#include "jit/Compiler.h"
+#include "jit/RuntimeSymbols.h"
+#include "kernels/KernelRegistry.h"
+#include "lowering/GraphBuilder.h"
+#include "lowering/Partition.h"
+#include "runtime/Clock.h"
+#include "runtime/Error.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace kiln::jit {
+namespace {
+
+/// A kernel must beat the op alone on JIT by this factor.
+constexpr double kKernelMargin = 0.9;
+
+/// The best of at least 3 runs after a warm-up, and of more while they
+/// add up to less than 2 ms (at most 50).
+double bestMs(llvm::function_ref<void()> run, bool warmUp = true) {
+  if (warmUp) run();
+  double best = std::numeric_limits<double>::infinity(), total = 0;
+  for (int reps = 0; reps < 3 || (total < 2.0 && reps < 50); ++reps) {
+    auto t = Clock::now();
+    run();
+    double ms = msSince(t);
+    best = std::min(best, ms);
+    total += ms;
+  }
+  return best;
+}
+
+/// Timings share the machine's cores: one at a time in the process.
+std::mutex &timingMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+Tensor zeros(const TensorType &type) {
+  Tensor t = Tensor::empty(type.dtype, type.shape);
+  std::memset(t.rawData(), 0, t.byteSize());
+  return t;
+}
+
+/// The host JIT steps of a compiled function, ready to run in turn on
+/// zero-filled operands (weights and constants as compiled).
+class StepRunner {
+public:
+  /// Step `step` of `fn`, or (step < 0) every JIT step of it.
+  llvm::Error prepare(const CompiledFunction &fn, int step) {
+    for (size_t s = 0; s < fn.plan.steps.size(); ++s) {
+      if ((step >= 0 && int(s) != step) || fn.plan.steps[s].kind != lowering::PlanStep::kJit) continue;
+      CompiledFunction::EntryFn entry = fn.directEntry(s);
+      if (!entry) return error(ErrorCode::kInternal, "step %zu has no host entry", s);
+      const lowering::PlanStep &ps = fn.plan.steps[s];
+      Call call{entry, {}};
+      for (int id : ps.inputs) {
+        const lowering::PlanValue &v = fn.plan.values[id];
+        if (v.kind == lowering::PlanValue::kWeight && v.index >= 0 && size_t(v.index) < fn.weights.size())
+          call.buffers.push_back(fn.weights[v.index].rawData());
+        else if (v.kind == lowering::PlanValue::kConstant && v.constant.valid())
+          call.buffers.push_back(v.constant.rawData());
+        else
+          call.buffers.push_back(own(v.type));
+      }
+      for (int id : ps.outputs) call.buffers.push_back(own(fn.plan.values[id].type));
+      calls_.push_back(std::move(call));
+    }
+    return llvm::Error::success();
+  }
+  void operator()() {
+    for (Call &c : calls_) c.entry(c.buffers.data());
+    takeFault();  // zeros may trip a guarded division; the time still counts
+  }
+
+private:
+  void *own(const TensorType &type) {
+    keep_.push_back(zeros(type));
+    return keep_.back().rawData();
+  }
+  struct Call {
+    CompiledFunction::EntryFn entry;
+    std::vector<void *> buffers;
+  };
+  std::vector<Call> calls_;
+  std::vector<Tensor> keep_;
+};
+
+/// The kernel of `alt` on zero-filled operands.
+class KernelRunner {
+public:
+  KernelRunner(const kernels::KernelDef &def, const lowering::PlanStep::Alternative &alt, HostExecutor &executor)
+      : def_(def), alt_(alt), executor_(executor) {
+    for (const TensorType &t : alt.inputs) in_.push_back(zeros(t));
+    for (const TensorType &t : alt.results) out_.push_back(zeros(t));
+    for (const Tensor &t : in_) inPtrs_.push_back(t.rawData());
+    for (const Tensor &t : out_) outPtrs_.push_back(t.rawData());
+  }
+  void operator()() {
+    if (llvm::Error err = def_.compute(
+            kernels::KernelArgs{inPtrs_, alt_.inputs, outPtrs_, alt_.results, alt_.attrs, executor_}))
+      failure_ = toStatus(std::move(err)).message;
+  }
+  /// Why a run failed ("" when none did).
+  const std::string &failure() const { return failure_; }
+
+private:
+  const kernels::KernelDef &def_;
+  const lowering::PlanStep::Alternative &alt_;
+  HostExecutor &executor_;
+  std::vector<Tensor> in_, out_;
+  std::vector<const void *> inPtrs_;
+  std::vector<void *> outPtrs_;
+  std::string failure_;
+};
+
+/// The op of `alt` alone, compiled with JIT placement.
+llvm::Expected<std::shared_ptr<CompiledFunction>> compileAlone(const lowering::PlanStep::Alternative &alt,
+                                                               Compiler &compiler) {
+  lowering::GraphBuilder g("main", "measure:" + alt.op);
+  std::vector<lowering::GraphBuilder::Value> args;
+  for (const TensorType &t : alt.inputs) args.push_back(g.argument(t));
+  auto outs = g.op(alt.op, args, alt.attrs, alt.results);
+  if (!outs) return outs.takeError();
+  auto program = g.finish(*outs);
+  if (!program) return program.takeError();
+  ops::PlacementOptions jitOnly;
+  jitOnly.modes["*"] = ops::OpMode::kJit;
+  jitOnly.measure = false;
+  return compiler.compile(**program, "main", alt.inputs, jitOnly);
+}
+
+}  // namespace
+
+namespace {
+/// "1.234 ms", or "5.1 us" under 0.1 ms.
+std::string time(double ms) {
+  return ms < 0.1 ? llvm::formatv("{0:F1} us", ms * 1e3).str() : llvm::formatv("{0:F3} ms", ms).str();
+}
+}  // namespace
+
+std::string PlacementMeasurement::reason() const {
+  return "measured: kernel " + time(kernelMs) + " < JIT " + time(aloneMs) + " alone";
+}
+
+std::string PlacementMeasurement::str() const {
+  std::string s = "JIT " + time(stepMs) + " (" + step + ", with its fused ops)";
+  if (aloneMs >= 0) s += ", " + time(aloneMs) + " alone";
+  return s + " vs " + kernel + " " + time(kernelMs) + " -> " + (kernelWins ? "kernel" : "JIT");
+}
+
+int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler) {
+  int kernelWon = 0;
+  for (size_t s = 0; s < fn.plan.steps.size(); ++s) {
+    const lowering::PlanStep &step = fn.plan.steps[s];
+    if (step.kind != lowering::PlanStep::kJit || step.alternatives.size() != 1 || !fn.directEntry(s)) continue;
+    const lowering::PlanStep::Alternative &alt = step.alternatives[0];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (decided_.count(alt.signature)) continue;
+    }
+    auto start = Clock::now();
+    PlacementMeasurement m;
+    m.op = alt.op;
+    m.kernel = alt.kernel;
+    m.step = step.name + ", " + std::to_string(step.ops.size()) + (step.ops.size() == 1 ? " op" : " ops");
+    bool measured = false;
+    auto choice = kernels::registry().select(alt.op, alt.inputs, alt.attrs);
+    StepRunner runStep;
+    llvm::Error prepared = runStep.prepare(fn, int(s));
+    if (choice && choice->name == alt.kernel && !prepared) {
+      KernelRunner runKernel(*choice->def, alt, *executor_);
+      std::unique_lock<std::mutex> timing(timingMutex());
+      HostExecutor::ParallelScope scope(*executor_);
+      m.stepMs = bestMs(runStep);
+      // The first run decides when the kernel is clearly slower.
+      runKernel();
+      auto t = Clock::now();
+      runKernel();
+      double first = msSince(t);
+      m.kernelMs = first >= 2 * m.stepMs ? first : std::min(first, bestMs(runKernel, false));
+      measured = runKernel.failure().empty();  // a kernel that fails does not win
+      timing.unlock();
+      if (measured && m.kernelMs < m.stepMs) {
+        // Closer than the fused step: the op alone on JIT decides, timed
+        // in alternation with the kernel (the machine's speed drifts).
+        auto alone = compileAlone(alt, compiler);
+        StepRunner runAlone;
+        llvm::Error ready = alone ? runAlone.prepare(**alone, -1) : alone.takeError();
+        if (!ready) {
+          std::lock_guard<std::mutex> again(timingMutex());
+          HostExecutor::ParallelScope scope2(*executor_);
+          m.aloneMs = bestMs(runAlone);
+          for (int round = 0; round < 4; ++round) {
+            m.kernelMs = std::min(m.kernelMs, bestMs(runKernel, false));
+            m.aloneMs = std::min(m.aloneMs, bestMs(runAlone, false));
+          }
+          measured = runKernel.failure().empty();
+        } else {
+          llvm::consumeError(std::move(ready));
+        }
+        m.kernelWins = measured && m.aloneMs >= 0 && m.kernelMs < kKernelMargin * m.aloneMs;
+      }
+    }
+    if (!choice) llvm::consumeError(choice.takeError());
+    if (prepared) llvm::consumeError(std::move(prepared));
+    std::lock_guard<std::mutex> lock(mu_);
+    measuringMs_ += msSince(start);
+    if (!measured) continue;  // not measurable: stays on JIT, asked again next time
+    if (m.kernelWins) ++kernelWon;
+    decided_.emplace(alt.signature, std::move(m));
+  }
+  return kernelWon;
+}
+
+std::map<std::string, std::string> PlacementTuner::kernelWins() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::string> out;
+  for (const auto &[signature, m] : decided_)
+    if (m.kernelWins) out.emplace(signature, m.reason());
+  return out;
+}
+
+std::string PlacementTuner::report(const lowering::ExecPlan &plan) const {
+  std::map<std::string, int> uses;  // by signature, in signature order
+  for (const lowering::PlanStep &step : plan.steps) {
+    if (step.kind == lowering::PlanStep::kJit) {
+      for (const auto &alt : step.alternatives) ++uses[alt.signature];
+    } else if (llvm::StringRef(step.reason).starts_with("measured")) {
+      std::vector<TensorType> in, out;
+      for (int v : step.inputs) in.push_back(plan.values[v].type);
+      for (int v : step.outputs) out.push_back(plan.values[v].type);
+      ++uses[lowering::opSignature(step.op, in, step.attrs, out)];
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string text;
+  for (const auto &[signature, n] : uses) {
+    auto it = decided_.find(signature);
+    if (it == decided_.end()) continue;
+    // The signature without its attributes (the types tell uses apart well enough to read).
+    llvm::StringRef shown = llvm::StringRef(signature).split(" {").first;
+    text += "\n  measured " + shown.str() + (n > 1 ? " (x" + std::to_string(n) + ")" : "") + ": " + it->second.str();
+  }
+  return text;
+}
+
+double PlacementTuner::measuringMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return measuringMs_;
+}
+
+}  // namespace kiln::jit

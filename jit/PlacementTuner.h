@@ -1,0 +1,78 @@
+// PlacementTuner: placement by measurement. Where an `auto` op that a kernel
+// is built around (conv, matmul, pooling) can run both as generated code and
+// as a handwritten kernel, the compiler first compiles it on JIT (the plan
+// step lists the kernel as its alternative, lowering/Partition.h); the tuner
+// then times, on the runtime's executor and with zero-filled operands:
+//
+//   1. the step as compiled (the op with the ops fused into its tiles) and
+//      the kernel alone. A kernel slower than the whole step loses at once.
+//   2. otherwise the op compiled alone on JIT: the kernel wins when it beats
+//      that by 10% (the margin covers noise and the fusion a kernel gives
+//      up: its neighbours then run as a separate step).
+//
+// The compiler then partitions again with the winners on their kernels.
+// Decisions are kept by op signature for the life of the tuner (one compiler,
+// so one target): each use of an op is measured once per process, by graphs
+// and eager calls alike. The plan's summary records each decision with its
+// figures, so it reaches the compile cache and `--explain` without
+// measuring again.
+//
+// Thread-safety: all methods are thread-safe; timings run one at a time.
+#pragma once
+
+#include "lowering/Plan.h"
+#include "runtime/Executor.h"
+
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace kiln::jit {
+
+class Compiler;
+class CompiledFunction;
+
+struct PlacementMeasurement {
+  std::string op, kernel, step;  // the step the op was compiled into first
+  double stepMs = 0;             // that step, with its fused ops
+  double kernelMs = 0;           // the kernel alone
+  double aloneMs = -1;           // the op alone on JIT (< 0: not needed)
+  bool kernelWins = false;
+  /// "measured: kernel 0.91 ms < JIT 1.20 ms (op alone)": a kernel step's
+  /// reason.
+  std::string reason() const;
+  /// "JIT 0.42 ms (cluster3, 3 ops) vs conv2d_f32_im2col_eigen 1.31 ms -> JIT"
+  std::string str() const;
+};
+
+class PlacementTuner {
+public:
+  /// Timings run on `executor` (the runtime's: its arena runs the kernels'
+  /// and generated code's parallel loops).
+  explicit PlacementTuner(std::shared_ptr<HostExecutor> executor) : executor_(std::move(executor)) {}
+
+  /// Times the alternatives of `fn`'s host JIT steps that were not measured
+  /// before (a step with more than one is not measured: its time cannot be
+  /// told apart). `compiler` compiles an op alone where that is needed.
+  /// Returns how many new decisions a kernel won.
+  int measure(const CompiledFunction &fn, Compiler &compiler);
+  /// Signature -> reason, for the uses of ops a kernel won.
+  std::map<std::string, std::string> kernelWins() const;
+  /// One line per distinct use of an op measured in `plan` (alternatives of
+  /// JIT steps and measured kernel steps): "measured tosa.conv2d x3
+  /// (1x56x56x64xf32, ...): JIT 0.42 ms (...) vs ... -> JIT".
+  std::string report(const lowering::ExecPlan &plan) const;
+  /// Total time spent measuring, in ms.
+  double measuringMs() const;
+
+private:
+  std::shared_ptr<HostExecutor> executor_;
+  mutable std::mutex mu_;
+  std::map<std::string, PlacementMeasurement> decided_;  // by signature
+  double measuringMs_ = 0;
+};
+
+}  // namespace kiln::jit
