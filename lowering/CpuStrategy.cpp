@@ -145,6 +145,19 @@ bool allF32(linalg::LinalgOp op) {
   return true;
 }
 
+/// The bit width when every operand is f32, or every one f64 (layer norms
+/// that exporters compute in double); 0 otherwise.
+unsigned uniformFloatBits(linalg::LinalgOp op) {
+  unsigned bits = 0;
+  for (Value v : op->getOperands()) {
+    Type e = getElementTypeOrSelf(v.getType());
+    unsigned b = e.isF32() ? 32 : e.isF64() ? 64 : 0;
+    if (!b || (bits && b != bits)) return 0;
+    bits = b;
+  }
+  return bits;
+}
+
 /// Every operand's elements are whole bytes: vectors of i1 would be stored
 /// as packed bits, while kiln's buffers hold one byte per i1.
 bool byteSizedElements(linalg::LinalgOp op) {
@@ -183,15 +196,15 @@ bool isVectorizableElementwise(linalg::LinalgOp op) {
   return byteSizedElements(op);
 }
 
-/// f32 reductions over the innermost loop only (sums, maxima: softmax's and
-/// layer norm's rows) whose bodies only compute.
+/// f32 or f64 reductions over the innermost loop only (sums, maxima:
+/// softmax's and layer norm's rows) whose bodies only compute.
 bool isVectorizableRowReduction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp, linalg::ReduceOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() < 1) return false;
   unsigned last = op.getNumLoops() - 1;
   auto iters = op.getIteratorTypesArray();
   for (unsigned i = 0; i < iters.size(); ++i)
     if ((i == last) != (iters[i] == utils::IteratorType::reduction)) return false;
-  if (!allF32(op)) return false;
+  if (!uniformFloatBits(op)) return false;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!out.isProjectedPermutation() || out.getNumResults() != last) return false;
   for (unsigned r = 0; r < out.getNumResults(); ++r)
@@ -206,15 +219,15 @@ bool isVectorizableRowReduction(linalg::LinalgOp op) {
       body.front());
 }
 
-/// f32 reductions whose innermost loop is parallel (a global pool over H
-/// and W of NHWC data; sums over rows): vectors across the innermost loop,
-/// accumulated over the reduction loops in registers.
+/// f32 or f64 reductions whose innermost loop is parallel (a global pool
+/// over H and W of NHWC data; sums over rows): vectors across the innermost
+/// loop, accumulated over the reduction loops in registers.
 bool isVectorizableOuterReduction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp, linalg::ReduceOp>(op) || op.getNumDpsInits() != 1 || op.getNumLoops() < 2) return false;
   auto iters = op.getIteratorTypesArray();
   unsigned last = op.getNumLoops() - 1;
   if (iters[last] != utils::IteratorType::parallel || op.getNumReductionLoops() == 0) return false;
-  if (!allF32(op)) return false;
+  if (!uniformFloatBits(op)) return false;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!out.isProjectedPermutation() || out.getNumResults() == 0 ||
       out.getResult(out.getNumResults() - 1) != getAffineDimExpr(last, op->getContext()))
@@ -855,7 +868,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (isVectorizableOuterReduction(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t inner = bounds.back();
-        int64_t width = reductionWidth(inner, lanes);
+        int64_t width = reductionWidth(inner, lanes * 32 / uniformFloatBits(op));
         if (width == 0) return;
         // Vectors across the innermost loop (and one element of the other
         // parallel loops), then the reduction loops one step at a time
@@ -875,7 +888,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (isVectorizableRowReduction(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
         int64_t inner = bounds.back();
-        int64_t width = reductionWidth(inner, lanes);
+        int64_t width = reductionWidth(inner, lanes * 32 / uniformFloatBits(op));
         if (width == 0 || inner == width) return;  // short or ragged rows stay on loops
         SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
         for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;

@@ -1109,6 +1109,16 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-5;
     cs.push_back(c);
   }
+  // f64 rows and columns (layer norms exporters compute in double): vectors
+  // of half as many lanes.
+  for (auto [shape, axis] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{3, 16}, 1}, {{3, 100}, 1}, {{2, 768}, 1}, {{4, 48}, 0}}) {
+    Case c = reduce("reduce_sum", DType::f64, shape, axis, [](double a, double b) { return a + b; }, 0);
+    c.name = "reduce_sum_f64_" + shapeToString(shape) + "_axis" + std::to_string(axis);
+    c.rtol = 1e-12;
+    c.atol = 1e-12;
+    cs.push_back(c);
+  }
   // Reductions over an outer axis with the innermost parallel (vectors
   // across it, kiln-cpu-strategy): a global pool's H and W, columns.
   for (auto [shape, axis] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{

@@ -86,6 +86,18 @@ func.func @row_sums(%a: tensor<64x1000xf32>) -> tensor<64x1xf32> {
   return %r : tensor<64x1xf32>
 }
 
+// f64 rows (layer norms exported in double): the same, on vectors of half
+// as many lanes (768 = 48 x 16 on AVX-512's 8 f64 lanes, two vectors).
+// AVX512-LABEL: func.func @row_sums_f64
+// AVX512: scf.for {{.*}} to %c768 step %c16 iter_args({{.*}}) -> (vector<16xf64>)
+// AVX512: vector.reduction <add>
+// AVX2-LABEL: func.func @row_sums_f64
+// AVX2: scf.for {{.*}} to %c768 step %c8 iter_args({{.*}}) -> (vector<8xf64>)
+func.func @row_sums_f64(%a: tensor<1x128x768xf64>) -> tensor<1x128x1xf64> {
+  %r = tosa.reduce_sum %a {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
+  return %r : tensor<1x128x1xf64>
+}
+
 // Reductions over outer dimensions (a global pool over H and W of NHWC
 // data): vectors across the channels, the accumulator carried in a register
 // across the reduced rows, no horizontal reduction.
