@@ -238,4 +238,42 @@ static void BM_ResNet50Conv(benchmark::State &state) {
 }
 BENCHMARK(BM_ResNet50Conv)->DenseRange(0, 22)->Unit(benchmark::kMicrosecond);
 
+/// BERT's matmuls with their weights cold, as in the model: each call takes
+/// another of enough distinct B operands (weights) to overflow the last-level
+/// cache, alternating with calls that reuse one (warm). GFLOP/s of each and
+/// the fraction of the machine's peak; cold_over_warm < 1 is what streaming
+/// the weights from memory costs.
+static void BM_ColdWeights(benchmark::State &state) {
+  const Case &c = cases()[size_t(state.range(0))];
+  static auto rt = bench::makeRuntime("*=jit");
+  auto m = load(*rt, c);
+  std::vector<Tensor> in = filledInputs(c);
+  // 64 MiB of weights at least, in distinct buffers.
+  size_t copies = std::max<size_t>(2, (64u << 20) / c.inputs[1].byteSize() + 1);
+  std::vector<Tensor> weights;
+  for (size_t i = 0; i < copies; ++i) weights.push_back(filled(c.inputs[1], 0.001f * float(i)));
+  llvm::cantFail(m->call("main", in).takeError());
+  double cold = 0, warm = 0;
+  size_t next = 0;
+  for (auto _ : state) {
+    std::vector<Tensor> coldIn = {in[0], weights[next++ % copies]};
+    auto t0 = std::chrono::steady_clock::now();
+    auto rc = m->call("main", coldIn);
+    auto t1 = std::chrono::steady_clock::now();
+    auto rw = m->call("main", in);
+    auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(rc);
+    benchmark::DoNotOptimize(rw);
+    cold += std::chrono::duration<double>(t1 - t0).count();
+    warm += std::chrono::duration<double>(t2 - t1).count();
+  }
+  double n = double(state.iterations());
+  state.counters["cold_GFLOP/s"] = c.flops * n / cold / 1e9;
+  state.counters["warm_GFLOP/s"] = c.flops * n / warm / 1e9;
+  state.counters["cold_pct_of_machine_peak"] = 100.0 * c.flops * n / cold / 1e9 / machinePeak();
+  state.counters["cold_over_warm"] = warm / cold;
+  state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
+}
+BENCHMARK(BM_ColdWeights)->DenseRange(12, 14)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_MAIN();
