@@ -6,7 +6,8 @@
 //
 // kiln-outline-parallel (memrefs, after bufferization): every scf.forall
 // with static bounds whose captured values are static identity-layout
-// memrefs or scalars becomes
+// memrefs or scalars, or views of them (subviews, reshapes: rebuilt inside
+// the body), becomes
 //   - a private function @<fn>_par<k>(%begin, %end, captures...) running the
 //     linearized iterations [begin, end) of the forall's body, and
 //   - a call of @kiln_par_launch_<fn>_<k>(%n, captures...), a declaration
@@ -30,6 +31,10 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <functional>
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNOUTLINEPARALLEL
@@ -93,14 +98,32 @@ struct OutlineParallel : impl::KilnOutlineParallelBase<OutlineParallel> {
     llvm::SetVector<Value> used;
     getUsedValuesDefinedAbove(forall.getRegion(), used);
     SmallVector<Value> captures, constants;
-    for (Value v : used) {
-      if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>())
+    // Views with strided layouts (a subview the forall writes into, e.g. a
+    // padded buffer's interior) cannot be passed as bare pointers: the view
+    // ops are rebuilt inside the body from the buffers they view.
+    SmallVector<Operation *> views;
+    llvm::DenseSet<Value> seen;
+    std::function<bool(Value)> capture = [&](Value v) -> bool {
+      if (!seen.insert(v).second) return true;
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>()) {
         constants.push_back(v);
-      else if (passable(v.getType()))
+        return true;
+      }
+      if (passable(v.getType())) {
         captures.push_back(v);
-      else
-        return failure();
-    }
+        return true;
+      }
+      if (!def || def->getNumResults() != 1 || def->getNumRegions() ||
+          !isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(def))
+        return false;
+      for (Value operand : def->getOperands())
+        if (!capture(operand)) return false;
+      views.push_back(def);
+      return true;
+    };
+    for (Value v : used)
+      if (!capture(v)) return failure();
     auto parent = forall->getParentOfType<func::FuncOp>();
     std::string base = (parent ? parent.getSymName().str() : std::string("fn"));
     int k = counter[base]++;
@@ -128,6 +151,7 @@ struct OutlineParallel : impl::KilnOutlineParallelBase<OutlineParallel> {
     IRMapping map;
     for (Value c : constants) map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
     for (auto [i, v] : llvm::enumerate(captures)) map.map(v, entry->getArgument(unsigned(i + 2)));
+    for (Operation *view : views) b.clone(*view, map);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto loop = scf::ForOp::create(b, loc, entry->getArgument(0), entry->getArgument(1), one);
     func::ReturnOp::create(b, loc);
