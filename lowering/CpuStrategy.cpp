@@ -558,13 +558,26 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       RankedTensorType type = pad.getResultType(), srcType = pad.getSourceType();
       Value value = pad.getConstantPaddingValue();
       if (!type.hasStaticShape() || !srcType.hasStaticShape() || !value || pad.getNofold()) continue;
-      SmallVector<int64_t> low(pad.getStaticLow()), high(pad.getStaticHigh());
-      if (llvm::any_of(low, ShapedType::isDynamic) || llvm::any_of(high, ShapedType::isDynamic)) continue;
-      rewriter.setInsertionPoint(pad);
+      // Amounts given as attributes or as constant SSA values (tosa.pad's
+      // lowering leaves arith.constants).
+      SmallVector<int64_t> low, high;
+      bool constant = true;
+      for (auto [mixed, out] : {std::pair(pad.getMixedLowPad(), &low), std::pair(pad.getMixedHighPad(), &high)})
+        for (OpFoldResult r : mixed) {
+          std::optional<int64_t> c = getConstantIntValue(r);
+          constant &= c.has_value();
+          out->push_back(c.value_or(0));
+        }
+      if (!constant) continue;
+      // The padded buffer is created at the top of the block: it then
+      // dominates the source's producer, and empty-tensor elimination lets
+      // that producer write straight into the interior (no copy).
       Location loc = pad.getLoc();
+      rewriter.setInsertionPointToStart(pad->getBlock());
+      Value cur = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
+      rewriter.setInsertionPoint(pad);
       int64_t rank = type.getRank();
       SmallVector<int64_t> ones(rank, 1);
-      Value cur = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
       auto fold = [&](llvm::ArrayRef<int64_t> v) { return getAsIndexOpFoldResult(&getContext(), v); };
       cur = tensor::InsertSliceOp::create(rewriter, loc, pad.getSource(), cur, fold(low), fold(srcType.getShape()),
                                           fold(ones));

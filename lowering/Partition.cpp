@@ -128,6 +128,9 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
   ModuleOp module = *unlowered;
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
         PassManager pm(impl->ctx.get());
+        // After specialization's canonicalizations, which would fold the
+        // pad back into the conv.
+        pm.addPass(createKilnSplitConvPadding());
         pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle, measuredKernels));
         // Clusters of kernels built around anchors (the host's) also stop at
         // kMaxClusterOps ops; a whole-graph cluster (a GPU's) does not.

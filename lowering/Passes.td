@@ -203,6 +203,18 @@ def KilnPropagateTransposes : Pass<"kiln-propagate-transposes", "mlir::ModuleOp"
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }
 
+def KilnSplitConvPadding : Pass<"kiln-split-conv-padding", "mlir::ModuleOp"> {
+  let summary = "A depthwise conv's padding becomes a tosa.pad of its input";
+  let description = [{
+    tosa.depthwise_conv2d with padding (float, input zero point 0) becomes
+    tosa.pad of its input and the conv without padding. The pad then joins
+    the cluster of the input's producer, which bufferization writes straight
+    into the padded buffer: the conv no longer copies its whole input into a
+    padded buffer on every call.
+  }];
+  let dependentDialects = ["mlir::tosa::TosaDialect"];
+}
+
 def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
   let summary = "Strided memref.copy ops become linalg.copy (vectorizable loops)";
   let description = [{

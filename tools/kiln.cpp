@@ -74,11 +74,13 @@ struct CommonOptions {
   std::string device;     // --device cpu|cuda[:N]
   std::string gpuArch;    // --gpu-arch sm_90
   double timeout = 0;     // --timeout SEC: the whole run (first call and iterations)
+  int threads = 0;        // --threads N: executor workers (0 = the machine's cores)
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
   kiln::RuntimeOptions options;
   options.optLevel = o.optLevel;
+  options.threads = o.threads;
   options.cacheDir = o.cacheDir;
   options.device = o.device;
   options.gpuArch = o.gpuArch;
@@ -480,6 +482,8 @@ int main(int argc, char **argv) {
     cmd->add_option("--device", common.device,
                     "where generated code runs: cpu, cuda or cuda:N (default: $KILN_DEVICE, else cpu)");
     cmd->add_option("--gpu-arch", common.gpuArch, "GPU architecture to compile for, e.g. sm_90 (default: the GPU's)");
+    cmd->add_option("--threads", common.threads, "executor threads that run steps and parallel loops (default: the machine's cores)")
+        ->check(CLI::Range(0, 1024));
   };
   addCommon(run);
   auto addTimeout = [&](CLI::App *cmd) {
