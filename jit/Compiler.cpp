@@ -202,7 +202,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       s.symbol = job.object->entry.empty() ? target_->entrySymbol() : job.object->entry;
       s.faultSites = job.object->faultSites;
     }
-    out->stats.kernelsCompiled = int(std::count_if(jobs.begin(), jobs.end(), [](const Job &j) { return !j.reused; }));
+    out->stats.kernelsCompiled += int(std::count_if(jobs.begin(), jobs.end(), [](const Job &j) { return !j.reused; }));
     for (const Job &job : jobs)
       if (job.object && !(*part)->clusters[job.step]->fingerprint.empty())
         compiledBefore.emplace((*part)->clusters[job.step]->fingerprint, *job.object);

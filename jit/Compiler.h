@@ -35,7 +35,7 @@ struct CompileStats {
   /// specialize, partition, then each lowering stage summed over the
   /// kernels compiled (they run `compileThreads` at a time), jit-load.
   lowering::StageTimes stages;
-  int kernelsCompiled = 0;  // JIT clusters compiled
+  int kernelsCompiled = 0;  // JIT clusters compiled (over every round: a fallback, a partition after measuring)
   int kernelsShared = 0;    // JIT clusters that reused an identical one's code
   int compileThreads = 1;
   double totalMs = 0;

@@ -23,6 +23,9 @@ inline constexpr llvm::StringLiteral kReasonAttr = "kiln.reason";        // why 
 inline constexpr llvm::StringLiteral kNoteAttr = "kiln.note";            // kernel asked for, kept on JIT
 /// On an `auto` op kept on JIT that this kernel also takes: to be measured.
 inline constexpr llvm::StringLiteral kAlternativeAttr = "kiln.alternative";
+/// On a window op whose padding kiln-split-conv-padding moved into a
+/// tosa.pad: the padding it had.
+inline constexpr llvm::StringLiteral kUnsplitPadAttr = "kiln.unsplit_pad";
 
 /// Constants (tosa.const, tosa.const_shape, arith.constant): not placed;
 /// cloned into the clusters that use them.

@@ -128,10 +128,10 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
   ModuleOp module = *unlowered;
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
         PassManager pm(impl->ctx.get());
-        // After specialization's canonicalizations, which would fold the
-        // pad back into the conv.
-        pm.addPass(createKilnSplitConvPadding());
         pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle, measuredKernels));
+        // After specialization's canonicalizations, which would fold the
+        // pads back; on JIT-placed ops only.
+        pm.addPass(createKilnSplitConvPadding());
         // Clusters of kernels built around anchors (the host's) also stop at
         // kMaxClusterOps ops; a whole-graph cluster (a GPU's) does not.
         pm.addPass(createKilnOutlineClusters(
@@ -217,9 +217,16 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
           PlanStep::Alternative alt{view.key, kernel, "", locationString(inner.getLoc()), view.attrs, {}, {}};
           std::string why;
           bool typed = true;
-          for (Value v : view.data)
-            if (auto t = toTensorType(v.getType(), why)) alt.inputs.push_back(*t);
+          // The op as the graph has it (and as kiln-place-ops named it):
+          // with the padding kiln-split-conv-padding moved into a tosa.pad.
+          auto unsplit = inner.getAttrOfType<DenseI64ArrayAttr>(kUnsplitPadAttr);
+          if (unsplit) alt.attrs.set("pad", std::vector<int64_t>(unsplit.asArrayRef().begin(), unsplit.asArrayRef().end()));
+          for (auto [i, v] : llvm::enumerate(view.data)) {
+            Value in = v;
+            if (auto pad = v.getDefiningOp<tosa::PadOp>(); unsplit && i == 0 && pad) in = pad.getInput1();
+            if (auto t = toTensorType(in.getType(), why)) alt.inputs.push_back(*t);
             else typed = false;
+          }
           for (Value r : inner.getResults())
             if (auto t = toTensorType(r.getType(), why)) alt.results.push_back(*t);
             else typed = false;
@@ -243,7 +250,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       for (unsigned a = 0; a < copy.getNumArguments(); ++a)
         copy.setArgAttr(a, "bufferization.writable", BoolAttr::get(module.getContext(), false));
       copy.walk([](Operation *o) {
-        for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr, kAlternativeAttr})
+        for (llvm::StringRef a : {kPlacementAttr, kKernelAttr, kReasonAttr, kNoteAttr, kAlternativeAttr, kUnsplitPadAttr})
           o->removeAttr(a);
       });
       cluster->function = spec.function + "." + step.name;

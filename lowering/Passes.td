@@ -204,12 +204,13 @@ def KilnPropagateTransposes : Pass<"kiln-propagate-transposes", "mlir::ModuleOp"
 }
 
 def KilnSplitConvPadding : Pass<"kiln-split-conv-padding", "mlir::ModuleOp"> {
-  let summary = "A depthwise conv's padding becomes a tosa.pad of its input";
+  let summary = "A window op's padding becomes a tosa.pad of its input";
   let description = [{
-    tosa.depthwise_conv2d with padding (float, input zero point 0) becomes
-    tosa.pad of its input and the conv without padding. The pad then joins
+    tosa.conv2d and tosa.depthwise_conv2d (float, input zero point 0) and
+    tosa.max_pool2d (float; the pad value is -inf) with padding become
+    tosa.pad of their input and the op without padding. The pad then joins
     the cluster of the input's producer, which bufferization writes straight
-    into the padded buffer: the conv no longer copies its whole input into a
+    into the padded buffer: the op no longer copies its whole input into a
     padded buffer on every call.
   }];
   let dependentDialects = ["mlir::tosa::TosaDialect"];

@@ -1,19 +1,23 @@
-//===- SplitConvPadding.cpp - a depthwise conv's padding as its own op -----===//
+//===- SplitConvPadding.cpp - a window op's padding as an op of its own ----===//
 //
-// kiln-split-conv-padding: tosa.depthwise_conv2d with padding becomes
-// tosa.pad of its input and the same conv without padding. Lowered as one
-// op, the conv copies its whole input into a padded buffer on every call: a
-// memory-bound depthwise conv (MobileNet's 112x112x96 input is 4.8 MB) then
-// moves twice the bytes it computes on. As an op of its own, the pad joins
-// the cluster of the op that produces the input (it is not an anchor), and
-// bufferization writes that op's result straight into the padded buffer's
-// interior (empty-tensor elimination): only the border is written. Float
-// convs with a zero input zero point only (the pad value is that zero).
-// Runs when a specialized function is partitioned: TOSA's canonicalizations
-// fold such a pad back into the conv, and each cluster's pipeline
-// canonicalizes again (where a pad left with its conv folds back: no loss).
+// kiln-split-conv-padding: tosa.conv2d, tosa.depthwise_conv2d and
+// tosa.max_pool2d with padding become tosa.pad of their input and the same
+// op without padding. Lowered as one op, each copies its whole input into a
+// padded buffer on every call: a memory-bound depthwise conv (MobileNet's
+// 112x112x96 input is 4.8 MB) then moves twice the bytes it computes on. As
+// an op of its own, the pad joins the cluster of the op that produces the
+// input (it is not an anchor), and bufferization writes that op's result
+// straight into the padded buffer's interior (empty-tensor elimination):
+// only the border is written. Float ops only; convs pad with their input
+// zero point, which must be 0, max pooling with -inf (padding never wins).
+// Runs when a specialized function is partitioned, after kiln-place-ops
+// (TOSA's canonicalizations, which specialization runs, would fold such a
+// pad back into the op): only ops placed on JIT are split, their pad placed
+// with them. A pad that ends up in its op's cluster is the same copy as
+// before.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/OpView.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -39,31 +43,74 @@ std::optional<double> constantFloat(Value v) {
   return (*dense.getValues<APFloat>().begin()).convertToDouble();
 }
 
-struct SplitDepthwisePadding : OpRewritePattern<tosa::DepthwiseConv2DOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(tosa::DepthwiseConv2DOp op, PatternRewriter &rewriter) const override {
-    llvm::ArrayRef<int64_t> pad = op.getPad();  // top, bottom, left, right
-    if (pad.size() != 4 || llvm::all_of(pad, [](int64_t p) { return p == 0; })) return failure();
-    if (llvm::any_of(pad, [](int64_t p) { return p < 0; })) return failure();
-    auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
-    if (!input || !input.hasStaticShape() || input.getRank() != 4 || !isa<FloatType>(input.getElementType()))
-      return failure();
-    auto zp = constantFloat(op.getInputZp());
-    if (!zp || *zp != 0.0) return failure();
-    auto zpType = dyn_cast<RankedTensorType>(op.getInputZp().getType());
-    if (!zpType || zpType.getElementType() != input.getElementType()) return failure();
+/// `input` padded by `pad` (top, bottom, left, right) with `value`, as a
+/// tosa.pad; null when the input is not a static float NHWC tensor.
+Value padInput(PatternRewriter &rewriter, Location loc, Value input, llvm::ArrayRef<int64_t> pad, Value value) {
+  auto type = dyn_cast<RankedTensorType>(input.getType());
+  if (!type || !type.hasStaticShape() || type.getRank() != 4 || !isa<FloatType>(type.getElementType())) return {};
+  SmallVector<int64_t> shape(type.getShape());
+  shape[1] += pad[0] + pad[1];
+  shape[2] += pad[2] + pad[3];
+  Value padding = tosa::getTosaConstShape(rewriter, loc, {0, 0, pad[0], pad[1], pad[2], pad[3], 0, 0});
+  return tosa::PadOp::create(rewriter, loc, RankedTensorType::get(shape, type.getElementType()), input, padding,
+                             value);
+}
 
-    SmallVector<int64_t> shape(input.getShape());
-    shape[1] += pad[0] + pad[1];
-    shape[2] += pad[2] + pad[3];
-    auto paddedType = RankedTensorType::get(shape, input.getElementType());
-    Location loc = op.getLoc();
-    Value padding = tosa::getTosaConstShape(rewriter, loc, {0, 0, pad[0], pad[1], pad[2], pad[3], 0, 0});
-    Value padded = tosa::PadOp::create(rewriter, loc, paddedType, op.getInput(), padding, op.getInputZp());
-    rewriter.modifyOpInPlace(op, [&] {
-      op.getInputMutable().assign(padded);
-      op.setPad(SmallVector<int64_t>(4, 0));
-    });
+/// Splits only ops that run as generated code: unplaced (kiln-opt), or
+/// placed on JIT by kiln-place-ops (a kernel pads by itself).
+bool onJit(Operation *op) {
+  auto placement = op->getAttrOfType<StringAttr>(kPlacementAttr);
+  return !placement || placement.getValue() == "jit";
+}
+
+/// Makes `op` read `padded` without padding. A placed op's pad is placed
+/// with it; the op keeps its padding in kUnsplitPadAttr, so that placement
+/// by measurement still times (and names) the op as the graph has it.
+template <typename Op> void usePadded(PatternRewriter &rewriter, Op op, Value padded) {
+  if (Attribute placement = op->getAttr(kPlacementAttr)) padded.getDefiningOp()->setAttr(kPlacementAttr, placement);
+  rewriter.modifyOpInPlace(op, [&] {
+    op->setAttr(kUnsplitPadAttr, rewriter.getDenseI64ArrayAttr(op.getPad()));
+    op.getInputMutable().assign(padded);
+    op.setPad(SmallVector<int64_t>(4, 0));
+  });
+}
+
+bool padded(llvm::ArrayRef<int64_t> pad) {
+  return pad.size() == 4 && llvm::all_of(pad, [](int64_t p) { return p >= 0; }) &&
+         llvm::any_of(pad, [](int64_t p) { return p > 0; });
+}
+
+/// Convolutions: the pad value is the input zero point, which must be 0.
+template <typename ConvOp> struct SplitConv : OpRewritePattern<ConvOp> {
+  using OpRewritePattern<ConvOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
+    if (!padded(op.getPad()) || !onJit(op)) return failure();
+    auto zp = constantFloat(op.getInputZp());
+    auto zpType = dyn_cast<RankedTensorType>(op.getInputZp().getType());
+    if (!zp || *zp != 0.0 || !zpType || zpType.getElementType() != getElementTypeOrSelf(op.getInput().getType()))
+      return failure();
+    Value p = padInput(rewriter, op.getLoc(), op.getInput(), op.getPad(), op.getInputZp());
+    if (!p) return failure();
+    usePadded(rewriter, op, p);
+    return success();
+  }
+};
+
+/// Max pooling: padding never wins a maximum, so the pad value is -inf.
+struct SplitMaxPool : OpRewritePattern<tosa::MaxPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tosa::MaxPool2dOp op, PatternRewriter &rewriter) const override {
+    if (!padded(op.getPad()) || !onJit(op)) return failure();
+    auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto et = type ? dyn_cast<FloatType>(type.getElementType()) : nullptr;
+    if (!et) return failure();
+    auto valueType = RankedTensorType::get({1}, et);
+    Value lowest = tosa::ConstOp::create(
+        rewriter, op.getLoc(), valueType,
+        DenseElementsAttr::get(valueType, APFloat::getInf(et.getFloatSemantics(), /*Negative=*/true)));
+    Value p = padInput(rewriter, op.getLoc(), op.getInput(), op.getPad(), lowest);
+    if (!p) return failure();
+    usePadded(rewriter, op, p);
     return success();
   }
 };
@@ -71,7 +118,7 @@ struct SplitDepthwisePadding : OpRewritePattern<tosa::DepthwiseConv2DOp> {
 struct SplitConvPadding : impl::KilnSplitConvPaddingBase<SplitConvPadding> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SplitDepthwisePadding>(&getContext());
+    patterns.add<SplitConv<tosa::DepthwiseConv2DOp>, SplitConv<tosa::Conv2DOp>, SplitMaxPool>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) return signalPassFailure();
   }
 };

@@ -644,3 +644,54 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   auto kb = KILN_TAKE(KILN_TAKE(b->loadModule(mlp, "mlp"))->cacheKey("main", {TensorType{DType::f32, {1, 64}}}));
   EXPECT_EQ(ka.firstDifference(kb), "op_modes");
 }
+
+// kiln-split-conv-padding moves a JIT conv's padding into a tosa.pad after
+// placement; placement by measurement still names and times the conv as the
+// graph has it (padded, on its unpadded input), and a conv a kernel won
+// keeps its padding (the kernel pads by itself).
+TEST(Placement, MeasuredConvsAreTheGraphsOpsBeforeTheirPaddingIsSplit) {
+  struct Oracle final : lowering::KernelOracle {
+    llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
+                                          const ops::AttrMap &attrs, llvm::ArrayRef<TensorType>) const override {
+      auto choice = kernels::registry().select(op, inputs, attrs);
+      if (!choice) return choice.takeError();
+      return choice->name;
+    }
+  } oracle;
+  auto program = KILN_TAKE(lowering::Program::parse(models::findBuiltinModel("cnn")->mlir, "cnn"));
+  ASSERT_TRUE(program);
+  const std::vector<TensorType> in = {TensorType{DType::f32, {1, 16, 16, 3}}};
+  auto partition = [&](const std::map<std::string, std::string> &won) {
+    lowering::StageTimes times;
+    auto spec = KILN_TAKE(program->specialize("main", in, times));
+    return spec ? KILN_TAKE(program->partition(*spec, ops::PlacementOptions{}, oracle, {}, 1, won)) : nullptr;
+  };
+  auto first = partition({});
+  ASSERT_TRUE(first);
+  const lowering::PlanStep::Alternative *conv = nullptr;
+  for (const auto &step : first->plan.steps)
+    for (const auto &alt : step.alternatives)
+      if (alt.op == "tosa.conv2d" && !conv) {
+        conv = &alt;
+        // The first conv's cluster pads the graph's input for it.
+        EXPECT_NE(std::find(step.ops.begin(), step.ops.end(), "tosa.pad"), step.ops.end());
+      }
+  ASSERT_TRUE(conv);
+  EXPECT_EQ(conv->inputs[0], in[0]);  // unpadded
+  EXPECT_EQ(std::get<std::vector<int64_t>>(conv->attrs.all().at("pad")), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_NE(conv->signature.find("pad = [1, 1, 1, 1]"), std::string::npos) << conv->signature;
+  // The kernel "won": the conv runs on it, padded by the kernel, no tosa.pad.
+  std::string signature = conv->signature;
+  auto second = partition({{signature, "measured: kernel 1.0 us < JIT 2.0 us alone"}});
+  ASSERT_TRUE(second);
+  int kernelConvs = 0;
+  for (const auto &step : second->plan.steps) {
+    if (step.kind == lowering::PlanStep::kKernel && step.op == "tosa.conv2d") {
+      ++kernelConvs;
+      EXPECT_EQ(std::get<std::vector<int64_t>>(step.attrs.all().at("pad")), (std::vector<int64_t>{1, 1, 1, 1}));
+      EXPECT_EQ(second->plan.values[step.inputs[0]].type, in[0]);
+    }
+    if (step.kind == lowering::PlanStep::kJit && step.ops.size() == 1) EXPECT_NE(step.ops[0], "tosa.pad");
+  }
+  EXPECT_EQ(kernelConvs, 1);
+}
