@@ -174,7 +174,9 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler) {
     auto choice = kernels::registry().select(alt.op, alt.inputs, alt.attrs);
     StepRunner runStep;
     llvm::Error prepared = runStep.prepare(fn, int(s));
-    if (choice && choice->name == alt.kernel && !prepared) {
+    // The kernel must agree with the plan on the op's types (it writes its
+    // outputs by its own shape function).
+    if (choice && choice->name == alt.kernel && choice->results == alt.results && !prepared) {
       KernelRunner runKernel(*choice->def, alt, *executor_);
       std::unique_lock<std::mutex> timing(timingMutex());
       HostExecutor::ParallelScope scope(*executor_);

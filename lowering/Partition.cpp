@@ -222,10 +222,18 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
           auto unsplit = inner.getAttrOfType<DenseI64ArrayAttr>(kUnsplitPadAttr);
           if (unsplit) alt.attrs.set("pad", std::vector<int64_t>(unsplit.asArrayRef().begin(), unsplit.asArrayRef().end()));
           for (auto [i, v] : llvm::enumerate(view.data)) {
-            Value in = v;
-            if (auto pad = v.getDefiningOp<tosa::PadOp>(); unsplit && i == 0 && pad) in = pad.getInput1();
-            if (auto t = toTensorType(in.getType(), why)) alt.inputs.push_back(*t);
-            else typed = false;
+            auto t = toTensorType(v.getType(), why);
+            if (!t) {
+              typed = false;
+              continue;
+            }
+            // The input before padding (its tosa.pad may be in another
+            // cluster: the shape tells it).
+            if (unsplit && i == 0 && t->shape.size() == 4 && unsplit.size() == 4) {
+              t->shape[1] -= unsplit[0] + unsplit[1];
+              t->shape[2] -= unsplit[2] + unsplit[3];
+            }
+            alt.inputs.push_back(*t);
           }
           for (Value r : inner.getResults())
             if (auto t = toTensorType(r.getType(), why)) alt.results.push_back(*t);
