@@ -56,7 +56,7 @@ public:
 
   /// Times the alternatives of `fn`'s host JIT steps that were not measured
   /// before (a step with more than one is not measured: its time cannot be
-  /// told apart). `compiler` compiles an op alone where that is needed.
+  /// told apart; nor one with control flow, whose time depends on its data). `compiler` compiles an op alone where that is needed.
   /// Returns how many new decisions a kernel won.
   int measure(const CompiledFunction &fn, Compiler &compiler);
   /// Signature -> reason, for the uses of ops a kernel won.
