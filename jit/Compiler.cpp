@@ -222,7 +222,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       linked = true;
       auto measureStart = Clock::now();
       for (const lowering::PlanStep &s : out->plan.steps) measuredSteps += s.alternatives.size() == 1;
-      tuner_->measure(*out, *this);
+      tuner_->measure(*out, *this, faults.kernelsWinMeasurement);
       measureMs = msSince(measureStart);
       measuredKernels = tuner_->kernelWins();
       bool changes = false;

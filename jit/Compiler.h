@@ -52,6 +52,9 @@ struct CompileStats {
 /// fallback to kernels.
 struct FaultInjection {
   std::set<std::string> failClustersWith;
+  /// Placement by measurement decides for the kernel of these ops whatever
+  /// the timings say (to test the second partition deterministically).
+  std::set<std::string> kernelsWinMeasurement;
 };
 
 class PlacementTuner;

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace kiln::jit {
@@ -58,7 +59,8 @@ public:
   /// before (a step with more than one is not measured: its time cannot be
   /// told apart; nor one with control flow, whose time depends on its data). `compiler` compiles an op alone where that is needed.
   /// Returns how many new decisions a kernel won.
-  int measure(const CompiledFunction &fn, Compiler &compiler);
+  /// (Tests: a kernel of an op in `kernelsWin` wins whatever the timings.)
+  int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {});
   /// Signature -> reason, for the uses of ops a kernel won.
   std::map<std::string, std::string> kernelWins() const;
   /// One line per distinct use of an op measured in `plan` (alternatives of

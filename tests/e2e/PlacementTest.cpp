@@ -706,3 +706,39 @@ TEST(Placement, MeasuredConvsAreTheGraphsOpsBeforeTheirPaddingIsSplit) {
   }
   EXPECT_EQ(kernelConvs, 1);
 }
+
+// The whole loop when a kernel wins (injected, so that the test does not
+// depend on timings): measured after the first compile, partitioned and
+// compiled again with the convs on their kernel (padding and all), same
+// results, and the decisions in the summary.
+TEST(Placement, KernelsThatWinMeasurementRunTheOpsAfterASecondPartition) {
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  jit::FaultInjection faults;
+  faults.kernelsWinMeasurement = {"tosa.conv2d"};
+  auto rt = llvm::cantFail(Runtime::createWithFaults(o, faults));
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 17);
+  const std::string cnn = models::findBuiltinModel("cnn")->mlir;
+  Result won = runModel(*rt, cnn, "main", {x});
+  Result jit = runModel(test::sharedRuntime(), cnn, "main", {x});
+  ASSERT_EQ(won.outputs.size(), 1u);
+  ASSERT_EQ(jit.outputs.size(), 1u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(won.outputs[0]), test::asDoubles(jit.outputs[0]), 1e-5, 1e-6));
+  EXPECT_EQ(won.stats.kernelsChosen, 2) << won.placement;
+  EXPECT_NE(won.placement.find("2 handwritten (tosa.conv2d x"), std::string::npos) << won.placement;
+  EXPECT_NE(won.placement.find("measured: kernel "), std::string::npos) << won.placement;
+  size_t wins = 0;
+  for (size_t at = 0; (at = won.placement.find("-> kernel", at)) != std::string::npos; ++at) ++wins;
+  EXPECT_EQ(wins, 2u) << won.placement;
+  // The kernels pad by themselves: no tosa.pad is left for them.
+  auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_TRUE(fn);
+  for (const auto &step : fn->plan.steps) {
+    if (step.kind == lowering::PlanStep::kKernel) {
+      EXPECT_EQ(step.op, "tosa.conv2d");
+      EXPECT_NE(std::get<std::vector<int64_t>>(step.attrs.all().at("pad")), (std::vector<int64_t>{0, 0, 0, 0}));
+    }
+    for (const std::string &op : step.ops) EXPECT_NE(op, "tosa.pad") << step.name;
+  }
+}
