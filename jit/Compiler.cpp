@@ -35,7 +35,19 @@ public:
   }
 };
 
+/// Adds `t` to the entry of its stage in `times`, or appends it.
+void addStageTime(lowering::StageTimes &times, const lowering::StageTime &t) {
+  auto it = std::find_if(times.begin(), times.end(), [&](const lowering::StageTime &x) { return x.stage == t.stage; });
+  if (it == times.end()) times.push_back(t);
+  else it->ms += t.ms;
+}
+
 }  // namespace
+
+const lowering::KernelOracle &registryOracle() {
+  static const RegistryOracle oracle;
+  return oracle;
+}
 
 void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const {
   // Work sharing: the caller and up to `helpers` tasks on the spawn pool
@@ -71,7 +83,7 @@ void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
 llvm::Expected<std::shared_ptr<CompiledFunction>>
 Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
                   const ops::PlacementOptions &placement, const FaultInjection &faults) {
-  static const RegistryOracle oracle;
+  const lowering::KernelOracle &oracle = registryOracle();
   auto t0 = Clock::now();
   auto out = std::make_shared<CompiledFunction>();
   out->function = function.str();
@@ -208,12 +220,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
         compiledBefore.emplace((*part)->clusters[job.step]->fingerprint, *job.object);
     // Stage times summed over the jobs, in the order stages first appear.
     for (const Job &job : jobs)
-      for (const lowering::StageTime &t : job.times) {
-        auto it = std::find_if(out->stats.stages.begin(), out->stats.stages.end(),
-                               [&](const lowering::StageTime &x) { return x.stage == t.stage; });
-        if (it == out->stats.stages.end()) out->stats.stages.push_back(t);
-        else it->ms += t.ms;
-      }
+      for (const lowering::StageTime &t : job.times) addStageTime(out->stats.stages, t);
     if (failure.empty()) {
       if (!measure) break;
       // Time the alternatives; partition again if a kernel won.
@@ -221,8 +228,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       if (auto err = link(*out)) return std::move(err);
       linked = true;
       auto measureStart = Clock::now();
-      for (const lowering::PlanStep &s : out->plan.steps) measuredSteps += s.alternatives.size() == 1;
-      tuner_->measure(*out, *this, faults.kernelsWinMeasurement);
+      measuredSteps = tuner_->measure(*out, *this, faults.kernelsWinMeasurement);
       measureMs = msSince(measureStart);
       measuredKernels = tuner_->kernelWins();
       bool changes = false;
@@ -243,12 +249,8 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   if (!linked)
     if (auto err = link(*out)) return std::move(err);
   if (measureMs > 0) out->stats.stages.push_back({"measure-placement", measureMs});
-  lowering::StageTimes merged;
-  for (const lowering::StageTime &t : out->stats.stages) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const lowering::StageTime &x) { return x.stage == t.stage; });
-    if (it == merged.end()) merged.push_back(t);
-    else it->ms += t.ms;
-  }
+  lowering::StageTimes merged;  // one entry per stage over the rounds
+  for (const lowering::StageTime &t : out->stats.stages) addStageTime(merged, t);
   out->stats.stages = std::move(merged);
   out->stats.placementsMeasured = measuredSteps;
   if (tuner_) {

@@ -83,6 +83,10 @@ private:
   std::vector<Launch> launches_;  // per plan step (empty fn for kernels)
 };
 
+/// The kernel registry as the partitioner asks about it (a kernel takes an
+/// op when its shape function gives the op's result types).
+const lowering::KernelOracle &registryOracle();
+
 /// Runs a task on a pool where it may block (the executor's blocking pool).
 using SpawnFn = std::function<void(llvm::unique_function<void()>)>;
 

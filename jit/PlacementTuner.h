@@ -57,9 +57,10 @@ public:
 
   /// Times the alternatives of `fn`'s host JIT steps that were not measured
   /// before (a step with more than one is not measured: its time cannot be
-  /// told apart; nor one with control flow, whose time depends on its data). `compiler` compiles an op alone where that is needed.
-  /// Returns how many new decisions a kernel won.
-  /// (Tests: a kernel of an op in `kernelsWin` wins whatever the timings.)
+  /// told apart; nor one with control flow, whose time depends on its
+  /// data). `compiler` compiles an op alone where that is needed. Returns
+  /// how many steps it timed. (Tests: a kernel of an op in `kernelsWin` wins
+  /// whatever the timings.)
   int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {});
   /// Signature -> reason, for the uses of ops a kernel won.
   std::map<std::string, std::string> kernelWins() const;
@@ -67,14 +68,11 @@ public:
   /// JIT steps and measured kernel steps): "measured tosa.conv2d x3
   /// (1x56x56x64xf32, ...): JIT 0.42 ms (...) vs ... -> JIT".
   std::string report(const lowering::ExecPlan &plan) const;
-  /// Total time spent measuring, in ms.
-  double measuringMs() const;
 
 private:
   std::shared_ptr<HostExecutor> executor_;
   mutable std::mutex mu_;
   std::map<std::string, PlacementMeasurement> decided_;  // by signature
-  double measuringMs_ = 0;
 };
 
 }  // namespace kiln::jit

@@ -58,6 +58,25 @@ Result runModel(Runtime &rt, const std::string &mlir, const std::string &fn, std
   return r;
 }
 
+/// `main` of `program` specialized to `in` and partitioned as the compiler
+/// does (the kernel registry, anchors one per cluster), with `won` the ops
+/// placement by measurement found faster on their kernels.
+std::unique_ptr<lowering::PartitionedFunction> partitionMain(lowering::Program &program,
+                                                             const std::vector<TensorType> &in,
+                                                             const ops::PlacementOptions &modes,
+                                                             const std::map<std::string, std::string> &won) {
+  lowering::StageTimes times;
+  auto spec = KILN_TAKE(program.specialize("main", in, times));
+  EXPECT_TRUE(spec);
+  return spec ? KILN_TAKE(program.partition(*spec, modes, jit::registryOracle(), {}, 1, won)) : nullptr;
+}
+
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(Placement, ModelsGiveTheSameOutputsOnJitKernelsAndMixed) {
@@ -526,31 +545,19 @@ TEST(Placement, MeasuredPlacementRecordsItsFiguresAndKeepsTheResults) {
     for (const auto &s : on.stats.stages) stage |= s.stage == "measure-placement" && s.ms > 0;
     EXPECT_TRUE(stage);
     // Each "-> kernel" decision is a kernel step placed for that reason.
-    size_t wins = 0;
-    for (size_t at = 0; (at = on.placement.find("-> kernel", at)) != std::string::npos; ++at) ++wins;
+    size_t wins = occurrences(on.placement, "-> kernel");
     EXPECT_EQ(int(wins), on.stats.kernelsChosen) << on.placement;
     if (wins) EXPECT_NE(on.placement.find(": measured: kernel "), std::string::npos) << on.placement;
   }
 }
 
 TEST(Placement, PartitionPlacesOpsThatAKernelWonOnIt) {
-  struct Oracle final : lowering::KernelOracle {
-    llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
-                                          const ops::AttrMap &attrs, llvm::ArrayRef<TensorType>) const override {
-      auto choice = kernels::registry().select(op, inputs, attrs);
-      if (!choice) return choice.takeError();
-      return choice->name;
-    }
-  } oracle;
   auto program = KILN_TAKE(lowering::Program::parse(models::findBuiltinModel("mlp")->mlir, "mlp"));
   ASSERT_TRUE(program);
   const std::vector<TensorType> in = {TensorType{DType::f32, {3, 64}}};
   ops::PlacementOptions autoModes;  // measuring on (the default)
   auto partition = [&](const std::map<std::string, std::string> &won) {
-    lowering::StageTimes times;
-    auto spec = KILN_TAKE(program->specialize("main", in, times));
-    EXPECT_TRUE(spec);
-    return spec ? KILN_TAKE(program->partition(*spec, autoModes, oracle, {}, 1, won)) : nullptr;
+    return partitionMain(*program, in, autoModes, won);
   };
   auto first = partition({});
   ASSERT_TRUE(first);
@@ -650,23 +657,13 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
 // graph has it (padded, on its unpadded input), and a conv a kernel won
 // keeps its padding (the kernel pads by itself).
 TEST(Placement, MeasuredConvsAreTheGraphsOpsBeforeTheirPaddingIsSplit) {
-  struct Oracle final : lowering::KernelOracle {
-    llvm::Expected<std::string> kernelFor(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs,
-                                          const ops::AttrMap &attrs, llvm::ArrayRef<TensorType>) const override {
-      auto choice = kernels::registry().select(op, inputs, attrs);
-      if (!choice) return choice.takeError();
-      return choice->name;
-    }
-  } oracle;
   // ResNet-50: 3x3 convs whose padding moves into the cluster that
   // produces their input (the shapes then differ from the conv's own).
   auto program = KILN_TAKE(models::findBuiltinModel("resnet50")->build());
   ASSERT_TRUE(program);
   const std::vector<TensorType> in = {TensorType{DType::f32, {1, 224, 224, 3}}};
   auto partition = [&](const std::map<std::string, std::string> &won) {
-    lowering::StageTimes times;
-    auto spec = KILN_TAKE(program->specialize("main", in, times));
-    return spec ? KILN_TAKE(program->partition(*spec, ops::PlacementOptions{}, oracle, {}, 1, won)) : nullptr;
+    return partitionMain(*program, in, ops::PlacementOptions{}, won);
   };
   auto first = partition({});
   ASSERT_TRUE(first);
@@ -727,9 +724,7 @@ TEST(Placement, KernelsThatWinMeasurementRunTheOpsAfterASecondPartition) {
   EXPECT_EQ(won.stats.kernelsChosen, 2) << won.placement;
   EXPECT_NE(won.placement.find("2 handwritten (tosa.conv2d x"), std::string::npos) << won.placement;
   EXPECT_NE(won.placement.find("measured: kernel "), std::string::npos) << won.placement;
-  size_t wins = 0;
-  for (size_t at = 0; (at = won.placement.find("-> kernel", at)) != std::string::npos; ++at) ++wins;
-  EXPECT_EQ(wins, 2u) << won.placement;
+  EXPECT_EQ(occurrences(won.placement, "-> kernel"), 2u) << won.placement;
   // The kernels pad by themselves: no tosa.pad is left for them.
   auto m = KILN_TAKE(rt->loadModule(cnn, "cnn"));
   auto fn = KILN_TAKE(m->compile("main", {x.type()}));
