@@ -58,6 +58,7 @@ lowering::WeightLayouts HostTarget::weightLayouts(const ops::PlacementOptions &p
   lowering::WeightLayouts l;
   // The conv strategy reads HWCF filters; loops and the Eigen kernel read FHWC.
   l.convFiltersHWCF = tuning_.vectorBits > 0 && placement.modeFor("tosa.conv2d") != ops::OpMode::kKernel;
+  l.convWinograd = l.convFiltersHWCF && placement.winogradOn();
   return l;
 }
 

@@ -10,9 +10,14 @@
 // stored HWCF (transposed once, here, into a blob named after the source
 // constant) and read back through tosa.transpose, which cancels against the
 // conv strategy's own transpose: the filter is never transposed per call.
+// With conv-winograd, a filter read only by 3x3 stride-1 convs that take the
+// same Winograd tile (lowering/Winograd.h) is stored transformed,
+// [a, a, C, F], and read through `tosa.custom kiln.winograd_filter` placed
+// just before each conv, which kiln-winograd-conv folds into the conv.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
+#include "lowering/Winograd.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -72,6 +77,63 @@ bool isConvFilter(Operation *op, Type type) {
   for (OpOperand &use : v.getUses())
     if (!isa<tosa::Conv2DOp>(use.getOwner()) || use.getOperandNumber() != 1) return false;
   return true;
+}
+
+void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes);
+
+/// The Winograd tile every conv reading `op`'s result (an FHWC filter only
+/// tosa.conv2d reads) takes, or 0: 3x3, stride 1, dilation 1, f32, static
+/// output maps with enough tiles (winograd::tileFor), channel counts in
+/// whole 8-lane vectors, the same tile for all.
+int winogradTileOf(Operation *op) {
+  auto filter = cast<RankedTensorType>(op->getResult(0).getType());
+  if (filter.getDimSize(1) != 3 || filter.getDimSize(2) != 3 || filter.getDimSize(0) % 8 ||
+      filter.getDimSize(3) % 8)
+    return 0;
+  int tile = -1;
+  for (Operation *user : op->getResult(0).getUsers()) {
+    auto conv = cast<tosa::Conv2DOp>(user);
+    auto in = dyn_cast<RankedTensorType>(conv.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(conv.getType());
+    if (!in || !out || !in.getElementType().isF32() || !out.getElementType().isF32() || out.getRank() != 4 ||
+        out.isDynamicDim(1) || out.isDynamicDim(2) || !llvm::all_of(conv.getStride(), [](int64_t s) { return s == 1; }) ||
+        !llvm::all_of(conv.getDilation(), [](int64_t d) { return d == 1; }))
+      return 0;
+    int m = winograd::tileFor(out.getDimSize(1), out.getDimSize(2));
+    if (m == 0 || (tile != -1 && m != tile)) return 0;
+    tile = m;
+  }
+  return tile < 0 ? 0 : tile;
+}
+
+/// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
+/// F(m x m, 3 x 3) as an [a, a, C, F] dense_resource, named like permuted()
+/// names its blobs.
+ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m) {
+  if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
+  int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
+  int a = winograd::matrices(m).a;
+  auto result = RankedTensorType::get({a, a, c, f}, type.getElementType());
+  std::string name = "kiln_w_";
+  if (auto r = dyn_cast<DenseResourceElementsAttr>(value))
+    name += r.getRawHandle().getKey().str();
+  else
+    name += llvm::utohexstr(reinterpret_cast<uintptr_t>(value.getAsOpaquePointer()), /*LowerCase=*/true);
+  name += "_p";
+  for (int64_t p : perm) name += std::to_string(p);
+  name += "_winograd" + std::to_string(m);
+  MLIRContext *ctx = type.getContext();
+  auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
+  if (DialectResourceBlobManager::BlobEntry *entry = manager.getBlobManager().lookup(name))
+    return DenseResourceElementsAttr::get(result, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
+  llvm::ArrayRef<char> bytes = rawBytes(value);
+  if (bytes.size() != size_t(type.getNumElements()) * 4) return {};
+  std::vector<float> fhwc(size_t(type.getNumElements()));
+  permute(bytes.data(), reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
+  std::vector<float> u = winograd::transformFilter(fhwc.data(), f, c, m);
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(u.size() * 4, 64, /*dataIsMutable=*/true);
+  std::memcpy(blob.getMutableData().data(), u.data(), u.size() * 4);
+  return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
@@ -161,7 +223,24 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     SmallVector<int64_t> perm;
     Operation *end = isa<RankedTensorType>(type) ? foldTransposes(op, perm) : op;
     Type endType = end->getResult(0).getType();
-    bool hwcf = layouts.convFiltersHWCF && isConvFilter(end, endType);
+    bool filter = isConvFilter(end, endType);
+    int winogradTile = layouts.convWinograd && filter ? winogradTileOf(end) : 0;
+    if (winogradTile) {
+      if (ElementsAttr u = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile)) {
+        std::string key = "w" + std::to_string(winogradTile) + ":";
+        for (int64_t p : perm) key += std::to_string(p) + ",";
+        auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
+                                                unsigned(plan.weights.size()));
+        if (inserted) {
+          HoistedWeight w{u, u.getShapedType(), op->getLoc()};
+          w.winogradTile = winogradTile;
+          plan.weights.push_back(w);
+        }
+        plan.uses.push_back({end, it->second});
+        return;
+      }
+    }
+    bool hwcf = layouts.convFiltersHWCF && filter;
     if (hwcf) {
       SmallVector<int64_t> toHWCF;
       for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
@@ -203,7 +282,17 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
     }
     for (auto [op, weight] : plan.uses) {
       Value arg = fn.getArgument(first + weight);
-      if (plan.weights[weight].filterHWCF) {
+      if (int m = plan.weights[weight].winogradTile) {
+        // Each conv reads the filter back through an op of its own, just
+        // before it, so that the two land in one cluster.
+        Type fhwc = op->getResult(0).getType();
+        for (OpOperand &use : llvm::make_early_inc_range(op->getResult(0).getUses())) {
+          OpBuilder b(use.getOwner());
+          auto read = tosa::CustomOp::create(b, use.getOwner()->getLoc(), TypeRange{fhwc}, kWinogradFilterOp,
+                                             kWinogradDomain, "m=" + std::to_string(m), ValueRange{arg});
+          use.set(read->getResult(0));
+        }
+      } else if (plan.weights[weight].filterHWCF) {
         // The graph still reads FHWC: one transpose back, which the conv's
         // own transpose to HWCF cancels after lowering.
         OpBuilder b(op);
@@ -228,6 +317,7 @@ struct KilnHoistConstantsPass : public impl::KilnHoistConstantsBase<KilnHoistCon
   void runOnOperation() override {
     WeightLayouts layouts;
     layouts.convFiltersHWCF = convFiltersHWCF;
+    layouts.convWinograd = convWinograd;
     if (failed(hoistConstants(getOperation(), minElements, layouts))) signalPassFailure();
   }
 };

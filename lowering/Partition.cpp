@@ -208,7 +208,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       if (auto err = results(call, step.outputs)) return std::move(err);
       for (Operation &inner : callee.getBody().front().without_terminator()) {
         if (isFreeOp(&inner)) continue;
-        step.ops.push_back(inner.getName().getStringRef().str());
+        step.ops.push_back(kernelKey(&inner));  // custom ops by their names
         step.flops += opFlops(&inner);
         step.locations.push_back(locationString(inner.getLoc()));
         if (std::string note = stringAttr(&inner, kNoteAttr); !note.empty()) summary.notes.push_back(note);

@@ -41,6 +41,11 @@ inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
 
 /// Attribute on a hoisted weight argument that carries its value.
 inline constexpr llvm::StringLiteral kWeightAttrName = "kiln.weight";
+/// tosa.custom domain and name of the op that reads a Winograd-stored
+/// filter back as FHWC (implementation_attrs "m=4"), and its op key.
+inline constexpr llvm::StringLiteral kWinogradDomain = "kiln";
+inline constexpr llvm::StringLiteral kWinogradFilterOp = "winograd_filter";
+inline constexpr llvm::StringLiteral kWinogradFilterKey = "tosa.custom:kiln.winograd_filter";
 
 /// Specializes `function` in `module` to `argTypes` (see kiln-specialize-shapes).
 mlir::LogicalResult specializeShapes(mlir::ModuleOp module, llvm::StringRef function,
@@ -55,6 +60,9 @@ struct HoistedWeight {
   mlir::Location loc;
   /// Stored HWCF for a graph that reads FHWC (see WeightLayouts).
   bool filterHWCF = false;
+  /// Stored Winograd-transformed for F(m x m, 3 x 3) (0: not), read back
+  /// through tosa.custom kiln.winograd_filter (see WeightLayouts).
+  int winogradTile = 0;
 };
 struct HoistPlan {
   std::vector<HoistedWeight> weights;

@@ -34,6 +34,28 @@ def KilnHoistConstants : Pass<"kiln-hoist-constants", "mlir::ModuleOp"> {
            "smallest non-splat constant that is hoisted">,
     Option<"convFiltersHWCF", "conv-filters-hwcf", "bool", "false",
            "store constant tosa.conv2d filters HWCF (read back through a tosa.transpose)">,
+    Option<"convWinograd", "conv-winograd", "bool", "false",
+           "store constant filters of 3x3 stride-1 tosa.conv2d Winograd-transformed (read back through tosa.custom kiln.winograd_filter)">,
+  ];
+}
+
+def KilnWinogradConv : Pass<"kiln-winograd-conv", "mlir::func::FuncOp"> {
+  let summary = "tosa.conv2d on a Winograd-stored filter as input transform, batched matmul, output transform";
+  let description = [{
+    A tosa.conv2d whose filter is `tosa.custom kiln.winograd_filter` (a
+    filter stored as U = G g G^T, see lowering/Winograd.h) becomes vector
+    code that transforms the input tiles (B^T d B), a linalg.batch_matmul
+    over the a*a points, and vector code that transforms the products back
+    (A^T M A), adds the bias and applies a following tosa.clamp. Filter
+    reads it cannot fold (vector-bits 0, channels not in whole vectors, a
+    conv placed on a kernel) become the exact inverse g = P U P^T as a
+    linalg.generic, so every path computes the same conv.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect", "mlir::vector::VectorDialect"];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "0",
+           "widest vector register in bits (0: the inverse filter and the direct conv)">,
   ];
 }
 

@@ -60,6 +60,12 @@ struct WeightLayouts {
   /// the layout kiln-cpu-strategy's convolutions read; the graph transposes
   /// them back to FHWC, which cancels against the strategy's own transpose.
   bool convFiltersHWCF = false;
+  /// Constant filters of 3x3 stride-1 f32 tosa.conv2d ops with enough
+  /// output tiles stored Winograd-transformed (G g G^T, [a, a, C, F] for
+  /// F(m x m, 3 x 3), a = m + 2); the graph reads them back through
+  /// `tosa.custom kiln.winograd_filter`, which kiln-winograd-conv folds
+  /// into the conv's Winograd form (lowering/WinogradConv.cpp).
+  bool convWinograd = false;
 };
 /// Wall time of one compile stage.
 struct StageTime {

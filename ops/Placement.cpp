@@ -22,12 +22,14 @@ std::string PlacementOptions::canonical() const {
   std::string s;
   for (const auto &[op, mode] : modes) s += (s.empty() ? "" : ",") + op + "=" + opModeName(mode);
   if (!measuring()) s += std::string(s.empty() ? "" : ",") + "measure=off";
+  if (!winogradOn()) s += std::string(s.empty() ? "" : ",") + "winograd=off";
   return s;
 }
 
 void PlacementOptions::merge(const PlacementOptions &other) {
   for (const auto &[op, mode] : other.modes) modes[op] = mode;
   if (other.measure) measure = other.measure;
+  if (other.winograd) winograd = other.winograd;
 }
 
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
@@ -41,10 +43,11 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
     mode = mode.trim();
     if (op.empty() || mode.empty())
       return error(ErrorCode::kInvalidArgument, "op mode '%s': expected OP=jit|kernel|auto", item.str().c_str());
-    if (op == "measure") {
+    if (op == "measure" || op == "winograd") {
       if (mode != "on" && mode != "off")
-        return error(ErrorCode::kInvalidArgument, "op mode '%s': measure takes on or off", item.str().c_str());
-      o.measure = mode == "on";
+        return error(ErrorCode::kInvalidArgument, "op mode '%s': %s takes on or off", item.str().c_str(),
+                     op.str().c_str());
+      (op == "measure" ? o.measure : o.winograd) = mode == "on";
       continue;
     }
     OpMode m;

@@ -11,6 +11,11 @@
 // built around (conv, matmul, pooling), is timed both ways when it is first
 // compiled, and runs where it was faster (jit/PlacementTuner.h).
 //
+// Winograd convolution (`winograd`, on unless "winograd=off"): 3x3 stride-1
+// convs with constant filters, placed on JIT, compute through Winograd
+// transforms whose filter side is done once, when the weights are hoisted
+// (lowering/WinogradConv.cpp).
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -33,11 +38,15 @@ struct PlacementOptions {
   std::map<std::string, OpMode> modes;
   /// Time JIT against kernel for `auto` ops both can run (unset: on).
   std::optional<bool> measure;
+  /// Winograd 3x3 convs on JIT (unset: on).
+  std::optional<bool> winograd;
 
   bool measuring() const { return measure.value_or(true); }
+  bool winogradOn() const { return winograd.value_or(true); }
 
   OpMode modeFor(llvm::StringRef op) const;
-  /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off" when off): the
+  /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off"
+  /// when off): the
   /// cache key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
@@ -45,7 +54,7 @@ struct PlacementOptions {
   void merge(const PlacementOptions &other);
 };
 
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off" (also
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off" (also
 /// $KILN_OP_MODE).
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
 

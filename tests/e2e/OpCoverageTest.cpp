@@ -1102,6 +1102,63 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // 3x3 stride-1 convs on constant filters: hoisting stores the filters
+  // Winograd-transformed and kiln-winograd-conv computes them in Winograd
+  // form (F(4x4) and F(2x2) tiles, maps in whole tiles and not, a batch of
+  // two, the conv's padding or none, a folded clamp or none). The kernel
+  // runtime runs the same graphs as direct convs.
+  struct Wino {
+    int64_t n, h, c, f;
+    int64_t pad;
+    bool clamp;
+  };
+  for (const Wino &g : std::vector<Wino>{{1, 32, 16, 16, 1, true},    // F(4x4), 64 tiles
+                                         {1, 30, 8, 24, 1, false},    // F(4x4), edge tiles cut
+                                         {2, 16, 16, 8, 1, true},     // F(2x2), batch 2
+                                         {1, 34, 8, 16, 0, true}}) {  // F(4x4), unpadded
+    int64_t oh = g.h + 2 * g.pad - 2;
+    Case c;
+    TensorType x = tt(F, {g.n, g.h, g.h, g.c}), w = tt(F, {g.f, 3, 3, g.c}), b = tt(F, {g.f}),
+               o = tt(F, {g.n, oh, oh, g.f});
+    c.name = "conv2d_winograd_" + shapeToString(x.shape) + "_f" + std::to_string(g.f) + "_pad" +
+             std::to_string(g.pad) + (g.clamp ? "_clamp" : "");
+    c.args = {x, b};
+    c.results = {o};
+    // The filter as a constant (weights are what hoisting transforms).
+    ref::Vec filter(size_t(g.f * 9 * g.c));
+    std::string lit;
+    for (size_t i = 0; i < filter.size(); ++i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6f", std::sin(0.37 * double(i) + 0.5) * 0.5);
+      filter[i] = std::strtod(text, nullptr);
+      lit += (i ? ", " : "") + std::string(text);
+    }
+    std::string pad = std::to_string(g.pad);
+    c.body = zeroConst("zp", F) + "  %w = \"tosa.const\"() <{values = dense<[" + lit + "]> : tensor<" +
+             std::to_string(filter.size()) + "xf32>}> : () -> tensor<" + std::to_string(filter.size()) + "xf32>\n" +
+             shapeConst("ws", {g.f, 3, 3, g.c}) + "  %wr = tosa.reshape %w, %ws : (tensor<" +
+             std::to_string(filter.size()) + "xf32>, !tosa.shape<4>) -> " + mt(w) + "\n" +
+             "  %y = \"tosa.conv2d\"(%a0, %wr, %a1, %zp, %zp) <{acc_type = f32, pad = array<i64: " + pad + ", " + pad +
+             ", " + pad + ", " + pad + ">, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>}> : (" + mt(x) +
+             ", " + mt(w) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.body += g.clamp ? "  %r0 = tosa.clamp %y {min_val = 0.0 : f32, max_val = 0.5 : f32} : (" + mt(o) + ") -> " +
+                            mt(o) + "\n"
+                      : "  %r0 = tosa.identity %y : (" + mt(o) + ") -> " + mt(o) + "\n";
+    c.ref = [g, x, w, filter](const std::vector<Values> &in) {
+      const int64_t pad[4] = {g.pad, g.pad, g.pad, g.pad}, st[2] = {1, 1}, dl[2] = {1, 1};
+      ref::Dims os;
+      ref::Vec y = ref::conv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                               filter, ref::Dims(w.shape.begin(), w.shape.end()), ref::Vec(in[1].begin(), in[1].end()),
+                               pad, st, dl, os);
+      if (g.clamp)
+        for (auto &v : y) v = v < 0 ? 0 : v > 0.5 ? 0.5 : v;
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
   for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
     Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
     c.name = "reduce_sum_3x" + std::to_string(n);
@@ -1192,7 +1249,12 @@ std::string runCase(Runtime &rt, const Case &c) {
   std::vector<TensorType> types;
   for (const Tensor &t : inputs) types.push_back(t.type());
   auto fn = KILN_TAKE(module->compile("main", types));
-  return fn ? fn->placementSummary() : "";
+  if (!fn) return "";
+  // Which form a conv took (Winograd reads its stored filter back).
+  bool winograd = false;
+  for (const auto &step : fn->plan.steps)
+    for (const std::string &op : step.ops) winograd |= op == "tosa.custom:kiln.winograd_filter";
+  return fn->placementSummary() + (winograd ? " [winograd]" : "");
 }
 
 }  // namespace
@@ -1214,6 +1276,8 @@ TEST_P(TosaOp, JitMatchesReference) {
   // Default placement: every lowerable op runs as JIT code.
   std::string placement = runCase(test::sharedRuntime(), GetParam());
   EXPECT_NE(placement.find(" 0 handwritten"), std::string::npos) << placement;
+  EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
+            GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
 }
 
 // The same cases through the narrower vector strategies: AVX2 (256 bits) and
@@ -1237,7 +1301,9 @@ TEST_P(TosaOp, JitNarrowVectorsMatchReference) {
       rt = slot.get();
     }
     SCOPED_TRACE(std::to_string(bits) + "-bit vectors");
-    runCase(*rt, GetParam());
+    std::string placement = runCase(*rt, GetParam());
+    EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
+              GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
   }
 }
 
