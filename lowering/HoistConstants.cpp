@@ -109,31 +109,22 @@ int winogradTileOf(Operation *op) {
 /// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
 /// F(m x m, 3 x 3) as an [a, a, C, F] dense_resource, named like permuted()
 /// names its blobs.
+ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
+                           const std::string &suffix, size_t sourceBytes,
+                           llvm::function_ref<void(const char *source, char *out)> make);
+
 ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m) {
   if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
   int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
   int a = winograd::matrices(m).a;
   auto result = RankedTensorType::get({a, a, c, f}, type.getElementType());
-  std::string name = "kiln_w_";
-  if (auto r = dyn_cast<DenseResourceElementsAttr>(value))
-    name += r.getRawHandle().getKey().str();
-  else
-    name += llvm::utohexstr(reinterpret_cast<uintptr_t>(value.getAsOpaquePointer()), /*LowerCase=*/true);
-  name += "_p";
-  for (int64_t p : perm) name += std::to_string(p);
-  name += "_winograd" + std::to_string(m);
-  MLIRContext *ctx = type.getContext();
-  auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
-  if (DialectResourceBlobManager::BlobEntry *entry = manager.getBlobManager().lookup(name))
-    return DenseResourceElementsAttr::get(result, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
-  llvm::ArrayRef<char> bytes = rawBytes(value);
-  if (bytes.size() != size_t(type.getNumElements()) * 4) return {};
-  std::vector<float> fhwc(size_t(type.getNumElements()));
-  permute(bytes.data(), reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
-  std::vector<float> u = winograd::transformFilter(fhwc.data(), f, c, m);
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(u.size() * 4, 64, /*dataIsMutable=*/true);
-  std::memcpy(blob.getMutableData().data(), u.data(), u.size() * 4);
-  return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
+  return derivedWeight(value, result, perm, "_winograd" + std::to_string(m), size_t(type.getNumElements()) * 4,
+                       [&](const char *source, char *out) {
+                         std::vector<float> fhwc(size_t(type.getNumElements()));
+                         permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
+                         std::vector<float> u = winograd::transformFilter(fhwc.data(), f, c, m);
+                         std::memcpy(out, u.data(), u.size() * 4);
+                       });
 }
 
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
@@ -157,18 +148,30 @@ void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::Arr
 }
 
 /// `value` of `type` with its dimensions permuted by `perm`, as a
-/// dense_resource. The blob is named after the source value's identity in
-/// this context (its resource key, or the uniqued attribute) and the
-/// permutation, so every plan of the same program (specialization, warm
-/// cache starts) finds the one copy made at the first without reading the
-/// data again.
+/// dense_resource made once (derivedWeight).
 ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
   Type elem = type.getElementType();
   if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
   size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   SmallVector<int64_t> shape;
   for (int64_t p : perm) shape.push_back(type.getDimSize(p));
-  auto result = RankedTensorType::get(shape, elem);
+  std::string suffix;
+  for (int64_t d : shape) suffix += "_" + std::to_string(d);
+  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
+                       size_t(type.getNumElements()) * elemBytes, [&](const char *source, char *out) {
+                         permute(source, out, type.getShape(), perm, elemBytes);
+                       });
+}
+
+/// A weight computed from `value` (`sourceBytes` of it) by `make`, as a
+/// dense_resource of `result`. The blob is named after the source value's
+/// identity in this context (its resource key, or the uniqued attribute),
+/// `perm` and `suffix`, so every plan of the same program (specialization,
+/// warm cache starts) finds the one copy made at the first without reading
+/// the data again.
+ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
+                           const std::string &suffix, size_t sourceBytes,
+                           llvm::function_ref<void(const char *source, char *out)> make) {
   std::string name = "kiln_w_";
   if (auto r = dyn_cast<DenseResourceElementsAttr>(value))
     name += r.getRawHandle().getKey().str();
@@ -176,15 +179,17 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
     name += llvm::utohexstr(reinterpret_cast<uintptr_t>(value.getAsOpaquePointer()), /*LowerCase=*/true);
   name += "_p";
   for (int64_t p : perm) name += std::to_string(p);
-  for (int64_t d : shape) name += "_" + std::to_string(d);
-  MLIRContext *ctx = type.getContext();
+  name += suffix;
+  MLIRContext *ctx = result.getContext();
   auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
   if (DialectResourceBlobManager::BlobEntry *entry = manager.getBlobManager().lookup(name))
     return DenseResourceElementsAttr::get(result, DenseResourceElementsHandle(entry, ctx->getLoadedDialect<BuiltinDialect>()));
   llvm::ArrayRef<char> bytes = rawBytes(value);
-  if (bytes.size() != size_t(type.getNumElements()) * elemBytes) return {};
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
-  permute(bytes.data(), blob.getMutableData().data(), type.getShape(), perm, elemBytes);
+  if (bytes.size() != sourceBytes) return {};
+  size_t elemBytes = result.getElementTypeBitWidth() / 8;
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(size_t(result.getNumElements()) * elemBytes,
+                                                       std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
+  make(bytes.data(), blob.getMutableData().data());
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 

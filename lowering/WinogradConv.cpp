@@ -38,6 +38,7 @@
 
 #include <map>
 #include <numeric>
+#include <tuple>
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNWINOGRADCONV
@@ -176,17 +177,24 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
                                         b.getIndexAttr(WP - W - pad[2]), b.getIndexAttr(0)};
       x = tensor::PadOp::create(b, loc, padded, x, low, high, zero);
     }
+    // A forall over rows of tiles (n, tile row): at the start of its body,
+    // the image, the row's first input/output row and its first tile.
+    auto tileRow = [&](OpBuilder &b, Location loc, Block *body) {
+      b.setInsertionPointToStart(body);
+      Value r = body->getArgument(0);
+      Value n = arith::DivUIOp::create(b, loc, r, index(b, loc, TH));
+      Value h0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, r, index(b, loc, TH)), index(b, loc, m));
+      Value t0 = arith::MulIOp::create(b, loc, r, index(b, loc, TW));
+      return std::tuple<Value, Value, Value>{n, h0, t0};
+    };
     Value vInit = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{A2, T, C}, f32);
     auto inputForall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(N * TH)},
                                              ValueRange{vInit}, std::nullopt);
     {
       Block *body = inputForall.getBody();
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(body);
-      Value r = body->getArgument(0), vOut = body->getArgument(1);
-      Value n = arith::DivUIOp::create(b, loc, r, index(b, loc, TH));
-      Value h0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, r, index(b, loc, TH)), index(b, loc, m));
-      Value t0 = arith::MulIOp::create(b, loc, r, index(b, loc, TW));
+      auto [n, h0, t0] = tileRow(b, loc, body);
+      Value vOut = body->getArgument(1);
       SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), t0, b.getIndexAttr(0)};
       SmallVector<OpFoldResult> sizes = {b.getIndexAttr(A2), b.getIndexAttr(TW), b.getIndexAttr(C)};
       SmallVector<OpFoldResult> ones(3, b.getIndexAttr(1));
@@ -250,11 +258,8 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
     {
       Block *body = outputForall.getBody();
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(body);
-      Value r = body->getArgument(0), yOut = body->getArgument(1);
-      Value n = arith::DivUIOp::create(b, loc, r, index(b, loc, TH));
-      Value h0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, r, index(b, loc, TH)), index(b, loc, m));
-      Value t0 = arith::MulIOp::create(b, loc, r, index(b, loc, TW));
+      auto [n, h0, t0] = tileRow(b, loc, body);
+      Value yOut = body->getArgument(1);
       SmallVector<OpFoldResult> offs = {n, h0, b.getIndexAttr(0), b.getIndexAttr(0)};
       SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(m), b.getIndexAttr(TW * m),
                                          b.getIndexAttr(F)};
