@@ -94,6 +94,18 @@ public:
     return acc ? acc : splat(0);
   }
 
+  /// mat (rows x a) times the a x a grid of vectors (row-major): rows x a.
+  SmallVector<Value> leftMultiply(const double *mat, int64_t rows, int64_t a, ArrayRef<Value> grid) {
+    SmallVector<Value> out(rows * a);
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t j = 0; j < a; ++j) {
+        SmallVector<Value> col;
+        for (int64_t i = 0; i < a; ++i) col.push_back(grid[i * a + j]);
+        out[k * a + j] = combine(ArrayRef<double>(mat + k * a, a), col);
+      }
+    return out;
+  }
+
   Block *anchor = nullptr;  // where splat constants go
 
 private:
@@ -217,13 +229,7 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
                                                                     ArrayRef<bool>{true});
                     }
                   // t = B^T d (rows), then V = t B (columns).
-                  SmallVector<Value> t(A2);
-                  for (int64_t k = 0; k < a; ++k)
-                    for (int64_t j = 0; j < a; ++j) {
-                      SmallVector<Value> col;
-                      for (int64_t i = 0; i < a; ++i) col.push_back(d[i * a + j]);
-                      t[k * a + j] = comb.combine(ArrayRef<double>(mx.bt + k * a, a), col);
-                    }
+                  SmallVector<Value> t = comb.leftMultiply(mx.bt, a, a, d);
                   Value dest = acc[0];
                   for (int64_t k = 0; k < a; ++k)
                     for (int64_t l = 0; l < a; ++l) {
@@ -294,13 +300,7 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
                     p[k] = vector::TransferReadOp::create(b, loc, vec, prod, ValueRange{index(b, loc, k), t, f}, zero,
                                                           ArrayRef<bool>{true});
                   // s = A^T M (rows), then Y = s A (columns).
-                  SmallVector<Value> s(m * a);
-                  for (int64_t i = 0; i < m; ++i)
-                    for (int64_t l = 0; l < a; ++l) {
-                      SmallVector<Value> col;
-                      for (int64_t k = 0; k < a; ++k) col.push_back(p[k * a + l]);
-                      s[i * a + l] = comb.combine(ArrayRef<double>(mx.at + i * a, a), col);
-                    }
+                  SmallVector<Value> s = comb.leftMultiply(mx.at, m, a, p);
                   Value dest = acc[0];
                   for (int64_t i = 0; i < m; ++i)
                     for (int64_t j = 0; j < m; ++j) {
