@@ -79,54 +79,6 @@ bool isConvFilter(Operation *op, Type type) {
   return true;
 }
 
-void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes);
-
-/// The Winograd tile every conv reading `op`'s result (an FHWC filter only
-/// tosa.conv2d reads) takes, or 0: 3x3, stride 1, dilation 1, f32, static
-/// output maps with enough tiles (winograd::tileFor), channel counts in
-/// whole 8-lane vectors, the same tile for all.
-int winogradTileOf(Operation *op) {
-  auto filter = cast<RankedTensorType>(op->getResult(0).getType());
-  if (filter.getDimSize(1) != 3 || filter.getDimSize(2) != 3 || filter.getDimSize(0) % 8 ||
-      filter.getDimSize(3) % 8)
-    return 0;
-  int tile = -1;
-  for (Operation *user : op->getResult(0).getUsers()) {
-    auto conv = cast<tosa::Conv2DOp>(user);
-    auto in = dyn_cast<RankedTensorType>(conv.getInput().getType());
-    auto out = dyn_cast<RankedTensorType>(conv.getType());
-    if (!in || !out || !in.getElementType().isF32() || !out.getElementType().isF32() || out.getRank() != 4 ||
-        out.isDynamicDim(1) || out.isDynamicDim(2) || !llvm::all_of(conv.getStride(), [](int64_t s) { return s == 1; }) ||
-        !llvm::all_of(conv.getDilation(), [](int64_t d) { return d == 1; }))
-      return 0;
-    int m = winograd::tileFor(out.getDimSize(1), out.getDimSize(2));
-    if (m == 0 || (tile != -1 && m != tile)) return 0;
-    tile = m;
-  }
-  return tile < 0 ? 0 : tile;
-}
-
-/// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
-/// F(m x m, 3 x 3) as an [a, a, C, F] dense_resource, named like permuted()
-/// names its blobs.
-ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
-                           const std::string &suffix, size_t sourceBytes,
-                           llvm::function_ref<void(const char *source, char *out)> make);
-
-ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m) {
-  if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
-  int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
-  int a = winograd::matrices(m).a;
-  auto result = RankedTensorType::get({a, a, c, f}, type.getElementType());
-  return derivedWeight(value, result, perm, "_winograd" + std::to_string(m), size_t(type.getNumElements()) * 4,
-                       [&](const char *source, char *out) {
-                         std::vector<float> fhwc(size_t(type.getNumElements()));
-                         permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
-                         std::vector<float> u = winograd::transformFilter(fhwc.data(), f, c, m);
-                         std::memcpy(out, u.data(), u.size() * 4);
-                       });
-}
-
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
 /// row-major arrays of `bytes`-byte elements.
 void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes) {
@@ -145,22 +97,6 @@ void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::Arr
       idx[d] = 0;
     }
   }
-}
-
-/// `value` of `type` with its dimensions permuted by `perm`, as a
-/// dense_resource made once (derivedWeight).
-ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
-  Type elem = type.getElementType();
-  if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
-  size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm) shape.push_back(type.getDimSize(p));
-  std::string suffix;
-  for (int64_t d : shape) suffix += "_" + std::to_string(d);
-  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
-                       size_t(type.getNumElements()) * elemBytes, [&](const char *source, char *out) {
-                         permute(source, out, type.getShape(), perm, elemBytes);
-                       });
 }
 
 /// A weight computed from `value` (`sourceBytes` of it) by `make`, as a
@@ -191,6 +127,63 @@ ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::Ar
                                                        std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
   make(bytes.data(), blob.getMutableData().data());
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
+}
+
+/// `value` of `type` with its dimensions permuted by `perm`, as a
+/// dense_resource made once (derivedWeight).
+ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
+  Type elem = type.getElementType();
+  if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
+  size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(type.getDimSize(p));
+  std::string suffix;
+  for (int64_t d : shape) suffix += "_" + std::to_string(d);
+  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
+                       size_t(type.getNumElements()) * elemBytes, [&](const char *source, char *out) {
+                         permute(source, out, type.getShape(), perm, elemBytes);
+                       });
+}
+
+/// The Winograd tile every conv reading `op`'s result (an FHWC filter only
+/// tosa.conv2d reads) takes, or 0: 3x3, stride 1, dilation 1, f32, static
+/// output maps with enough tiles (winograd::tileFor), channel counts in
+/// whole 8-lane vectors, the same tile for all.
+int winogradTileOf(Operation *op) {
+  auto filter = cast<RankedTensorType>(op->getResult(0).getType());
+  if (filter.getDimSize(1) != 3 || filter.getDimSize(2) != 3 || filter.getDimSize(0) % 8 ||
+      filter.getDimSize(3) % 8)
+    return 0;
+  int tile = -1;
+  for (Operation *user : op->getResult(0).getUsers()) {
+    auto conv = cast<tosa::Conv2DOp>(user);
+    auto in = dyn_cast<RankedTensorType>(conv.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(conv.getType());
+    if (!in || !out || !in.getElementType().isF32() || !out.getElementType().isF32() || out.getRank() != 4 ||
+        out.isDynamicDim(1) || out.isDynamicDim(2) || !llvm::all_of(conv.getStride(), [](int64_t s) { return s == 1; }) ||
+        !llvm::all_of(conv.getDilation(), [](int64_t d) { return d == 1; }))
+      return 0;
+    int m = winograd::tileFor(out.getDimSize(1), out.getDimSize(2));
+    if (m == 0 || (tile != -1 && m != tile)) return 0;
+    tile = m;
+  }
+  return tile < 0 ? 0 : tile;
+}
+
+/// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
+/// F(m x m, 3 x 3) as an [a, a, C, F] dense_resource made once
+/// (derivedWeight).
+ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m) {
+  if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
+  int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
+  int a = winograd::matrices(m).a;
+  auto result = RankedTensorType::get({a, a, c, f}, type.getElementType());
+  return derivedWeight(value, result, perm, "_winograd" + std::to_string(m), size_t(type.getNumElements()) * 4,
+                       [&](const char *source, char *out) {
+                         std::vector<float> fhwc(size_t(type.getNumElements()));
+                         permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
+                         winograd::transformFilter(fhwc.data(), f, c, m, reinterpret_cast<float *>(out));
+                       });
 }
 
 /// The constant transposes of `op`'s value that can run once, now: the op
@@ -229,44 +222,42 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     Operation *end = isa<RankedTensorType>(type) ? foldTransposes(op, perm) : op;
     Type endType = end->getResult(0).getType();
     bool filter = isConvFilter(end, endType);
+    // A filter of Winograd convs is stored transformed, another conv
+    // filter HWCF, any other weight as its transposes leave it.
     int winogradTile = layouts.convWinograd && filter ? winogradTileOf(end) : 0;
+    ElementsAttr stored;
+    std::string key;
     if (winogradTile) {
-      if (ElementsAttr u = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile)) {
-        std::string key = "w" + std::to_string(winogradTile) + ":";
-        for (int64_t p : perm) key += std::to_string(p) + ",";
-        auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
-                                                unsigned(plan.weights.size()));
-        if (inserted) {
-          HoistedWeight w{u, u.getShapedType(), op->getLoc()};
-          w.winogradTile = winogradTile;
-          plan.weights.push_back(w);
-        }
-        plan.uses.push_back({end, it->second});
-        return;
+      stored = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile);
+      if (stored)
+        key = "w" + std::to_string(winogradTile) + ":";
+      else
+        winogradTile = 0;  // cannot transform these bytes (an elided blob)
+    }
+    bool hwcf = false;
+    if (!stored) {
+      hwcf = layouts.convFiltersHWCF && filter;
+      if (hwcf) {
+        SmallVector<int64_t> toHWCF;
+        for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
+        perm = toHWCF;
+      }
+      bool identity = true;
+      for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
+      stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm);
+      if (!stored) {  // cannot permute these bytes (an elided blob): as it is
+        stored = value;
+        end = op;
+        hwcf = false;
       }
     }
-    bool hwcf = layouts.convFiltersHWCF && filter;
-    if (hwcf) {
-      SmallVector<int64_t> toHWCF;
-      for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
-      perm = toHWCF;
-    }
-    bool identity = true;
-    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
-    ElementsAttr stored = value;
-    if (!identity) stored = permuted(value, cast<RankedTensorType>(type), perm);
-    if (!stored) {  // cannot permute these bytes (an elided blob): as it is
-      stored = value;
-      end = op;
-      hwcf = false;
-    }
-    std::string key;
     for (int64_t p : perm) key += std::to_string(p) + ",";
     auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
                                             unsigned(plan.weights.size()));
     if (inserted) {
       HoistedWeight w{stored, stored == value ? type : stored.getShapedType(), op->getLoc()};
       w.filterHWCF = hwcf;
+      w.winogradTile = winogradTile;
       plan.weights.push_back(w);
     }
     plan.uses.push_back({end, it->second});

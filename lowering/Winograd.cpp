@@ -53,10 +53,9 @@ int tileFor(int64_t oh, int64_t ow) {
   return 0;
 }
 
-std::vector<float> transformFilter(const float *fhwc, int64_t f, int64_t c, int m) {
+void transformFilter(const float *fhwc, int64_t f, int64_t c, int m, float *u) {
   Matrices mx = matrices(m);
   const int a = mx.a;
-  std::vector<float> u(size_t(a * a * c * f));
   for (int64_t fi = 0; fi < f; ++fi)
     for (int64_t ci = 0; ci < c; ++ci) {
       double g[3][3], t[8][3];
@@ -70,7 +69,6 @@ std::vector<float> transformFilter(const float *fhwc, int64_t f, int64_t c, int 
           u[size_t(((x * a + y) * c + ci) * f + fi)] =
               float(t[x][0] * mx.g[y * 3] + t[x][1] * mx.g[y * 3 + 1] + t[x][2] * mx.g[y * 3 + 2]);
     }
-  return u;
 }
 
 std::vector<double> filterInverse(int m) {

@@ -43,9 +43,9 @@ Matrices matrices(int m);
 inline constexpr int64_t kMinTiles = 32;
 int tileFor(int64_t oh, int64_t ow);
 
-/// U = G g G^T for every (c, f): `fhwc` holds F x 3 x 3 x C floats, the
-/// result a x a x C x F (computed in double, stored as float).
-std::vector<float> transformFilter(const float *fhwc, int64_t f, int64_t c, int m);
+/// U = G g G^T for every (c, f): `fhwc` holds F x 3 x 3 x C floats, `u`
+/// receives a x a x C x F (computed in double, stored as float).
+void transformFilter(const float *fhwc, int64_t f, int64_t c, int m, float *u);
 
 /// P (3 x a) with P G = I, row-major: g = P U P^T recovers the filter from
 /// its transform (the fallback when the conv does not take the Winograd

@@ -46,8 +46,7 @@ struct PlacementOptions {
 
   OpMode modeFor(llvm::StringRef op) const;
   /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off"
-  /// when off): the
-  /// cache key's op-mode part.
+  /// when off): the cache key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
   /// `other`'s entries override this one's.

@@ -643,6 +643,17 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   ops::PlacementOptions merged = llvm::cantFail(ops::parseOpModes("measure=off"));
   merged.merge(llvm::cantFail(ops::parseOpModes("measure=on")));
   EXPECT_TRUE(merged.measuring());
+  // winograd=on|off the same way.
+  auto direct = llvm::cantFail(ops::parseOpModes("measure=off,winograd=off"));
+  EXPECT_FALSE(direct.winogradOn());
+  EXPECT_EQ(direct.canonical(), "measure=off,winograd=off");
+  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).winogradOn());
+  auto badWinograd = ops::parseOpModes("winograd=fast");
+  ASSERT_FALSE(bool(badWinograd));
+  EXPECT_NE(llvm::toString(badWinograd.takeError()).find("op mode 'winograd=fast': winograd takes on or off"),
+            std::string::npos);
+  merged.merge(llvm::cantFail(ops::parseOpModes("winograd=off")));
+  EXPECT_FALSE(merged.winogradOn());
 
   auto a = runtimeWith("measure=on");
   auto b = runtimeWith("measure=off");

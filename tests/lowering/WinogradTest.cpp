@@ -24,7 +24,8 @@ TEST_P(WinogradTile, OneTileEqualsTheDirectConv) {
   // One channel in, one out: filter g (3x3), tile d (a x a).
   float g[9];
   for (int i = 0; i < 9; ++i) g[i] = float(value(i));
-  std::vector<float> u = winograd::transformFilter(g, 1, 1, m);  // [a, a, 1, 1]
+  std::vector<float> u(a * a);  // [a, a, 1, 1]
+  winograd::transformFilter(g, 1, 1, m, u.data());
   std::vector<double> d(a * a);
   for (int i = 0; i < a * a; ++i) d[i] = value(100 + i);
   // V = B^T d B, M = U .* V, Y = A^T M A.
@@ -55,7 +56,8 @@ TEST_P(WinogradTile, InverseRecoversTheFilter) {
   const int64_t f = 2, c = 3;
   std::vector<float> g(f * 9 * c);
   for (size_t i = 0; i < g.size(); ++i) g[i] = float(value(int(i)));
-  std::vector<float> u = winograd::transformFilter(g.data(), f, c, m);
+  std::vector<float> u(a * a * c * f);
+  winograd::transformFilter(g.data(), f, c, m, u.data());
   std::vector<double> p = winograd::filterInverse(m);
   for (int64_t fi = 0; fi < f; ++fi)
     for (int kh = 0; kh < 3; ++kh)
