@@ -37,7 +37,6 @@
 #include "mlir/IR/Builders.h"
 
 #include <map>
-#include <numeric>
 #include <tuple>
 
 namespace kiln::lowering {
