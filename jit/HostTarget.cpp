@@ -59,6 +59,11 @@ lowering::WeightLayouts HostTarget::weightLayouts(const ops::PlacementOptions &p
   // The conv strategy reads HWCF filters; loops and the Eigen kernel read FHWC.
   l.convFiltersHWCF = tuning_.vectorBits > 0 && placement.modeFor("tosa.conv2d") != ops::OpMode::kKernel;
   l.convWinograd = l.convFiltersHWCF && placement.winogradOn();
+  // Padded rows where generated code reads them (a kernel would read a
+  // per-call copy of the slice).
+  l.padFilterRows = l.convFiltersHWCF && placement.padRowsOn();
+  l.padMatmulWeights = tuning_.vectorBits > 0 && placement.padRowsOn() &&
+                       placement.modeFor("tosa.matmul") != ops::OpMode::kKernel;
   return l;
 }
 

@@ -14,6 +14,9 @@
 // same Winograd tile (lowering/Winograd.h) is stored transformed,
 // [a, a, C, F], and read through `tosa.custom kiln.winograd_filter` placed
 // just before each conv, which kiln-winograd-conv folds into the conv.
+// With pad-weight-rows, tosa.matmul's constant B operands and HWCF filters
+// are stored with longer rows (WeightLayouts::padMatmulWeights) and read back
+// through a tosa.slice (and the HWCF transpose) just before each user.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -22,10 +25,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/Tosa/Utils/ConversionUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -79,6 +84,17 @@ bool isConvFilter(Operation *op, Type type) {
   return true;
 }
 
+/// A weight only tosa.matmul reads, as its B operand, in f32.
+bool isMatmulWeight(Operation *op, Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || t.getRank() != 3 || !t.hasStaticShape() || !t.getElementType().isF32()) return false;
+  Value v = op->getResult(0);
+  if (v.use_empty()) return false;
+  for (OpOperand &use : v.getUses())
+    if (!isa<tosa::MatMulOp>(use.getOwner()) || use.getOperandNumber() != 1) return false;
+  return true;
+}
+
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
 /// row-major arrays of `bytes`-byte elements.
 void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes) {
@@ -129,19 +145,32 @@ ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::Ar
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 
-/// `value` of `type` with its dimensions permuted by `perm`, as a
-/// dense_resource made once (derivedWeight).
-ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm) {
+/// `value` of `type` with its dimensions permuted by `perm` and `padding`
+/// zero elements added to each innermost row, as a dense_resource made once
+/// (derivedWeight).
+ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t padding) {
   Type elem = type.getElementType();
-  if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape()) return {};
+  if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape() || !type.getRank())
+    return {};
   size_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   SmallVector<int64_t> shape;
   for (int64_t p : perm) shape.push_back(type.getDimSize(p));
   std::string suffix;
   for (int64_t d : shape) suffix += "_" + std::to_string(d);
+  if (padding) suffix += "_pad" + std::to_string(padding);
+  int64_t row = shape.back();
+  shape.back() += padding;
   return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
                        size_t(type.getNumElements()) * elemBytes, [&](const char *source, char *out) {
-                         permute(source, out, type.getShape(), perm, elemBytes);
+                         if (!padding) return permute(source, out, type.getShape(), perm, elemBytes);
+                         std::vector<char> rows(size_t(type.getNumElements()) * elemBytes);
+                         permute(source, rows.data(), type.getShape(), perm, elemBytes);
+                         size_t rowBytes = size_t(row) * elemBytes, padBytes = size_t(padding) * elemBytes;
+                         for (int64_t r = 0; r < type.getNumElements() / row; ++r) {
+                           char *dst = out + size_t(r) * (rowBytes + padBytes);
+                           std::memcpy(dst, rows.data() + size_t(r) * rowBytes, rowBytes);
+                           std::memset(dst + rowBytes, 0, padBytes);
+                         }
                        });
 }
 
@@ -235,6 +264,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
         winogradTile = 0;  // cannot transform these bytes (an elided blob)
     }
     bool hwcf = false;
+    int64_t rowPadding = 0;
     if (!stored) {
       hwcf = layouts.convFiltersHWCF && filter;
       if (hwcf) {
@@ -242,22 +272,28 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
         for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
         perm = toHWCF;
       }
-      bool identity = true;
+      // Rows a register tile walks down, padded.
+      if ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType)))
+        rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
+      bool identity = !rowPadding;
       for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
-      stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm);
+      stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
       if (!stored) {  // cannot permute these bytes (an elided blob): as it is
         stored = value;
         end = op;
         hwcf = false;
+        rowPadding = 0;
       }
     }
     for (int64_t p : perm) key += std::to_string(p) + ",";
+    if (rowPadding) key += "pad" + std::to_string(rowPadding);
     auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
                                             unsigned(plan.weights.size()));
     if (inserted) {
       HoistedWeight w{stored, stored == value ? type : stored.getShapedType(), op->getLoc()};
       w.filterHWCF = hwcf;
       w.winogradTile = winogradTile;
+      w.rowPadding = rowPadding;
       plan.weights.push_back(w);
     }
     plan.uses.push_back({end, it->second});
@@ -288,6 +324,23 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
                                              kWinogradDomain, "m=" + std::to_string(m), ValueRange{arg});
           use.set(read->getResult(0));
         }
+      } else if (int64_t padding = plan.weights[weight].rowPadding) {
+        // Each user reads the rows back through a slice of its own (and,
+        // for a filter stored HWCF, the transpose back to FHWC), just
+        // before it, so that they land in its cluster and fold into its
+        // loads.
+        auto stored = cast<RankedTensorType>(arg.getType());
+        SmallVector<int64_t> rows(stored.getShape());
+        rows.back() -= padding;
+        for (OpOperand &use : llvm::make_early_inc_range(op->getResult(0).getUses())) {
+          ImplicitLocOpBuilder b(use.getOwner()->getLoc(), use.getOwner());
+          Value read = tosa::SliceOp::create(b, RankedTensorType::get(rows, stored.getElementType()), arg,
+                                             tosa::getTosaConstShape(b, SmallVector<int64_t>(rows.size(), 0)),
+                                             tosa::getTosaConstShape(b, rows));
+          if (plan.weights[weight].filterHWCF)
+            read = tosa::TransposeOp::create(b, op->getResult(0).getType(), read, b.getDenseI32ArrayAttr({3, 0, 1, 2}));
+          use.set(read);
+        }
       } else if (plan.weights[weight].filterHWCF) {
         // The graph still reads FHWC: one transpose back, which the conv's
         // own transpose to HWCF cancels after lowering.
@@ -314,6 +367,7 @@ struct KilnHoistConstantsPass : public impl::KilnHoistConstantsBase<KilnHoistCon
     WeightLayouts layouts;
     layouts.convFiltersHWCF = convFiltersHWCF;
     layouts.convWinograd = convWinograd;
+    layouts.padMatmulWeights = layouts.padFilterRows = padWeightRows;
     if (failed(hoistConstants(getOperation(), minElements, layouts))) signalPassFailure();
   }
 };

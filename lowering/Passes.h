@@ -63,6 +63,9 @@ struct HoistedWeight {
   /// Stored Winograd-transformed for F(m x m, 3 x 3) (0: not), read back
   /// through tosa.custom kiln.winograd_filter (see WeightLayouts).
   int winogradTile = 0;
+  /// Elements of padding at the end of each row (the innermost dimension),
+  /// read back through tosa.slice (see WeightLayouts::padMatmulWeights).
+  int64_t rowPadding = 0;
 };
 struct HoistPlan {
   std::vector<HoistedWeight> weights;

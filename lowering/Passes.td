@@ -36,6 +36,8 @@ def KilnHoistConstants : Pass<"kiln-hoist-constants", "mlir::ModuleOp"> {
            "store constant tosa.conv2d filters HWCF (read back through a tosa.transpose)">,
     Option<"convWinograd", "conv-winograd", "bool", "false",
            "store constant filters of 3x3 stride-1 tosa.conv2d Winograd-transformed (read back through tosa.custom kiln.winograd_filter)">,
+    Option<"padWeightRows", "pad-weight-rows", "bool", "false",
+           "store tosa.matmul B weights and HWCF conv filters with rows padded off multiples of 256 bytes (read back through tosa.slice)">,
   ];
 }
 

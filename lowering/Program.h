@@ -66,7 +66,22 @@ struct WeightLayouts {
   /// `tosa.custom kiln.winograd_filter`, which kiln-winograd-conv folds
   /// into the conv's Winograd form (lowering/WinogradConv.cpp).
   bool convWinograd = false;
+  /// Constant weights whose rows generated code walks down, column block by
+  /// column block, stored with their rows padded so that consecutive rows do
+  /// not start a multiple of 256 bytes apart (rowPaddingOf): tosa.matmul's B
+  /// operands (padMatmulWeights) and the conv filters stored HWCF
+  /// (padFilterRows). The graph reads them back through tosa.slice, which
+  /// generated code folds into its loads. Rows a power of two of cache lines
+  /// apart all fall into a few L1 sets, and the block of a weight that a
+  /// register tile reuses across rows no longer fits: BERT's 768x3072 weight
+  /// (12 KiB rows) ran at 22% of peak on AVX2, 61% padded.
+  bool padMatmulWeights = false;
+  bool padFilterRows = false;
 };
+/// Elements added to each row of `n` f32 elements (see
+/// WeightLayouts::padMatmulWeights): one cache line when rows are a multiple of
+/// 256 bytes long, so that they are an odd number of lines apart; else 0.
+inline int64_t rowPaddingOf(int64_t n) { return n > 0 && n % 64 == 0 ? 16 : 0; }
 /// Wall time of one compile stage.
 struct StageTime {
   std::string stage;

@@ -23,6 +23,7 @@ std::string PlacementOptions::canonical() const {
   for (const auto &[op, mode] : modes) s += (s.empty() ? "" : ",") + op + "=" + opModeName(mode);
   if (!measuring()) s += std::string(s.empty() ? "" : ",") + "measure=off";
   if (!winogradOn()) s += std::string(s.empty() ? "" : ",") + "winograd=off";
+  if (!padRowsOn()) s += std::string(s.empty() ? "" : ",") + "padrows=off";
   return s;
 }
 
@@ -30,6 +31,7 @@ void PlacementOptions::merge(const PlacementOptions &other) {
   for (const auto &[op, mode] : other.modes) modes[op] = mode;
   if (other.measure) measure = other.measure;
   if (other.winograd) winograd = other.winograd;
+  if (other.padRows) padRows = other.padRows;
 }
 
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
@@ -43,11 +45,14 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
     mode = mode.trim();
     if (op.empty() || mode.empty())
       return error(ErrorCode::kInvalidArgument, "op mode '%s': expected OP=jit|kernel|auto", item.str().c_str());
-    if (op == "measure" || op == "winograd") {
+    if (std::optional<bool> *toggle = op == "measure"    ? &o.measure
+                                      : op == "winograd" ? &o.winograd
+                                      : op == "padrows"  ? &o.padRows
+                                                         : nullptr) {
       if (mode != "on" && mode != "off")
         return error(ErrorCode::kInvalidArgument, "op mode '%s': %s takes on or off", item.str().c_str(),
                      op.str().c_str());
-      (op == "measure" ? o.measure : o.winograd) = mode == "on";
+      *toggle = mode == "on";
       continue;
     }
     OpMode m;

@@ -16,6 +16,10 @@
 // transforms whose filter side is done once, when the weights are hoisted
 // (lowering/WinogradConv.cpp).
 //
+// Padded weight rows (`padrows`, on unless "padrows=off"): matmul weights
+// and conv filters that generated code reads are stored with rows padded off
+// multiples of 256 bytes (lowering::WeightLayouts::padMatmulWeights).
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -40,20 +44,23 @@ struct PlacementOptions {
   std::optional<bool> measure;
   /// Winograd 3x3 convs on JIT (unset: on).
   std::optional<bool> winograd;
+  /// Padded weight rows for generated code (unset: on).
+  std::optional<bool> padRows;
 
   bool measuring() const { return measure.value_or(true); }
   bool winogradOn() const { return winograd.value_or(true); }
+  bool padRowsOn() const { return padRows.value_or(true); }
 
   OpMode modeFor(llvm::StringRef op) const;
-  /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off"
-  /// when off): the cache key's op-mode part.
+  /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off",
+  /// ",padrows=off" when off): the cache key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
   /// `other`'s entries override this one's.
   void merge(const PlacementOptions &other);
 };
 
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off" (also
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off,padrows=off" (also
 /// $KILN_OP_MODE).
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
 

@@ -37,6 +37,7 @@ struct Case {
   // Inputs: [lo, hi] per argument (integers drawn uniformly, floats too).
   std::vector<std::pair<double, double>> ranges;
   bool positiveOnly = false;  // floats drawn from [lo, hi] with |x| >= 0.25
+  bool paddedRows = false;    // generated code reads a weight stored with padded rows
 };
 
 TensorType tt(DType d, std::vector<int64_t> s) { return TensorType{d, Shape(s.begin(), s.end())}; }
@@ -1159,6 +1160,81 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // Constant weights whose rows generated code walks down: a matmul's B
+  // and conv filters with rows a multiple of 256 bytes are stored with
+  // padded rows and read back through a slice (WeightLayouts::
+  // padMatmulWeights); rows of other lengths stay as they are.
+  auto constant = [](const std::string &name, const std::vector<int64_t> &shape, ref::Vec &values) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    values.resize(size_t(n));
+    std::string lit;
+    for (int64_t i = 0; i < n; ++i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6f", std::sin(0.37 * double(i) + 0.5) * 0.5);
+      values[size_t(i)] = std::strtod(text, nullptr);
+      lit += (i ? ", " : "") + std::string(text);
+    }
+    TensorType flat = tt(F, {n}), typed = tt(F, shape);
+    return "  %" + name + "f = \"tosa.const\"() <{values = dense<[" + lit + "]> : " + mt(flat) + "}> : () -> " +
+           mt(flat) + "\n" + shapeConst(name + "s", shape) + "  %" + name + " = tosa.reshape %" + name + "f, %" +
+           name + "s : (" + mt(flat) + ", !tosa.shape<" + std::to_string(shape.size()) + ">) -> " + mt(typed) + "\n";
+  };
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 24, 64}, {33, 16, 128}, {4, 8, 40}}) {
+    Case c;
+    TensorType a = tt(F, {1, m, k}), w = tt(F, {1, k, n}), o = tt(F, {1, m, n});
+    c.name = "matmul_const_weight_" + shapeToString(a.shape) + "_n" + std::to_string(n);
+    c.args = {a};
+    c.results = {o};
+    ref::Vec weight;
+    c.body = zeroConst("zp", F) + constant("w", {1, k, n}, weight) + "  %r0 = tosa.matmul %a0, %w, %zp, %zp : (" +
+             mt(a) + ", " + mt(w) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.ref = [m, k, n, weight](const std::vector<Values> &in) {
+      Values y(size_t(m * n), 0.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t p = 0; p < k; ++p) y[size_t(i * n + j)] += in[0][size_t(i * k + p)] * weight[size_t(p * n + j)];
+      return std::vector<Values>{y};
+    };
+    c.ranges = {{-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    c.paddedRows = n % 64 == 0;
+    cs.push_back(c);
+  }
+  struct ConstConv {
+    int64_t h, c, f, k, s;
+  };
+  for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1}, {11, 8, 128, 3, 2}, {7, 24, 40, 1, 1}}) {
+    int64_t p = g.k / 2, oh = (g.h + 2 * p - g.k) / g.s + 1;
+    Case c;
+    TensorType x = tt(F, {1, g.h, g.h, g.c}), w = tt(F, {g.f, g.k, g.k, g.c}), b = tt(F, {g.f}),
+               o = tt(F, {1, oh, oh, g.f});
+    c.name = "conv2d_const_filter_" + shapeToString(x.shape) + "_f" + std::to_string(g.f) + "_k" +
+             std::to_string(g.k) + "_s" + std::to_string(g.s);
+    c.args = {x, b};
+    c.results = {o};
+    ref::Vec filter;
+    std::string pad = std::to_string(p);
+    c.body = zeroConst("zp", F) + constant("w", {g.f, g.k, g.k, g.c}, filter) +
+             "  %r0 = \"tosa.conv2d\"(%a0, %w, %a1, %zp, %zp) <{acc_type = f32, pad = array<i64: " + pad + ", " +
+             pad + ", " + pad + ", " + pad + ">, stride = array<i64: " + std::to_string(g.s) + ", " +
+             std::to_string(g.s) + ">, dilation = array<i64: 1, 1>}> : (" + mt(x) + ", " + mt(w) + ", " + mt(b) +
+             ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.ref = [g, p, x, w, filter](const std::vector<Values> &in) {
+      const int64_t pads[4] = {p, p, p, p}, st[2] = {g.s, g.s}, dl[2] = {1, 1};
+      ref::Dims os;
+      ref::Vec y = ref::conv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                               filter, ref::Dims(w.shape.begin(), w.shape.end()), ref::Vec(in[1].begin(), in[1].end()),
+                               pads, st, dl, os);
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    c.paddedRows = g.f % 64 == 0;
+    cs.push_back(c);
+  }
   for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
     Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
     c.name = "reduce_sum_3x" + std::to_string(n);
@@ -1254,7 +1330,13 @@ std::string runCase(Runtime &rt, const Case &c) {
   bool winograd = false;
   for (const auto &step : fn->plan.steps)
     for (const std::string &op : step.ops) winograd |= op == "tosa.custom:kiln.winograd_filter";
-  return fn->placementSummary() + (winograd ? " [winograd]" : "");
+  // Whether a weight is stored with padded rows (a step reads a weight
+  // through a slice; no case slices a weight otherwise).
+  bool padded = false;
+  for (const auto &step : fn->plan.steps)
+    for (int id : step.inputs)
+      padded |= fn->plan.values[id].kind == lowering::PlanValue::kWeight && llvm::is_contained(step.ops, "tosa.slice");
+  return fn->placementSummary() + (winograd ? " [winograd]" : "") + (padded ? " [padded rows]" : "");
 }
 
 }  // namespace
@@ -1278,6 +1360,7 @@ TEST_P(TosaOp, JitMatchesReference) {
   EXPECT_NE(placement.find(" 0 handwritten"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
             GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
+  EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
 }
 
 // The same cases through the narrower vector strategies: AVX2 (256 bits) and
@@ -1304,6 +1387,7 @@ TEST_P(TosaOp, JitNarrowVectorsMatchReference) {
     std::string placement = runCase(*rt, GetParam());
     EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
               GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
+    EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
   }
 }
 

@@ -654,6 +654,16 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
             std::string::npos);
   merged.merge(llvm::cantFail(ops::parseOpModes("winograd=off")));
   EXPECT_FALSE(merged.winogradOn());
+  // padrows=on|off too.
+  auto unpadded = llvm::cantFail(ops::parseOpModes("padrows=off,winograd=off"));
+  EXPECT_FALSE(unpadded.padRowsOn());
+  EXPECT_EQ(unpadded.canonical(), "winograd=off,padrows=off");
+  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).padRowsOn());
+  auto badPad = ops::parseOpModes("padrows=1");
+  ASSERT_FALSE(bool(badPad));
+  EXPECT_NE(llvm::toString(badPad.takeError()).find("op mode 'padrows=1': padrows takes on or off"), std::string::npos);
+  merged.merge(unpadded);
+  EXPECT_FALSE(merged.padRowsOn());
 
   auto a = runtimeWith("measure=on");
   auto b = runtimeWith("measure=off");
