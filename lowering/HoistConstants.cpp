@@ -145,6 +145,17 @@ ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::Ar
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 
+/// Copies `rows` rows of `row` elements (`elemBytes` each) from `in` to
+/// `out`, each followed by `padding` zero elements there.
+void copyRowsPadded(const char *in, char *out, int64_t rows, int64_t row, int64_t padding, size_t elemBytes) {
+  size_t rowBytes = size_t(row) * elemBytes, padBytes = size_t(padding) * elemBytes;
+  for (int64_t r = 0; r < rows; ++r) {
+    char *dst = out + size_t(r) * (rowBytes + padBytes);
+    std::memcpy(dst, in + size_t(r) * rowBytes, rowBytes);
+    std::memset(dst + rowBytes, 0, padBytes);
+  }
+}
+
 /// `value` of `type` with its dimensions permuted by `perm` and `padding`
 /// zero elements added to each innermost row, as a dense_resource made once
 /// (derivedWeight).
@@ -165,12 +176,7 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
                          if (!padding) return permute(source, out, type.getShape(), perm, elemBytes);
                          std::vector<char> rows(size_t(type.getNumElements()) * elemBytes);
                          permute(source, rows.data(), type.getShape(), perm, elemBytes);
-                         size_t rowBytes = size_t(row) * elemBytes, padBytes = size_t(padding) * elemBytes;
-                         for (int64_t r = 0; r < type.getNumElements() / row; ++r) {
-                           char *dst = out + size_t(r) * (rowBytes + padBytes);
-                           std::memcpy(dst, rows.data() + size_t(r) * rowBytes, rowBytes);
-                           std::memset(dst + rowBytes, 0, padBytes);
-                         }
+                         copyRowsPadded(rows.data(), out, type.getNumElements() / row, row, padding, elemBytes);
                        });
 }
 
@@ -200,18 +206,23 @@ int winogradTileOf(Operation *op) {
 }
 
 /// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
-/// F(m x m, 3 x 3) as an [a, a, C, F] dense_resource made once
-/// (derivedWeight).
-ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m) {
+/// F(m x m, 3 x 3) as an [a, a, C, F + padding] dense_resource made once
+/// (derivedWeight), `padding` zeros after each row of F.
+ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m,
+                            int64_t padding) {
   if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
   int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
   int a = winograd::matrices(m).a;
-  auto result = RankedTensorType::get({a, a, c, f}, type.getElementType());
-  return derivedWeight(value, result, perm, "_winograd" + std::to_string(m), size_t(type.getNumElements()) * 4,
+  auto result = RankedTensorType::get({a, a, c, f + padding}, type.getElementType());
+  std::string suffix = "_winograd" + std::to_string(m) + (padding ? "_pad" + std::to_string(padding) : "");
+  return derivedWeight(value, result, perm, suffix, size_t(type.getNumElements()) * 4,
                        [&](const char *source, char *out) {
                          std::vector<float> fhwc(size_t(type.getNumElements()));
                          permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
-                         winograd::transformFilter(fhwc.data(), f, c, m, reinterpret_cast<float *>(out));
+                         std::vector<float> u(size_t(a * a * c * f));
+                         winograd::transformFilter(fhwc.data(), f, c, m, padding ? u.data() : reinterpret_cast<float *>(out));
+                         if (padding)
+                           copyRowsPadded(reinterpret_cast<const char *>(u.data()), out, a * a * c, f, padding, 4);
                        });
 }
 
@@ -236,6 +247,16 @@ Operation *foldTransposes(Operation *op, SmallVector<int64_t> &perm) {
   return end;
 }
 
+/// `weight` without the `padding` elements at the end of its rows.
+Value unpadRows(ImplicitLocOpBuilder &b, Value weight, int64_t padding) {
+  auto stored = cast<RankedTensorType>(weight.getType());
+  SmallVector<int64_t> rows(stored.getShape());
+  rows.back() -= padding;
+  return tosa::SliceOp::create(b, RankedTensorType::get(rows, stored.getElementType()), weight,
+                               tosa::getTosaConstShape(b, SmallVector<int64_t>(rows.size(), 0)),
+                               tosa::getTosaConstShape(b, rows));
+}
+
 }  // namespace
 
 HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts &layouts) {
@@ -256,15 +277,17 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     int winogradTile = layouts.convWinograd && filter ? winogradTileOf(end) : 0;
     ElementsAttr stored;
     std::string key;
+    int64_t rowPadding = 0;
     if (winogradTile) {
-      stored = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile);
+      // Rows of F, as HWCF filters' (see below).
+      if (layouts.padFilterRows) rowPadding = rowPaddingOf(cast<RankedTensorType>(endType).getDimSize(0));
+      stored = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile, rowPadding);
       if (stored)
         key = "w" + std::to_string(winogradTile) + ":";
       else
-        winogradTile = 0;  // cannot transform these bytes (an elided blob)
+        winogradTile = rowPadding = 0;  // cannot transform these bytes (an elided blob)
     }
     bool hwcf = false;
-    int64_t rowPadding = 0;
     if (!stored) {
       hwcf = layouts.convFiltersHWCF && filter;
       if (hwcf) {
@@ -315,13 +338,16 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
     for (auto [op, weight] : plan.uses) {
       Value arg = fn.getArgument(first + weight);
       if (int m = plan.weights[weight].winogradTile) {
-        // Each conv reads the filter back through an op of its own, just
-        // before it, so that the two land in one cluster.
+        // Each conv reads the filter back through an op of its own (after
+        // a slice of the padded rows), just before it, so that they land in
+        // one cluster.
         Type fhwc = op->getResult(0).getType();
         for (OpOperand &use : llvm::make_early_inc_range(op->getResult(0).getUses())) {
-          OpBuilder b(use.getOwner());
-          auto read = tosa::CustomOp::create(b, use.getOwner()->getLoc(), TypeRange{fhwc}, kWinogradFilterOp,
-                                             kWinogradDomain, "m=" + std::to_string(m), ValueRange{arg});
+          ImplicitLocOpBuilder b(use.getOwner()->getLoc(), use.getOwner());
+          Value u = arg;
+          if (int64_t padding = plan.weights[weight].rowPadding) u = unpadRows(b, arg, padding);
+          auto read = tosa::CustomOp::create(b, TypeRange{fhwc}, kWinogradFilterOp, kWinogradDomain,
+                                             "m=" + std::to_string(m), ValueRange{u});
           use.set(read->getResult(0));
         }
       } else if (int64_t padding = plan.weights[weight].rowPadding) {
@@ -329,14 +355,9 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
         // for a filter stored HWCF, the transpose back to FHWC), just
         // before it, so that they land in its cluster and fold into its
         // loads.
-        auto stored = cast<RankedTensorType>(arg.getType());
-        SmallVector<int64_t> rows(stored.getShape());
-        rows.back() -= padding;
         for (OpOperand &use : llvm::make_early_inc_range(op->getResult(0).getUses())) {
           ImplicitLocOpBuilder b(use.getOwner()->getLoc(), use.getOwner());
-          Value read = tosa::SliceOp::create(b, RankedTensorType::get(rows, stored.getElementType()), arg,
-                                             tosa::getTosaConstShape(b, SmallVector<int64_t>(rows.size(), 0)),
-                                             tosa::getTosaConstShape(b, rows));
+          Value read = unpadRows(b, arg, padding);
           if (plan.weights[weight].filterHWCF)
             read = tosa::TransposeOp::create(b, op->getResult(0).getType(), read, b.getDenseI32ArrayAttr({3, 0, 1, 2}));
           use.set(read);

@@ -1116,7 +1116,8 @@ std::vector<Case> sweepCases() {
   for (const Wino &g : std::vector<Wino>{{1, 32, 16, 16, 1, true},    // F(4x4), 64 tiles
                                          {1, 30, 8, 24, 1, false},    // F(4x4), edge tiles cut
                                          {2, 16, 16, 8, 1, true},     // F(2x2), batch 2
-                                         {1, 34, 8, 16, 0, true}}) {  // F(4x4), unpadded
+                                         {1, 34, 8, 16, 0, true},     // F(4x4), unpadded
+                                         {1, 16, 8, 64, 1, true}}) {  // F(2x2), filter rows padded
     int64_t oh = g.h + 2 * g.pad - 2;
     Case c;
     TensorType x = tt(F, {g.n, g.h, g.h, g.c}), w = tt(F, {g.f, 3, 3, g.c}), b = tt(F, {g.f}),
@@ -1158,6 +1159,7 @@ std::vector<Case> sweepCases() {
     c.ranges = {{-1, 1}, {-1, 1}};
     c.rtol = 1e-4;
     c.atol = 1e-4;
+    c.paddedRows = g.f % 64 == 0;
     cs.push_back(c);
   }
   // Constant weights whose rows generated code walks down: a matmul's B
