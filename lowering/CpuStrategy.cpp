@@ -855,6 +855,10 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // host (Zen) the stride-2 1x1 conv 13x13x1024 -> 2048 went from
         // 7.2-7.4 to 2.7-3.4 ms per call (BM_ResNet50Conv/20). (Huge pages
         // for weights did not help a matmul with such rows; not kept.)
+        // Constant filters are now stored with padded rows (kiln-hoist-
+        // constants), which removes the aliasing itself; the cap stays for
+        // filters that are not, and dropping it for padded ones measured
+        // within the noise.
         int64_t cbLimit = std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4),
                                             kFilterBlockSpanBytes / (KH * KW * F * 4));
         int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
