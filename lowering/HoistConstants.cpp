@@ -14,9 +14,10 @@
 // same Winograd tile (lowering/Winograd.h) is stored transformed,
 // [a, a, C, F], and read through `tosa.custom kiln.winograd_filter` placed
 // just before each conv, which kiln-winograd-conv folds into the conv.
-// With pad-weight-rows, tosa.matmul's constant B operands and HWCF filters
-// are stored with longer rows (WeightLayouts::padMatmulWeights) and read back
-// through a tosa.slice (and the HWCF transpose) just before each user.
+// With pad-weight-rows, tosa.matmul's constant B operands, HWCF filters and
+// Winograd-stored filters are stored with longer rows
+// (WeightLayouts::padMatmulWeights) and read back through a tosa.slice (then
+// the HWCF transpose or the winograd_filter read) just before each user.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -73,27 +74,24 @@ llvm::ArrayRef<char> rawBytes(ElementsAttr value) {
   return {};
 }
 
-/// A filter only tosa.conv2d reads as its weight, in FHWC f32.
-bool isConvFilter(Operation *op, Type type) {
+/// `op`'s result (of `type`: static, f32, of `rank`) is read only as
+/// operand 1 of `OpT` ops (and read at all).
+template <typename OpT>
+bool onlyWeightOf(Operation *op, Type type, int64_t rank) {
   auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || t.getRank() != 4 || !t.hasStaticShape() || !t.getElementType().isF32()) return false;
+  if (!t || t.getRank() != rank || !t.hasStaticShape() || !t.getElementType().isF32()) return false;
   Value v = op->getResult(0);
   if (v.use_empty()) return false;
   for (OpOperand &use : v.getUses())
-    if (!isa<tosa::Conv2DOp>(use.getOwner()) || use.getOperandNumber() != 1) return false;
+    if (!isa<OpT>(use.getOwner()) || use.getOperandNumber() != 1) return false;
   return true;
 }
 
+/// A filter only tosa.conv2d reads as its weight, in FHWC f32.
+bool isConvFilter(Operation *op, Type type) { return onlyWeightOf<tosa::Conv2DOp>(op, type, 4); }
+
 /// A weight only tosa.matmul reads, as its B operand, in f32.
-bool isMatmulWeight(Operation *op, Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || t.getRank() != 3 || !t.hasStaticShape() || !t.getElementType().isF32()) return false;
-  Value v = op->getResult(0);
-  if (v.use_empty()) return false;
-  for (OpOperand &use : v.getUses())
-    if (!isa<tosa::MatMulOp>(use.getOwner()) || use.getOperandNumber() != 1) return false;
-  return true;
-}
+bool isMatmulWeight(Operation *op, Type type) { return onlyWeightOf<tosa::MatMulOp>(op, type, 3); }
 
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
 /// row-major arrays of `bytes`-byte elements.
@@ -219,10 +217,11 @@ ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::Arr
                        [&](const char *source, char *out) {
                          std::vector<float> fhwc(size_t(type.getNumElements()));
                          permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
+                         if (!padding)
+                           return winograd::transformFilter(fhwc.data(), f, c, m, reinterpret_cast<float *>(out));
                          std::vector<float> u(size_t(a * a * c * f));
-                         winograd::transformFilter(fhwc.data(), f, c, m, padding ? u.data() : reinterpret_cast<float *>(out));
-                         if (padding)
-                           copyRowsPadded(reinterpret_cast<const char *>(u.data()), out, a * a * c, f, padding, 4);
+                         winograd::transformFilter(fhwc.data(), f, c, m, u.data());
+                         copyRowsPadded(reinterpret_cast<const char *>(u.data()), out, a * a * c, f, padding, 4);
                        });
 }
 
