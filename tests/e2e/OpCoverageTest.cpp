@@ -1103,6 +1103,25 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // A constant weight of `shape` named %<name> (values sin(0.37 i + 0.5) / 2
+  // in 6 digits, also written to `values` for the reference), built as a
+  // flat tosa.const reshaped.
+  auto constant = [](const std::string &name, const std::vector<int64_t> &shape, ref::Vec &values) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    values.resize(size_t(n));
+    std::string lit;
+    for (int64_t i = 0; i < n; ++i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6f", std::sin(0.37 * double(i) + 0.5) * 0.5);
+      values[size_t(i)] = std::strtod(text, nullptr);
+      lit += (i ? ", " : "") + std::string(text);
+    }
+    TensorType flat = tt(F, {n}), typed = tt(F, shape);
+    return "  %" + name + "f = \"tosa.const\"() <{values = dense<[" + lit + "]> : " + mt(flat) + "}> : () -> " +
+           mt(flat) + "\n" + shapeConst(name + "s", shape) + "  %" + name + " = tosa.reshape %" + name + "f, %" +
+           name + "s : (" + mt(flat) + ", !tosa.shape<" + std::to_string(shape.size()) + ">) -> " + mt(typed) + "\n";
+  };
   // 3x3 stride-1 convs on constant filters: hoisting stores the filters
   // Winograd-transformed and kiln-winograd-conv computes them in Winograd
   // form (F(4x4) and F(2x2) tiles, maps in whole tiles and not, a batch of
@@ -1127,20 +1146,10 @@ std::vector<Case> sweepCases() {
     c.args = {x, b};
     c.results = {o};
     // The filter as a constant (weights are what hoisting transforms).
-    ref::Vec filter(size_t(g.f * 9 * g.c));
-    std::string lit;
-    for (size_t i = 0; i < filter.size(); ++i) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.6f", std::sin(0.37 * double(i) + 0.5) * 0.5);
-      filter[i] = std::strtod(text, nullptr);
-      lit += (i ? ", " : "") + std::string(text);
-    }
+    ref::Vec filter;
     std::string pad = std::to_string(g.pad);
-    c.body = zeroConst("zp", F) + "  %w = \"tosa.const\"() <{values = dense<[" + lit + "]> : tensor<" +
-             std::to_string(filter.size()) + "xf32>}> : () -> tensor<" + std::to_string(filter.size()) + "xf32>\n" +
-             shapeConst("ws", {g.f, 3, 3, g.c}) + "  %wr = tosa.reshape %w, %ws : (tensor<" +
-             std::to_string(filter.size()) + "xf32>, !tosa.shape<4>) -> " + mt(w) + "\n" +
-             "  %y = \"tosa.conv2d\"(%a0, %wr, %a1, %zp, %zp) <{acc_type = f32, pad = array<i64: " + pad + ", " + pad +
+    c.body = zeroConst("zp", F) + constant("w", {g.f, 3, 3, g.c}, filter) +
+             "  %y = \"tosa.conv2d\"(%a0, %w, %a1, %zp, %zp) <{acc_type = f32, pad = array<i64: " + pad + ", " + pad +
              ", " + pad + ", " + pad + ">, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>}> : (" + mt(x) +
              ", " + mt(w) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
     c.body += g.clamp ? "  %r0 = tosa.clamp %y {min_val = 0.0 : f32, max_val = 0.5 : f32} : (" + mt(o) + ") -> " +
@@ -1166,22 +1175,6 @@ std::vector<Case> sweepCases() {
   // and conv filters with rows a multiple of 256 bytes are stored with
   // padded rows and read back through a slice (WeightLayouts::
   // padMatmulWeights); rows of other lengths stay as they are.
-  auto constant = [](const std::string &name, const std::vector<int64_t> &shape, ref::Vec &values) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    values.resize(size_t(n));
-    std::string lit;
-    for (int64_t i = 0; i < n; ++i) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.6f", std::sin(0.37 * double(i) + 0.5) * 0.5);
-      values[size_t(i)] = std::strtod(text, nullptr);
-      lit += (i ? ", " : "") + std::string(text);
-    }
-    TensorType flat = tt(F, {n}), typed = tt(F, shape);
-    return "  %" + name + "f = \"tosa.const\"() <{values = dense<[" + lit + "]> : " + mt(flat) + "}> : () -> " +
-           mt(flat) + "\n" + shapeConst(name + "s", shape) + "  %" + name + " = tosa.reshape %" + name + "f, %" +
-           name + "s : (" + mt(flat) + ", !tosa.shape<" + std::to_string(shape.size()) + ">) -> " + mt(typed) + "\n";
-  };
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 24, 64}, {33, 16, 128}, {4, 8, 40}}) {
     Case c;
     TensorType a = tt(F, {1, m, k}), w = tt(F, {1, k, n}), o = tt(F, {1, m, n});
