@@ -62,6 +62,8 @@ lowering::WeightLayouts HostTarget::weightLayouts(const ops::PlacementOptions &p
   // Padded rows where generated code reads them (a kernel would read a
   // per-call copy of the slice).
   l.padFilterRows = l.convFiltersHWCF && placement.padRowsOn();
+  l.panelStreamingFilters = l.convFiltersHWCF && placement.panelsOn();
+  l.tuning = tuning_;
   l.padMatmulWeights = tuning_.vectorBits > 0 && placement.padRowsOn() &&
                        placement.modeFor("tosa.matmul") != ops::OpMode::kKernel;
   return l;

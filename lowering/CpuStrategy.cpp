@@ -13,7 +13,9 @@
 //   conv_2d_nhwc_fhwc/hwcf filter to HWCF (a packed constant filter's
 //                          transpose cancels: see kiln-hoist-constants),
 //                          parallel blocks of output rows and of output
-//                          channels sized for L2, then a register tile over
+//                          channels sized for L2 (a filter that streams
+//                          from memory: wide blocks of filters, each block
+//                          read from its own panel), then a register tile over
 //                          (output width, output channels), decomposed to 1-D
 //                          convolutions and vectorized like matmul.
 //   depthwise conv, pooling  rows of output pixels x channel vectors, the
@@ -105,10 +107,30 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning) {
 }
 
 namespace {
-
 /// Ops of at least this many FLOPs run their outer tiles in parallel
 /// (kiln_parallel_for); smaller ones stay on the calling thread.
 constexpr double kParallelMinFlops = 4e6;
+/// Convs with at most this many output pixels and a filter bigger than L2
+/// stream their filter (streamingFilterBlock) ...
+constexpr int64_t kStreamingMaxPixels = 64;
+/// ... in this many blocks of filters (parallel tiles).
+constexpr int64_t kStreamingBlocks = 4;
+int64_t blockOf(int64_t dim, int64_t unit, int64_t limit);
+}  // namespace
+
+int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
+                             const CpuTuning &tuning) {
+  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes || pixels > kStreamingMaxPixels ||
+      2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
+    return 0;
+  RegisterTile rt = chooseRegisterTile(ow, f, tuning);
+  if (rt.n < 4) return 0;
+  int64_t fc = blockOf(f, rt.n, std::max<int64_t>(rt.n, f / kStreamingBlocks));
+  return fc < f ? fc : 0;
+}
+
+namespace {
+
 /// Most bytes the rows of one input-channel block of a conv filter span (see
 /// the conv strategy).
 constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
@@ -828,14 +850,21 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           return;
         }
         int64_t filterRowBytes = KH * KW * C * 4;
-        int64_t fc = blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
         int64_t NB = bounds[0], OH = bounds[1];
+        // A conv that streams its filter (streamingFilterBlock): blocks of
+        // filters wide enough to read long runs of each filter row, every
+        // output row in each block, so that one thread reads each filter
+        // byte once.
+        int64_t streamBlock = streamingFilterBlock(KH, KW, C, F, OW, NB * OH * OW, tuning);
+        bool streaming = streamBlock > 0;
+        int64_t fc = streaming ? streamBlock
+                               : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
         std::string h = tag();
         if (isa<linalg::Conv2DNhwcFhwcOp>(op)) h = schedule.op("transpose_conv2d", h);
         bool parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
         if (parallel) {
           // Blocks of output rows (and filter blocks) for the threads.
-          int64_t ohb = rowBlockForThreads(OH, NB * (F / fc));
+          int64_t ohb = streaming ? OH : rowBlockForThreads(OH, NB * (F / fc));
           parallel = NB * (OH / ohb) * (F / fc) > 1;
           if (parallel) h = tileFused(h, bounds, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc}, f);
         }
@@ -935,7 +964,68 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (failed(apply(module, schedule.text()))) return signalPassFailure();
       module.walk([](Operation *op) { op->removeAttr(kStrategyIdAttr); });
     }
+    readPanels(module);
     approximateVectorMath(module);
+  }
+
+  /// A filter stored in panels (WeightLayouts::panelStreamingFilters)
+  /// reaches the conv as transpose(collapse(transpose(panels))): the graph's
+  /// way back to FHWC, then the strategy's to HWCF. Each parallel block of
+  /// the conv slices one block of fc filters out of it, which is one panel:
+  /// the slice becomes a slice of the panels (a contiguous view), and the two
+  /// transposes (each a copy of the whole filter on every call) go away. An
+  /// unsliced use keeps them (correct, slow).
+  void readPanels(ModuleOp module) {
+    SmallVector<tensor::ExtractSliceOp> slices;
+    module.walk([&](tensor::ExtractSliceOp s) { slices.push_back(s); });
+    IRRewriter rewriter(&getContext());
+    llvm::SetVector<Operation *> maybeDead;
+    for (tensor::ExtractSliceOp slice : slices) {
+      auto hwcf = slice.getSource().getDefiningOp<linalg::TransposeOp>();
+      if (!hwcf || hwcf.getPermutation() != ArrayRef<int64_t>{1, 2, 3, 0}) continue;
+      auto collapse = hwcf.getInput().getDefiningOp<tensor::CollapseShapeOp>();
+      if (!collapse || collapse.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}})
+        continue;
+      auto grouped = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
+      if (!grouped || grouped.getPermutation() != ArrayRef<int64_t>{0, 4, 1, 2, 3}) continue;
+      Value panels = grouped.getInput();
+      auto panelType = cast<RankedTensorType>(panels.getType());
+      int64_t fc = panelType.getDimSize(4);
+      // The slice: every (kh, kw, c), fc filters from a multiple of fc.
+      auto sliceType = slice.getResultType();
+      if (sliceType.getRank() != 4 || !slice.hasUnitStride() ||
+          sliceType.getShape() != ArrayRef<int64_t>{panelType.getDimSize(1), panelType.getDimSize(2),
+                                                    panelType.getDimSize(3), fc})
+        continue;
+      SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+      if (!llvm::all_of(ArrayRef(offsets).take_front(3), [](OpFoldResult o) { return isZeroInteger(o); })) continue;
+      std::optional<int64_t> constant = getConstantIntValue(offsets[3]);
+      bool multiple = constant && *constant % fc == 0;
+      if (!constant)
+        if (auto apply = dyn_cast_or_null<affine::AffineApplyOp>(cast<Value>(offsets[3]).getDefiningOp())) {
+          AffineExpr e = apply.getAffineMap().getNumResults() == 1 ? apply.getAffineMap().getResult(0) : AffineExpr();
+          auto mul = dyn_cast_or_null<AffineBinaryOpExpr>(e);
+          auto k = mul && mul.getKind() == AffineExprKind::Mul ? dyn_cast<AffineConstantExpr>(mul.getRHS()) : nullptr;
+          multiple = k && isa<AffineDimExpr, AffineSymbolExpr>(mul.getLHS()) && k.getValue() % fc == 0;
+        }
+      if (!multiple) continue;
+      rewriter.setInsertionPoint(slice);
+      Location loc = slice.getLoc();
+      OpFoldResult panel = affine::makeComposedFoldedAffineApply(
+          rewriter, loc, rewriter.getAffineDimExpr(0).floorDiv(fc), ArrayRef<OpFoldResult>{offsets[3]});
+      OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+      SmallVector<OpFoldResult> panelOffsets = {panel, zero, zero, zero, zero};
+      SmallVector<OpFoldResult> sizes = {one};
+      for (int64_t d : sliceType.getShape()) sizes.push_back(rewriter.getIndexAttr(d));
+      Value read = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, panels, panelOffsets, sizes,
+                                                  SmallVector<OpFoldResult>(5, one));
+      rewriter.replaceOp(slice, read);
+      maybeDead.insert(hwcf);
+      maybeDead.insert(collapse);
+      maybeDead.insert(grouped);
+    }
+    for (Operation *op : maybeDead)  // users first: the HWCF transpose, the collapse, the first transpose
+      if (op->use_empty()) rewriter.eraseOp(op);
   }
 
   /// Transcendentals on vectors become polynomials (vectorized FMAs) instead

@@ -35,6 +35,20 @@ struct RegisterTile {
 /// vectors are) are the most.
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning);
 
+/// Filters per parallel block of a conv (f32, `kh` x `kw` x `c` -> `f`,
+/// output width `ow`, `pixels` output pixels in all) whose filter streams
+/// from memory on every call: bigger than L2 and few output pixels to reuse
+/// it (ResNet-50's last stage: 49 pixels, 4-9 MB filters), so that how the
+/// threads read the filter decides the time. 0 when the conv is not one.
+/// Blocks of fc filters read fc floats of every filter row, rows F floats
+/// apart: 32 filters (128 B of each 2 KiB row) read 4 GB/s from memory on
+/// a Zen 4 where a sequential read reaches 17; the block is a quarter of
+/// the filters (at least a register tile) for longer runs. The conv
+/// strategy gives each block every output row, and HoistConstants stores
+/// such filters block by block (panels), each block one contiguous run.
+int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
+                             const CpuTuning &tuning);
+
 /// Attribute that tags an op with its strategy's id while the schedule runs.
 inline constexpr llvm::StringLiteral kStrategyIdAttr = "kiln.strategy_id";
 

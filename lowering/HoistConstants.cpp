@@ -18,6 +18,9 @@
 // Winograd-stored filters are stored with longer rows
 // (WeightLayouts::padMatmulWeights) and read back through a tosa.slice (then
 // the HWCF transpose or the winograd_filter read) just before each user.
+// With panel-streaming-filters, filters of convs that stream them
+// (streamingFilterBlock) are stored HWCF in panels of fc filters, [F/fc, KH,
+// KW, C, fc], read back through tosa.transpose + tosa.reshape.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -178,6 +181,47 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
                        });
 }
 
+/// `value` of `type` permuted by `perm` to HWCF [KH, KW, C, F], stored in
+/// panels of `fc` filters: [F/fc, KH, KW, C, fc].
+ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t fc) {
+  Type elem = type.getElementType();
+  if (!elem.isF32() || !type.hasStaticShape() || type.getRank() != 4) return {};
+  SmallVector<int64_t> hwcf;
+  for (int64_t p : perm) hwcf.push_back(type.getDimSize(p));
+  if (fc <= 0 || hwcf[3] % fc) return {};
+  SmallVector<int64_t> split = {hwcf[0], hwcf[1], hwcf[2], hwcf[3] / fc, fc};
+  SmallVector<int64_t> shape = {split[3], split[0], split[1], split[2], fc};
+  std::string suffix;
+  for (int64_t d : hwcf) suffix += "_" + std::to_string(d);
+  suffix += "_panel" + std::to_string(fc);
+  size_t bytes = size_t(type.getNumElements()) * 4;
+  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix, bytes,
+                       [&](const char *source, char *out) {
+                         std::vector<char> rows(bytes);
+                         permute(source, rows.data(), type.getShape(), perm, 4);
+                         permute(rows.data(), out, split, {3, 0, 1, 2, 4}, 4);
+                       });
+}
+
+/// The filter block (streamingFilterBlock) every conv reading `op`'s result
+/// (an FHWC filter only tosa.conv2d reads) streams its filter in, or 0 when
+/// one does not or they differ.
+int64_t filterBlockOf(Operation *op, const CpuTuning &tuning) {
+  auto filter = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t block = -1;
+  for (Operation *user : op->getResult(0).getUsers()) {
+    auto conv = cast<tosa::Conv2DOp>(user);
+    auto out = dyn_cast<RankedTensorType>(conv.getType());
+    if (!out || !out.hasStaticShape() || out.getRank() != 4 || !out.getElementType().isF32()) return 0;
+    int64_t fc = streamingFilterBlock(filter.getDimSize(1), filter.getDimSize(2), filter.getDimSize(3),
+                                      filter.getDimSize(0), out.getDimSize(2),
+                                      out.getDimSize(0) * out.getDimSize(1) * out.getDimSize(2), tuning);
+    if (fc == 0 || (block != -1 && fc != block)) return 0;
+    block = fc;
+  }
+  return block < 0 ? 0 : block;
+}
+
 /// The Winograd tile every conv reading `op`'s result (an FHWC filter only
 /// tosa.conv2d reads) takes, or 0: 3x3, stride 1, dilation 1, f32, static
 /// output maps with enough tiles (winograd::tileFor), channel counts in
@@ -276,7 +320,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     int winogradTile = layouts.convWinograd && filter ? winogradTileOf(end) : 0;
     ElementsAttr stored;
     std::string key;
-    int64_t rowPadding = 0;
+    int64_t rowPadding = 0, filterBlock = 0;
     if (winogradTile) {
       // Rows of F, as HWCF filters' (see below).
       if (layouts.padFilterRows) rowPadding = rowPaddingOf(cast<RankedTensorType>(endType).getDimSize(0));
@@ -294,12 +338,20 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
         for (int64_t j : {1, 2, 3, 0}) toHWCF.push_back(perm[j]);
         perm = toHWCF;
       }
-      // Rows a register tile walks down, padded.
-      if ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType)))
+      // A streamed filter in panels (each one contiguous run), else rows a
+      // register tile walks down, padded.
+      if (hwcf && layouts.panelStreamingFilters) filterBlock = filterBlockOf(end, layouts.tuning);
+      // (Panels are one contiguous run each and stay unpadded: padding
+      // their rows and planes as HWCF filters' measured no faster.)
+      if (filterBlock) {
+        stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock);
+        if (!stored) filterBlock = 0;  // (an elided blob): as other filters
+      }
+      if (!filterBlock && ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType))))
         rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
       bool identity = !rowPadding;
       for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
-      stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
+      if (!filterBlock) stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
       if (!stored) {  // cannot permute these bytes (an elided blob): as it is
         stored = value;
         end = op;
@@ -309,6 +361,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     }
     for (int64_t p : perm) key += std::to_string(p) + ",";
     if (rowPadding) key += "pad" + std::to_string(rowPadding);
+    if (filterBlock) key += "panel" + std::to_string(filterBlock);
     auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
                                             unsigned(plan.weights.size()));
     if (inserted) {
@@ -316,6 +369,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
       w.filterHWCF = hwcf;
       w.winogradTile = winogradTile;
       w.rowPadding = rowPadding;
+      w.filterBlock = filterBlock;
       plan.weights.push_back(w);
     }
     plan.uses.push_back({end, it->second});
@@ -349,6 +403,18 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
                                              "m=" + std::to_string(m), ValueRange{u});
           use.set(read->getResult(0));
         }
+      } else if (int64_t fc = plan.weights[weight].filterBlock) {
+        // Panels back to FHWC: [P, KH, KW, C, fc] -> [P, fc, KH, KW, C] ->
+        // [F, KH, KW, C]. The conv strategy reads each parallel block's
+        // panel directly and the two ops fold away (kiln-cpu-strategy).
+        auto fhwc = cast<RankedTensorType>(op->getResult(0).getType());
+        auto panels = cast<RankedTensorType>(arg.getType());
+        ImplicitLocOpBuilder b(op->getLoc(), op);
+        SmallVector<int64_t> grouped = {panels.getDimSize(0), fc, fhwc.getDimSize(1), fhwc.getDimSize(2),
+                                        fhwc.getDimSize(3)};
+        Value t = tosa::TransposeOp::create(b, RankedTensorType::get(grouped, fhwc.getElementType()), arg,
+                                            b.getDenseI32ArrayAttr({0, 4, 1, 2, 3}));
+        arg = tosa::ReshapeOp::create(b, fhwc, t, tosa::getTosaConstShape(b, fhwc.getShape()));
       } else if (int64_t padding = plan.weights[weight].rowPadding) {
         // Each user reads the rows back through a slice of its own (and,
         // for a filter stored HWCF, the transpose back to FHWC), just

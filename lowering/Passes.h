@@ -66,6 +66,9 @@ struct HoistedWeight {
   /// Elements of padding at the end of each row (the innermost dimension),
   /// read back through tosa.slice (see WeightLayouts::padMatmulWeights).
   int64_t rowPadding = 0;
+  /// Filters per panel of a filter stored [F/fc, KH, KW, C, fc] (0: not;
+  /// see WeightLayouts::panelStreamingFilters).
+  int64_t filterBlock = 0;
 };
 struct HoistPlan {
   std::vector<HoistedWeight> weights;

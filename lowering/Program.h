@@ -77,6 +77,14 @@ struct WeightLayouts {
   /// (12 KiB rows) ran at 22% of peak on AVX2, 61% padded.
   bool padMatmulWeights = false;
   bool padFilterRows = false;
+  /// With convFiltersHWCF: filters of convs that stream their filter
+  /// (streamingFilterBlock for `tuning`) stored in panels [F/fc, KH, KW, C,
+  /// fc], one contiguous block per parallel block of the conv strategy
+  /// (which reads it there, kiln-cpu-strategy), and read back by the graph
+  /// as FHWC through tosa.transpose + tosa.reshape, which the strategy folds
+  /// away.
+  bool panelStreamingFilters = false;
+  CpuTuning tuning;
 };
 /// Elements added to each row of `n` f32 elements (see
 /// WeightLayouts::padMatmulWeights): one cache line when rows are a multiple of

@@ -24,6 +24,7 @@ std::string PlacementOptions::canonical() const {
   if (!measuring()) s += std::string(s.empty() ? "" : ",") + "measure=off";
   if (!winogradOn()) s += std::string(s.empty() ? "" : ",") + "winograd=off";
   if (!padRowsOn()) s += std::string(s.empty() ? "" : ",") + "padrows=off";
+  if (!panelsOn()) s += std::string(s.empty() ? "" : ",") + "panels=off";
   return s;
 }
 
@@ -32,6 +33,7 @@ void PlacementOptions::merge(const PlacementOptions &other) {
   if (other.measure) measure = other.measure;
   if (other.winograd) winograd = other.winograd;
   if (other.padRows) padRows = other.padRows;
+  if (other.panels) panels = other.panels;
 }
 
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
@@ -48,6 +50,7 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
     if (std::optional<bool> *toggle = op == "measure"    ? &o.measure
                                       : op == "winograd" ? &o.winograd
                                       : op == "padrows"  ? &o.padRows
+                                      : op == "panels"   ? &o.panels
                                                          : nullptr) {
       if (mode != "on" && mode != "off")
         return error(ErrorCode::kInvalidArgument, "op mode '%s': %s takes on or off", item.str().c_str(),

@@ -20,6 +20,11 @@
 // and conv filters that generated code reads are stored with rows padded off
 // multiples of 256 bytes (lowering::WeightLayouts::padMatmulWeights).
 //
+// Filter panels (`panels`, on unless "panels=off"): filters of convs that
+// stream them from memory (few output pixels, bigger than L2) are stored in
+// panels, one contiguous block per parallel block of the conv
+// (lowering::WeightLayouts::panelStreamingFilters).
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -46,21 +51,24 @@ struct PlacementOptions {
   std::optional<bool> winograd;
   /// Padded weight rows for generated code (unset: on).
   std::optional<bool> padRows;
+  /// Streamed conv filters stored in panels (unset: on).
+  std::optional<bool> panels;
 
   bool measuring() const { return measure.value_or(true); }
   bool winogradOn() const { return winograd.value_or(true); }
   bool padRowsOn() const { return padRows.value_or(true); }
+  bool panelsOn() const { return panels.value_or(true); }
 
   OpMode modeFor(llvm::StringRef op) const;
   /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off",
-  /// ",padrows=off" when off): the cache key's op-mode part.
+  /// ",padrows=off", ",panels=off" when off): the cache key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
   /// `other`'s entries override this one's.
   void merge(const PlacementOptions &other);
 };
 
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off,padrows=off" (also
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off,padrows=off,panels=off" (also
 /// $KILN_OP_MODE).
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
 

@@ -38,6 +38,7 @@ struct Case {
   std::vector<std::pair<double, double>> ranges;
   bool positiveOnly = false;  // floats drawn from [lo, hi] with |x| >= 0.25
   bool paddedRows = false;    // generated code reads a weight stored with padded rows
+  bool panels = false;        // ... or a conv filter stored in panels (streamed filters)
 };
 
 TensorType tt(DType d, std::vector<int64_t> s) { return TensorType{d, Shape(s.begin(), s.end())}; }
@@ -1200,7 +1201,11 @@ std::vector<Case> sweepCases() {
   struct ConstConv {
     int64_t h, c, f, k, s;
   };
-  for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1}, {11, 8, 128, 3, 2}, {7, 24, 40, 1, 1}}) {
+  // The last two stream their filter (bigger than L2, 16 output pixels:
+  // streamingFilterBlock), which is stored in panels the conv reads block by
+  // block.
+  for (const ConstConv &g : std::vector<ConstConv>{
+           {9, 16, 64, 1, 1}, {11, 8, 128, 3, 2}, {7, 24, 40, 1, 1}, {4, 256, 256, 3, 1}, {7, 1024, 512, 1, 2}}) {
     int64_t p = g.k / 2, oh = (g.h + 2 * p - g.k) / g.s + 1;
     Case c;
     TensorType x = tt(F, {1, g.h, g.h, g.c}), w = tt(F, {g.f, g.k, g.k, g.c}), b = tt(F, {g.f}),
@@ -1227,7 +1232,8 @@ std::vector<Case> sweepCases() {
     c.ranges = {{-1, 1}, {-1, 1}};
     c.rtol = 1e-4;
     c.atol = 1e-4;
-    c.paddedRows = g.f % 64 == 0;
+    c.panels = g.c >= 256;
+    c.paddedRows = g.f % 64 == 0 && !c.panels;
     cs.push_back(c);
   }
   for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
@@ -1331,7 +1337,13 @@ std::string runCase(Runtime &rt, const Case &c) {
   for (const auto &step : fn->plan.steps)
     for (int id : step.inputs)
       padded |= fn->plan.values[id].kind == lowering::PlanValue::kWeight && llvm::is_contained(step.ops, "tosa.slice");
-  return fn->placementSummary() + (winograd ? " [winograd]" : "") + (padded ? " [padded rows]" : "");
+  // Whether a conv filter is stored in panels (a 5-D weight).
+  bool panels = false;
+  for (const auto &step : fn->plan.steps)
+    for (int id : step.inputs)
+      panels |= fn->plan.values[id].kind == lowering::PlanValue::kWeight && fn->plan.values[id].type.shape.size() == 5;
+  return fn->placementSummary() + (winograd ? " [winograd]" : "") + (padded ? " [padded rows]" : "") +
+         (panels ? " [panels]" : "");
 }
 
 }  // namespace
@@ -1356,6 +1368,7 @@ TEST_P(TosaOp, JitMatchesReference) {
   EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
             GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
   EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
+  EXPECT_EQ(placement.find("[panels]") != std::string::npos, GetParam().panels) << placement;
 }
 
 // The same cases through the narrower vector strategies: AVX2 (256 bits) and
@@ -1383,6 +1396,7 @@ TEST_P(TosaOp, JitNarrowVectorsMatchReference) {
     EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
               GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
     EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
+    EXPECT_EQ(placement.find("[panels]") != std::string::npos, GetParam().panels) << placement;
   }
 }
 

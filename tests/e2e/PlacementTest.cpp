@@ -664,6 +664,17 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   EXPECT_NE(llvm::toString(badPad.takeError()).find("op mode 'padrows=1': padrows takes on or off"), std::string::npos);
   merged.merge(unpadded);
   EXPECT_FALSE(merged.padRowsOn());
+  // panels=on|off too.
+  auto unpanelled = llvm::cantFail(ops::parseOpModes("panels=off,padrows=off"));
+  EXPECT_FALSE(unpanelled.panelsOn());
+  EXPECT_EQ(unpanelled.canonical(), "padrows=off,panels=off");
+  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).panelsOn());
+  auto badPanels = ops::parseOpModes("panels=yes");
+  ASSERT_FALSE(bool(badPanels));
+  EXPECT_NE(llvm::toString(badPanels.takeError()).find("op mode 'panels=yes': panels takes on or off"),
+            std::string::npos);
+  merged.merge(unpanelled);
+  EXPECT_FALSE(merged.panelsOn());
 
   auto a = runtimeWith("measure=on");
   auto b = runtimeWith("measure=off");
