@@ -44,3 +44,31 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
   EXPECT_EQ(big256.n % 8, 0);
   EXPECT_GE(big256.m * big256.n, 64);
 }
+
+// Which convs stream their filter (few output pixels, a filter bigger than
+// L2) and in how wide blocks of filters: a quarter of them, whole register
+// tiles, at both vector widths.
+TEST(CpuStrategy, StreamingFilterBlocks) {
+  for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
+    SCOPED_TRACE(std::to_string(t.vectorBits) + "-bit vectors");
+    // ResNet-50's last stage (7x7 maps): 3x3 512 -> 512, 1x1 512 -> 2048,
+    // 1x1 2048 -> 512.
+    EXPECT_EQ(streamingFilterBlock(3, 3, 512, 512, 7, 49, t), 128);
+    EXPECT_EQ(streamingFilterBlock(1, 1, 512, 2048, 7, 49, t), 512);
+    EXPECT_EQ(streamingFilterBlock(1, 1, 2048, 512, 7, 49, t), 128);
+    for (int64_t fc : {streamingFilterBlock(3, 3, 256, 256, 4, 16, t), streamingFilterBlock(1, 1, 1024, 512, 4, 16, t)}) {
+      EXPECT_GT(fc, 0);
+      EXPECT_EQ(fc % chooseRegisterTile(4, 64, t).n, 0);
+    }
+    // Many pixels reuse the filter from cache: the usual blocks.
+    EXPECT_EQ(streamingFilterBlock(3, 3, 256, 256, 14, 196, t), 0);
+    // A filter that fits L2 (3x3 64 -> 64 is 147 KiB).
+    EXPECT_EQ(streamingFilterBlock(3, 3, 64, 64, 7, 49, t), 0);
+    // Too little work to run in parallel (one pixel), or too few filters to
+    // split into register tiles (F = 8).
+    EXPECT_EQ(streamingFilterBlock(1, 1, 1024, 1000, 1, 1, t), 0);
+    EXPECT_EQ(streamingFilterBlock(3, 3, 8192, 8, 7, 49, t), 0);
+  }
+  CpuTuning none;  // no vectors: plain loops, no blocks
+  EXPECT_EQ(streamingFilterBlock(3, 3, 512, 512, 7, 49, none), 0);
+}
