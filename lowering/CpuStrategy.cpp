@@ -107,6 +107,7 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning) {
 }
 
 namespace {
+
 /// Ops of at least this many FLOPs run their outer tiles in parallel
 /// (kiln_parallel_for); smaller ones stay on the calling thread.
 constexpr double kParallelMinFlops = 4e6;
@@ -115,22 +116,6 @@ constexpr double kParallelMinFlops = 4e6;
 constexpr int64_t kStreamingMaxPixels = 64;
 /// ... in this many blocks of filters (parallel tiles).
 constexpr int64_t kStreamingBlocks = 4;
-int64_t blockOf(int64_t dim, int64_t unit, int64_t limit);
-}  // namespace
-
-int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
-                             const CpuTuning &tuning) {
-  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes || pixels > kStreamingMaxPixels ||
-      2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
-    return 0;
-  RegisterTile rt = chooseRegisterTile(ow, f, tuning);
-  if (rt.n < 4) return 0;
-  int64_t fc = blockOf(f, rt.n, std::max<int64_t>(rt.n, f / kStreamingBlocks));
-  return fc < f ? fc : 0;
-}
-
-namespace {
-
 /// Most bytes the rows of one input-channel block of a conv filter span (see
 /// the conv strategy).
 constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
@@ -999,18 +984,16 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         continue;
       SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
       if (!llvm::all_of(ArrayRef(offsets).take_front(3), [](OpFoldResult o) { return isZeroInteger(o); })) continue;
-      std::optional<int64_t> constant = getConstantIntValue(offsets[3]);
-      bool multiple = constant && *constant % fc == 0;
-      if (!constant)
-        if (auto apply = dyn_cast_or_null<affine::AffineApplyOp>(cast<Value>(offsets[3]).getDefiningOp())) {
-          AffineExpr e = apply.getAffineMap().getNumResults() == 1 ? apply.getAffineMap().getResult(0) : AffineExpr();
-          auto mul = dyn_cast_or_null<AffineBinaryOpExpr>(e);
-          auto k = mul && mul.getKind() == AffineExprKind::Mul ? dyn_cast<AffineConstantExpr>(mul.getRHS()) : nullptr;
-          multiple = k && isa<AffineDimExpr, AffineSymbolExpr>(mul.getLHS()) && k.getValue() % fc == 0;
-        }
-      if (!multiple) continue;
+      // The offset is a multiple of fc when offset mod fc folds to 0
+      // (a constant, or the tiling's iv * fc).
       rewriter.setInsertionPoint(slice);
       Location loc = slice.getLoc();
+      OpFoldResult rest = affine::makeComposedFoldedAffineApply(
+          rewriter, loc, rewriter.getAffineDimExpr(0) % fc, ArrayRef<OpFoldResult>{offsets[3]});
+      if (!isZeroInteger(rest)) {
+        if (auto v = dyn_cast<Value>(rest)) rewriter.eraseOp(v.getDefiningOp());
+        continue;
+      }
       OpFoldResult panel = affine::makeComposedFoldedAffineApply(
           rewriter, loc, rewriter.getAffineDimExpr(0).floorDiv(fc), ArrayRef<OpFoldResult>{offsets[3]});
       OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
@@ -1069,6 +1052,17 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
 }  // namespace kiln::lowering
 
 namespace kiln::lowering {
+
+int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
+                             const CpuTuning &tuning) {
+  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes || pixels > kStreamingMaxPixels ||
+      2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
+    return 0;
+  RegisterTile rt = chooseRegisterTile(ow, f, tuning);
+  if (rt.n < 4) return 0;
+  int64_t fc = blockOf(f, rt.n, std::max<int64_t>(rt.n, f / kStreamingBlocks));
+  return fc < f ? fc : 0;
+}
 
 CpuTuning CpuTuning::fromFeatures(llvm::StringRef features, int64_t maxVectorBits) {
   auto has = [&](llvm::StringRef f) {

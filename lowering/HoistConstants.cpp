@@ -347,11 +347,13 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
         stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock);
         if (!stored) filterBlock = 0;  // (an elided blob): as other filters
       }
-      if (!filterBlock && ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType))))
-        rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
-      bool identity = !rowPadding;
-      for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
-      if (!filterBlock) stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
+      if (!filterBlock) {
+        if ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType)))
+          rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
+        bool identity = !rowPadding;
+        for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
+        stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
+      }
       if (!stored) {  // cannot permute these bytes (an elided blob): as it is
         stored = value;
         end = op;

@@ -1333,15 +1333,14 @@ std::string runCase(Runtime &rt, const Case &c) {
     for (const std::string &op : step.ops) winograd |= op == "tosa.custom:kiln.winograd_filter";
   // Whether a weight is stored with padded rows (a step reads a weight
   // through a slice; no case slices a weight otherwise).
-  bool padded = false;
+  // And whether a conv filter is stored in panels (a 5-D weight).
+  bool padded = false, panels = false;
   for (const auto &step : fn->plan.steps)
-    for (int id : step.inputs)
-      padded |= fn->plan.values[id].kind == lowering::PlanValue::kWeight && llvm::is_contained(step.ops, "tosa.slice");
-  // Whether a conv filter is stored in panels (a 5-D weight).
-  bool panels = false;
-  for (const auto &step : fn->plan.steps)
-    for (int id : step.inputs)
-      panels |= fn->plan.values[id].kind == lowering::PlanValue::kWeight && fn->plan.values[id].type.shape.size() == 5;
+    for (int id : step.inputs) {
+      if (fn->plan.values[id].kind != lowering::PlanValue::kWeight) continue;
+      padded |= llvm::is_contained(step.ops, "tosa.slice");
+      panels |= fn->plan.values[id].type.shape.size() == 5;
+    }
   return fn->placementSummary() + (winograd ? " [winograd]" : "") + (padded ? " [padded rows]" : "") +
          (panels ? " [panels]" : "");
 }

@@ -643,38 +643,30 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   ops::PlacementOptions merged = llvm::cantFail(ops::parseOpModes("measure=off"));
   merged.merge(llvm::cantFail(ops::parseOpModes("measure=on")));
   EXPECT_TRUE(merged.measuring());
-  // winograd=on|off the same way.
-  auto direct = llvm::cantFail(ops::parseOpModes("measure=off,winograd=off"));
-  EXPECT_FALSE(direct.winogradOn());
-  EXPECT_EQ(direct.canonical(), "measure=off,winograd=off");
-  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).winogradOn());
-  auto badWinograd = ops::parseOpModes("winograd=fast");
-  ASSERT_FALSE(bool(badWinograd));
-  EXPECT_NE(llvm::toString(badWinograd.takeError()).find("op mode 'winograd=fast': winograd takes on or off"),
-            std::string::npos);
-  merged.merge(llvm::cantFail(ops::parseOpModes("winograd=off")));
-  EXPECT_FALSE(merged.winogradOn());
-  // padrows=on|off too.
-  auto unpadded = llvm::cantFail(ops::parseOpModes("padrows=off,winograd=off"));
-  EXPECT_FALSE(unpadded.padRowsOn());
-  EXPECT_EQ(unpadded.canonical(), "winograd=off,padrows=off");
-  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).padRowsOn());
-  auto badPad = ops::parseOpModes("padrows=1");
-  ASSERT_FALSE(bool(badPad));
-  EXPECT_NE(llvm::toString(badPad.takeError()).find("op mode 'padrows=1': padrows takes on or off"), std::string::npos);
-  merged.merge(unpadded);
-  EXPECT_FALSE(merged.padRowsOn());
-  // panels=on|off too.
-  auto unpanelled = llvm::cantFail(ops::parseOpModes("panels=off,padrows=off"));
-  EXPECT_FALSE(unpanelled.panelsOn());
-  EXPECT_EQ(unpanelled.canonical(), "padrows=off,panels=off");
-  EXPECT_TRUE(llvm::cantFail(ops::parseOpModes("")).panelsOn());
-  auto badPanels = ops::parseOpModes("panels=yes");
-  ASSERT_FALSE(bool(badPanels));
-  EXPECT_NE(llvm::toString(badPanels.takeError()).find("op mode 'panels=yes': panels takes on or off"),
-            std::string::npos);
-  merged.merge(unpanelled);
-  EXPECT_FALSE(merged.panelsOn());
+  // winograd, padrows and panels take on|off the same way: off in a spec
+  // (canonical after the toggle written before it), on by default, any other
+  // value refused, and off wins when merged.
+  struct Toggle {
+    const char *name, *before, *bad;
+    bool (ops::PlacementOptions::*on)() const;
+  };
+  for (const Toggle &t : {Toggle{"winograd", "measure", "fast", &ops::PlacementOptions::winogradOn},
+                          Toggle{"padrows", "winograd", "1", &ops::PlacementOptions::padRowsOn},
+                          Toggle{"panels", "padrows", "yes", &ops::PlacementOptions::panelsOn}}) {
+    SCOPED_TRACE(t.name);
+    std::string name = t.name, before = t.before;
+    auto toggledOff = llvm::cantFail(ops::parseOpModes(name + "=off," + before + "=off"));
+    EXPECT_FALSE((toggledOff.*t.on)());
+    EXPECT_EQ(toggledOff.canonical(), before + "=off," + name + "=off");
+    EXPECT_TRUE((llvm::cantFail(ops::parseOpModes("")).*t.on)());
+    std::string badItem = name + "=" + t.bad;
+    auto refused = ops::parseOpModes(badItem);
+    ASSERT_FALSE(bool(refused));
+    EXPECT_NE(llvm::toString(refused.takeError()).find("op mode '" + badItem + "': " + name + " takes on or off"),
+              std::string::npos);
+    merged.merge(toggledOff);
+    EXPECT_FALSE((merged.*t.on)());
+  }
 
   auto a = runtimeWith("measure=on");
   auto b = runtimeWith("measure=off");
