@@ -7,7 +7,9 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace kiln::kernels {
 namespace {
@@ -34,12 +36,44 @@ llvm::Expected<std::vector<TensorType>> matmulShape(llvm::ArrayRef<TensorType> i
   return std::vector<TensorType>{TensorType{out, {a.shape[0], a.shape[1], b.shape[2]}}};
 }
 
+/// y[n] = a[n] (1 x C) * b[n] (C x W), a vector times a matrix (a
+/// classifier's weights, read once per call and usually from memory). Each
+/// worker takes a run of b's rows, so that it reads one contiguous stretch
+/// (rows of a block of columns would be short strided runs, which the
+/// prefetchers follow far worse), into its own partial sum; the partials are
+/// added at the end. A stretch is at least 256 KiB: less is not worth a task.
+void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N, int64_t C, int64_t W) {
+  using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+  constexpr int64_t kMinBytes = 256 << 10;
+  int64_t parts = std::clamp<int64_t>(C * W * int64_t(sizeof(float)) / kMinBytes, 1, std::min<int64_t>(4 * ex.numThreads(), C));
+  std::vector<float> partial(size_t((parts - 1) * W));
+  for (int64_t n = 0; n < N; ++n) {
+    const float *an = a + n * C, *bn = b + n * C * W;
+    float *yn = y + n * W;
+    parallel(ex, parts, 1, [&](int64_t s, int64_t e) {
+      for (int64_t p = s; p < e; ++p) {
+        int64_t k0 = p * C / parts, k1 = (p + 1) * C / parts;
+        Eigen::Map<const RowVec> A(an + k0, k1 - k0);
+        Eigen::Map<const RowMat> B(bn + k0 * W, k1 - k0, W);
+        Eigen::Map<RowVec> Y(p == 0 ? yn : partial.data() + (p - 1) * W, W);
+        Y.noalias() = A * B;
+      }
+    });
+    for (int64_t p = 1; p < parts; ++p)
+      Eigen::Map<RowVec>(yn, W) += Eigen::Map<const RowVec>(partial.data() + (p - 1) * W, W);
+  }
+}
+
 llvm::Error matmulCompute(const KernelArgs &k) {
   int64_t N = k.inputTypes[0].shape[0], H = k.inputTypes[0].shape[1], C = k.inputTypes[0].shape[2];
   int64_t W = k.inputTypes[1].shape[2];
   if (k.inputTypes[0].dtype == DType::f32) {
     const float *a = static_cast<const float *>(k.inputs[0]), *b = static_cast<const float *>(k.inputs[1]);
     float *y = static_cast<float *>(k.outputs[0]);
+    if (H == 1) {
+      gemv(k.executor, a, b, y, N, C, W);
+      return llvm::Error::success();
+    }
     // Work items: (batch, block of 32 rows).
     int64_t blocks = (H + 31) / 32;
     parallel(k.executor, N * blocks, 1, [&](int64_t s, int64_t e) {
