@@ -116,6 +116,7 @@ struct Module::Impl {
   std::shared_ptr<HostExecutor> executor;
   std::unique_ptr<lowering::Program> program;
   double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
+  bool serialSteps = false;       // RuntimeOptions::serialSteps
   // (function, signature) -> code; read-mostly: the call fast path.
   mutable std::shared_mutex tableMu;
   llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>
@@ -150,6 +151,7 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->service = service_;
   impl->executor = executor_;
   impl->callTimeoutSeconds = options_.callTimeoutSeconds;
+  impl->serialSteps = options_.serialSteps;
   impl->program = std::move(program);
   return std::unique_ptr<Module>(new Module(std::move(impl)));
 }
@@ -245,6 +247,7 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm:
                                    {}});
   ExecuteOptions opts;
   opts.runFirstStepInline = inlineFirstStep;
+  opts.serialSteps = impl_->serialSteps;
   if (!cancel && impl_->callTimeoutSeconds > 0) {
     cancel = std::make_shared<CancellationToken>();
     cancel->setTimeout(std::chrono::nanoseconds(int64_t(impl_->callTimeoutSeconds * 1e9)));

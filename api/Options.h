@@ -86,6 +86,12 @@ struct RuntimeOptions {
   /// passed; the runtime stays usable. Compiling a first call is not
   /// interrupted. Calls given their own CancellationToken use its deadline.
   double callTimeoutSeconds = 0;
+  /// Run one step of a call at a time (in an order the graph's dependences
+  /// allow), each step's parallel loops still on every thread. Slower: for
+  /// profiling, so that each step's time in a trace is its own rather than
+  /// shared with independent steps running beside it (`kiln profile
+  /// --serial`).
+  bool serialSteps = false;
   /// Where JIT-compiled code runs: "cpu" (the host), or "cuda" / "cuda:N"
   /// (NVIDIA GPU N; handwritten kernels stay on the host). "" = $KILN_DEVICE,
   /// else cpu. Compiling for a GPU needs none; running without one is an

@@ -84,6 +84,21 @@ const std::vector<std::pair<Case, int>> &resnet50Convs() {
   return all;
 }
 
+/// MobileNetV2's stem and pointwise (1x1) convolutions (torchvision, batch
+/// 1, NHWC), each once, with how many times the network runs it.
+const std::vector<std::pair<Case, int>> &mobilenetV2Convs() {
+  static const std::vector<std::pair<Case, int>> all = {
+      {conv(224, 3, 32, 3, 2), 1},  {conv(112, 32, 16, 1), 1},  {conv(112, 16, 96, 1), 1},
+      {conv(56, 96, 24, 1), 1},     {conv(56, 24, 144, 1), 2},  {conv(56, 144, 24, 1), 1},
+      {conv(28, 144, 32, 1), 1},    {conv(28, 32, 192, 1), 3},  {conv(28, 192, 32, 1), 2},
+      {conv(14, 192, 64, 1), 1},    {conv(14, 64, 384, 1), 4},  {conv(14, 384, 64, 1), 3},
+      {conv(14, 384, 96, 1), 1},    {conv(14, 96, 576, 1), 3},  {conv(14, 576, 96, 1), 2},
+      {conv(7, 576, 160, 1), 1},    {conv(7, 160, 960, 1), 3},  {conv(7, 960, 160, 1), 2},
+      {conv(7, 960, 320, 1), 1},    {conv(7, 320, 1280, 1), 1},
+  };
+  return all;
+}
+
 Case reduce(std::vector<int64_t> shape) {
   TensorType x = f32(shape), o = x;
   o.shape.back() = 1;
@@ -243,6 +258,14 @@ static void BM_ResNet50Conv(benchmark::State &state) {
   state.SetLabel(shapes(c.inputs) + " stride " + std::to_string(llvm::cantFail(c.attrs.getInts("stride"))[0]));
 }
 BENCHMARK(BM_ResNet50Conv)->DenseRange(0, 22)->Unit(benchmark::kMicrosecond);
+
+/// MobileNetV2's stem and pointwise convolutions, as BM_ResNet50Conv.
+static void BM_MobileNetV2Conv(benchmark::State &state) {
+  const auto &[c, count] = mobilenetV2Convs()[size_t(state.range(0))];
+  state.counters["ms_per_inference"] = 1e3 * timeOnConstantWeights(state, c) * count;
+  state.SetLabel(shapes(c.inputs) + " stride " + std::to_string(llvm::cantFail(c.attrs.getInts("stride"))[0]));
+}
+BENCHMARK(BM_MobileNetV2Conv)->DenseRange(0, 19)->Unit(benchmark::kMicrosecond);
 
 /// BERT-base's matmuls (seq 128) with their weights constant, as in the
 /// model: the Q/K/V/output projections and the FFN's two (n, m, k).

@@ -68,6 +68,20 @@ struct Executable::Execution {
   HostExecutor *executor = nullptr;
   std::mutex errorMu;               // error path only
   std::deque<Status> errors;        // stable addresses for `poison`
+  // ExecuteOptions::serialSteps: steps that are ready wait here, and the one
+  // step running takes the next when it ends.
+  bool serial = false;
+  std::mutex readyMu;
+  std::vector<int> ready;
+
+  /// Serial executions: the next ready step, or -1.
+  int takeReady() {
+    std::lock_guard<std::mutex> lock(readyMu);
+    if (ready.empty()) return -1;
+    int s = ready.back();
+    ready.pop_back();
+    return s;
+  }
 
   explicit Execution(const Executable &e)
       : pending(new std::atomic<int32_t>[e.steps_.size()]),
@@ -118,6 +132,7 @@ void Executable::release(Execution *ex) const {
   ex->outputs.clear();
   ex->cancel.reset();
   ex->errors.clear();
+  ex->ready.clear();
   std::shared_ptr<const Executable> self = std::move(ex->exe);
   std::lock_guard<std::mutex> lock(poolMu_);
   pool_.push_back(ex);
@@ -167,6 +182,7 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
   ex->exe = shared_from_this();
   ex->executor = &executor;
   ex->cancel = std::move(options.cancel);
+  ex->serial = options.serialSteps;
   ex->inputs.assign(inputs.begin(), inputs.end());
   for (size_t i = 0; i < inputs.size(); ++i) ex->buffers[inputs_[i]] = inputs[i].rawData();
   for (size_t i = 0; i < outputs_.size(); ++i) {
@@ -183,10 +199,17 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
 
   size_t first = 0;
   if (options.runFirstStepInline) first = 1;
-  for (size_t r = first; r < roots_.size(); ++r) {
-    int root = roots_[r];
-    executor.spawn([this, ex, root] { runFrom(ex, root); });
-  }
+  if (ex->serial) {  // the first root runs, the others wait their turn
+    ex->ready.assign(roots_.rbegin(), roots_.rend() - 1);
+    if (!first) {
+      int root = roots_[0];
+      executor.spawn([this, ex, root] { runFrom(ex, root); });
+    }
+  } else
+    for (size_t r = first; r < roots_.size(); ++r) {
+      int root = roots_[r];
+      executor.spawn([this, ex, root] { runFrom(ex, root); });
+    }
   if (first) runFrom(ex, roots_[0]);
   return results;
 }
@@ -305,9 +328,14 @@ void Executable::finishStep(Execution *ex, int step, const Status *error, int &n
     }
     if (ex->pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       if (next < 0) next = succ;
-      else ex->executor->spawn([this, ex, succ] { runFrom(ex, succ); });
+      else if (ex->serial) {
+        std::lock_guard<std::mutex> lock(ex->readyMu);
+        ex->ready.push_back(succ);
+      } else
+        ex->executor->spawn([this, ex, succ] { runFrom(ex, succ); });
     }
   }
+  if (next < 0 && ex->serial) next = ex->takeReady();
   if (ex->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) release(ex);
 }
 

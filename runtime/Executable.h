@@ -169,6 +169,10 @@ struct ExecuteOptions {
   /// Run the first ready step on the calling thread (lower latency for
   /// synchronous calls); the rest still go to the executor.
   bool runFirstStepInline = false;
+  /// Run one step at a time, in an order the dependences allow; each step's
+  /// parallel loops still use every worker. For profiling: a step's time is
+  /// then its own, not shared with independent steps running beside it.
+  bool serialSteps = false;
 };
 
 struct BufferPlanStats {

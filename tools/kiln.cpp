@@ -2,7 +2,7 @@
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
 //            [--output DIR] [--iterations N] [--explain] [--op-mode OP=MODE,...]
 //   kiln import <model.onnx | model.pt2> [-o model.mlir | model.mlirbc]
-//   kiln profile <model> [--input ARG=FILE.npy]... [--iterations N] [--out DIR]
+//   kiln profile <model> [--input ARG=FILE.npy]... [--iterations N] [--out DIR] [--serial]
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
 //   kiln cache stats | ls | clear | explain <model> [--shape ARG=DIMS]...
 //   kiln models            list the built-in models
@@ -75,12 +75,14 @@ struct CommonOptions {
   std::string gpuArch;    // --gpu-arch sm_90
   double timeout = 0;     // --timeout SEC: the whole run (first call and iterations)
   int threads = 0;        // --threads N: executor workers (0 = the machine's cores)
+  bool serial = false;    // profile --serial: one step at a time
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
   kiln::RuntimeOptions options;
   options.optLevel = o.optLevel;
   options.threads = o.threads;
+  options.serialSteps = o.serial;
   options.cacheDir = o.cacheDir;
   options.device = o.device;
   options.gpuArch = o.gpuArch;
@@ -314,6 +316,8 @@ int runCommand(const std::string &model, const std::string &function,
 
   if (profiler) {
     kiln::Profile prof = profiler->stop();
+    if (common.serial)
+      std::printf("\nsteps ran one at a time (--serial): each kernel's time is its own, each call's the sum\n");
     std::printf("\n%s", prof.table().c_str());
     if (!profileDir->empty()) {
       if (auto ec = llvm::sys::fs::create_directories(*profileDir))
@@ -510,6 +514,9 @@ int main(int argc, char **argv) {
   profile->add_option("--out", profileDir, "write trace.json (Chrome trace events) and kernels.txt here");
   profile->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
   addCommon(profile);
+  profile->add_flag("--serial", common.serial,
+                    "run one step at a time (each still on all threads): every kernel's time is its own, not "
+                    "shared with independent steps running beside it");
   addTimeout(profile);
 
   std::vector<std::string> shapes;

@@ -281,6 +281,62 @@ TEST(Executable, DeferredStepErrorsPoisonDependents) {
   }
 }
 
+TEST(Executable, SerialStepsRunOneAtATime) {
+  // Independent steps (roots, a fan-out, deferred ones among them) and a
+  // failing branch: with serialSteps no two run at once, the results and
+  // errors are those of a concurrent run, and nothing is left waiting.
+  HostExecutor ex(2);
+  std::atomic<int> running{0}, most{0}, ran{0};
+  auto watched = [&](StepFn fn) -> StepFn {
+    return [&, fn](const StepContext &ctx) {
+      int now = ++running;
+      for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+      }
+      ++ran;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      --running;  // before a deferred step's completion: it does not overlap either
+      return fn(ctx);
+    };
+  };
+  ExecutableBuilder b;
+  int x = b.addInput(i64({1}));
+  std::vector<int> branches;
+  for (int i = 0; i < 6; ++i) {
+    int t = b.addIntermediate(i64({1}));
+    StepFn fn = i % 2 ? deferredStep(i, i == 3 ? 300 : -1) : sumStep(i);
+    ASSERT_TRUE(bool(b.addStep("branch" + std::to_string(i), StepKind::kOther, watched(fn), {x}, {t})));
+    branches.push_back(t);
+  }
+  int o = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("join", StepKind::kOther, watched(sumStep(0)), branches, {o})));
+  int bad = b.addIntermediate(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("fails", StepKind::kOther,
+                             watched([](const StepContext &) { return error(ErrorCode::kInternal, "broken"); }), {x},
+                             {bad})));
+  int o2 = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("after-failure", StepKind::kOther, watched(sumStep(0)), {bad}, {o2})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+  for (bool inlineFirst : {false, true}) {
+    most = 0;
+    ran = 0;
+    ExecuteOptions opts;
+    opts.serialSteps = true;
+    opts.runFirstStepInline = inlineFirst;
+    auto futures = (*exe)->execute({scalar(10)}, ex, opts);
+    auto sum = futures[0].awaitValue();
+    ASSERT_TRUE(bool(sum)) << llvm::toString(sum.takeError());
+    EXPECT_EQ(valueOf(*sum), 6 * 10 + (0 + 1 + 2 + 3 + 4 + 5));
+    auto failed = futures[1].awaitValue();
+    ASSERT_FALSE(bool(failed));
+    EXPECT_NE(llvm::toString(failed.takeError()).find("step 'fails' failed: broken"), std::string::npos);
+    ex.waitIdle();
+    EXPECT_EQ(most.load(), 1);
+    EXPECT_EQ(ran.load(), 8);  // every step but the failed one's dependent
+  }
+  EXPECT_EQ((*exe)->pooledExecutions(), 1u);
+}
+
 TEST(Executable, BufferPlanReusesDeadBuffersOnly) {
   // A chain of 50 steps over 1 KiB buffers needs two buffers at a time.
   ExecutableBuilder chain;
