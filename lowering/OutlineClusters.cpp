@@ -21,6 +21,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 
 namespace kiln::lowering {
@@ -100,6 +101,23 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
     Block &body = fn.getBody().front();
     Grouping g;
     llvm::DenseMap<Operation *, size_t> order;
+    // A slice is a view: in its consumer's cluster generated code folds it
+    // into its loads, while in its producer's it would be a copy that cluster
+    // writes out (ResNet-50's stage ends wrote a 55x55x256 copy of their
+    // 56x56x256 output for the next stage's stride-2 downsample conv). So a
+    // slice whose one user is a JIT op of kiln_fn waits and joins that user's
+    // group (a chain of such slices too).
+    llvm::DenseSet<Operation *> waiting;
+    auto placedOnJit = [](Operation *op) {
+      auto p = op->getAttrOfType<StringAttr>(kPlacementAttr);
+      return p && p.getValue() != "kernel";
+    };
+    auto joinsUser = [&](Operation *op) {
+      if (!isa<tosa::SliceOp>(op) || !placedOnJit(op) || !op->hasOneUse()) return false;
+      Operation *user = *op->getUsers().begin();
+      return user->getBlock() == &body && !user->hasTrait<OpTrait::IsTerminator>() && !isFreeOp(user) &&
+             placedOnJit(user);
+    };
     for (Operation &op : body.without_terminator()) {
       order[&op] = order.size();
       if (isFreeOp(&op)) continue;
@@ -108,13 +126,37 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         op.emitError() << "kiln-outline-clusters: op is not placed (run kiln-place-ops first)";
         return signalPassFailure();
       }
+      if (joinsUser(&op)) {
+        waiting.insert(&op);
+        continue;
+      }
       bool kernel = placement.getValue() == "kernel";
-      // Producer groups of this op.
+      // Waiting slices this op reads (through chains of them), producers first.
+      llvm::SmallVector<Operation *> joining;
+      std::function<void(Operation *)> collect = [&](Operation *o) {
+        for (Value v : externalOperands(o))
+          if (Operation *d = v.getDefiningOp(); d && waiting.erase(d)) {
+            collect(d);
+            joining.push_back(d);
+          }
+      };
+      collect(&op);
+      // Producer groups of this op (and of the slices joining it).
       llvm::SmallVector<int> producers;
-      for (Value v : externalOperands(&op))
-        if (Operation *d = v.getDefiningOp())
-          if (auto it = g.groupOf.find(d); it != g.groupOf.end())
-            if (!llvm::is_contained(producers, it->second)) producers.push_back(it->second);
+      auto addProducers = [&](Operation *o) {
+        for (Value v : externalOperands(o))
+          if (Operation *d = v.getDefiningOp())
+            if (auto it = g.groupOf.find(d); it != g.groupOf.end())
+              if (!llvm::is_contained(producers, it->second)) producers.push_back(it->second);
+      };
+      addProducers(&op);
+      for (Operation *j : joining) addProducers(j);
+      auto addJoining = [&](int c) {
+        for (Operation *j : joining) {
+          g.groups[c].ops.push_back(j);
+          g.groupOf[j] = c;
+        }
+      };
       auto depsExcept = [&](int skip) {
         llvm::BitVector d(g.groups.size() + 1);
         for (int p : producers)
@@ -126,7 +168,7 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
           }
         return d;
       };
-      if (kernel) {
+      if (kernel) {  // (no slice waits for a kernel op)
         g.create(false, &op, depsExcept(-1));
         continue;
       }
@@ -139,11 +181,14 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
           break;
         }
       if (chosen < 0) {
-        g.groups[g.create(true, &op, depsExcept(-1))].anchors = anchor;
+        int c = g.create(true, &op, depsExcept(-1));
+        g.groups[c].anchors = anchor;
+        addJoining(c);
         continue;
       }
       llvm::BitVector nd = depsExcept(chosen);
       nd.resize(g.groups.size());
+      addJoining(chosen);
       g.groups[chosen].ops.push_back(&op);
       g.groups[chosen].anchors += anchor;
       g.groupOf[&op] = chosen;
