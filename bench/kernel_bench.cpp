@@ -164,17 +164,20 @@ std::string shapes(const std::vector<TensorType> &types) {
   return s;
 }
 
-/// Calls `a` and `b` on `in` alternately for the benchmark's iterations
-/// (after one warm-up call each); returns each one's total seconds.
-std::pair<double, double> timeAlternating(benchmark::State &state, Module &a, Module &b, const std::vector<Tensor> &in) {
-  llvm::cantFail(a.call("main", in).takeError());
-  llvm::cantFail(b.call("main", in).takeError());
+/// Calls `a` and `b` alternately for the benchmark's iterations (after one
+/// warm-up call each), each on the inputs `inA()` / `inB()` return for that
+/// iteration; returns each one's total seconds.
+template <typename InA, typename InB>
+std::pair<double, double> alternate(benchmark::State &state, Module &a, Module &b, InA inA, InB inB) {
+  llvm::cantFail(a.call("main", inA()).takeError());
+  llvm::cantFail(b.call("main", inB()).takeError());
   double ta = 0, tb = 0;
   for (auto _ : state) {
+    std::vector<Tensor> xa = inA(), xb = inB();
     auto t0 = std::chrono::steady_clock::now();
-    auto ra = a.call("main", in);
+    auto ra = a.call("main", xa);
     auto t1 = std::chrono::steady_clock::now();
-    auto rb = b.call("main", in);
+    auto rb = b.call("main", xb);
     auto t2 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(ra);
     benchmark::DoNotOptimize(rb);
@@ -182,6 +185,12 @@ std::pair<double, double> timeAlternating(benchmark::State &state, Module &a, Mo
     tb += std::chrono::duration<double>(t2 - t1).count();
   }
   return {ta, tb};
+}
+
+/// Calls `a` and `b` on `in` alternately (see alternate).
+std::pair<double, double> timeAlternating(benchmark::State &state, Module &a, Module &b, const std::vector<Tensor> &in) {
+  auto same = [&] { return in; };
+  return alternate(state, a, b, same, same);
 }
 
 static void BM_JitVsKernel(benchmark::State &state) {
@@ -291,21 +300,9 @@ static void BM_ColdWeights(benchmark::State &state) {
   size_t copies = std::max<size_t>(2, (64u << 20) / c.inputs[1].byteSize() + 1);
   std::vector<Tensor> weights;
   for (size_t i = 0; i < copies; ++i) weights.push_back(filled(c.inputs[1], 0.001f * float(i)));
-  llvm::cantFail(m->call("main", in).takeError());
-  double cold = 0, warm = 0;
   size_t next = 0;
-  for (auto _ : state) {
-    std::vector<Tensor> coldIn = {in[0], weights[next++ % copies]};
-    auto t0 = std::chrono::steady_clock::now();
-    auto rc = m->call("main", coldIn);
-    auto t1 = std::chrono::steady_clock::now();
-    auto rw = m->call("main", in);
-    auto t2 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(rc);
-    benchmark::DoNotOptimize(rw);
-    cold += std::chrono::duration<double>(t1 - t0).count();
-    warm += std::chrono::duration<double>(t2 - t1).count();
-  }
+  auto [cold, warm] = alternate(
+      state, *m, *m, [&] { return std::vector<Tensor>{in[0], weights[next++ % copies]}; }, [&] { return in; });
   double n = double(state.iterations());
   state.counters["cold_GFLOP/s"] = c.flops * n / cold / 1e9;
   state.counters["warm_GFLOP/s"] = c.flops * n / warm / 1e9;
@@ -331,22 +328,9 @@ static void BM_ClassifierCold(benchmark::State &state) {
   size_t copies = (64u << 20) / c.inputs[1].byteSize() + 1;
   std::vector<Tensor> weights;
   for (size_t i = 0; i < copies; ++i) weights.push_back(filled(c.inputs[1], 0.001f * float(i)));
-  llvm::cantFail(mj->call("main", in).takeError());
-  llvm::cantFail(mk->call("main", in).takeError());
-  double tj = 0, tk = 0;
   size_t next = 0;
-  for (auto _ : state) {
-    std::vector<Tensor> a = {in[0], weights[next++ % copies]}, b = {in[0], weights[next++ % copies]};
-    auto t0 = std::chrono::steady_clock::now();
-    auto rj = mj->call("main", a);
-    auto t1 = std::chrono::steady_clock::now();
-    auto rk = mk->call("main", b);
-    auto t2 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(rj);
-    benchmark::DoNotOptimize(rk);
-    tj += std::chrono::duration<double>(t1 - t0).count();
-    tk += std::chrono::duration<double>(t2 - t1).count();
-  }
+  auto cold = [&] { return std::vector<Tensor>{in[0], weights[next++ % copies]}; };
+  auto [tj, tk] = alternate(state, *mj, *mk, cold, cold);
   double n = double(state.iterations()), bytes = double(c.inputs[1].byteSize());
   state.counters["jit_GB/s"] = bytes * n / tj / 1e9;
   state.counters["kernel_GB/s"] = bytes * n / tk / 1e9;
