@@ -34,6 +34,7 @@ llvm::Expected<std::unique_ptr<HostCodegen>> HostCodegen::create(CodegenOptions 
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
+    boundSchedulingTime();
   });
   if (options.optLevel < 0 || options.optLevel > 3)
     return error(ErrorCode::kCompileFailed, "optimization level %d is not in 0..3", options.optLevel);

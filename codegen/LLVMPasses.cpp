@@ -5,6 +5,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -15,6 +16,26 @@ llvm::CodeGenOptLevel backendLevel(int optLevel) {
          : optLevel == 2 ? llvm::CodeGenOptLevel::Default
          : optLevel == 1 ? llvm::CodeGenOptLevel::Less
                          : llvm::CodeGenOptLevel::None;
+}
+
+std::string boundSchedulingTime() {
+  static const std::string settings = [] {
+    std::string applied;
+    auto &options = llvm::cl::getRegisteredOptions();
+    for (auto [name, value] : {std::pair<const char *, const char *>{"post-RA-scheduler", "false"},
+                               {"dag-maps-huge-region", "200"}}) {
+      auto it = options.find(name);
+      if (it == options.end()) continue;  // not in this LLVM: nothing to bound
+      llvm::cl::Option *o = it->second;
+      std::string setting = std::string(name) + "=";
+      if (o->getNumOccurrences() > 0) setting += "(LLVM command line)";
+      else if (!o->addOccurrence(0, name, value)) setting += value;
+      else continue;  // the value was rejected: LLVM's default stays
+      applied += (applied.empty() ? "" : " ") + setting;
+    }
+    return applied;
+  }();
+  return settings;
 }
 
 llvm::Error verifyIR(llvm::Module &module, const char *what) {

@@ -1,5 +1,6 @@
 #include "jit/HostTarget.h"
 #include "jit/RuntimeSymbols.h"
+#include "codegen/LLVMPasses.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
 #include "runtime/Executor.h"
@@ -48,7 +49,8 @@ std::string HostTarget::description() const {
 
 std::string HostTarget::pipelineText() const {
   std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
-                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements);
+                     " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements) + " llvm: " +
+                     codegen::boundSchedulingTime();
   for (const auto &stage : lowering::cpuPipelineStages(tuning_))
     text += std::string("\n") + stage.name + ": " + stage.pipeline;
   return text;

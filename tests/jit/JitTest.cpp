@@ -1,6 +1,7 @@
 // codegen + jit without MLIR: hand-written LLVM IR compiled for the host,
 // loaded into ORC, calling a runtime symbol (kiln_parallel_for).
 #include "codegen/HostCodegen.h"
+#include "codegen/LLVMPasses.h"
 #include "jit/JitEngine.h"
 #include "runtime/Executor.h"
 #include "tests/TestUtil.h"
@@ -8,6 +9,7 @@
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace kiln;
@@ -91,4 +93,19 @@ TEST(Jit, CorruptObjectIsAnError) {
   auto code = engine->load(llvm::ArrayRef<char>(garbage.data(), garbage.size()), "garbage");
   EXPECT_FALSE(bool(code));
   if (!code) llvm::consumeError(code.takeError());
+}
+
+TEST(Jit, SchedulersAreBoundedOnLargeBlocks) {
+  // Host code generation turns LLVM's post-RA scheduler off and caps the
+  // machine scheduler's dependence graph (a depthwise conv kernel took 6 s
+  // in them), and the setting is part of the host target's cache key text.
+  auto cg = KILN_TAKE(codegen::HostCodegen::create());
+  EXPECT_EQ(codegen::boundSchedulingTime(), "post-RA-scheduler=false dag-maps-huge-region=200");
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto postRA = options.find("post-RA-scheduler");
+  ASSERT_NE(postRA, options.end());
+  EXPECT_FALSE(static_cast<llvm::cl::opt<bool> *>(postRA->second)->getValue());
+  auto huge = options.find("dag-maps-huge-region");
+  ASSERT_NE(huge, options.end());
+  EXPECT_EQ(static_cast<llvm::cl::opt<unsigned> *>(huge->second)->getValue(), 200u);
 }
