@@ -60,6 +60,16 @@ TEST(CpuStrategy, StreamingFilterBlocks) {
       EXPECT_GT(fc, 0);
       EXPECT_EQ(fc % chooseRegisterTile(4, 64, t).n, 0);
     }
+    // An even number of blocks where the register tiles allow (MobileNetV2's
+    // last stage: 1x1 160 -> 960 and 960 -> 320 on 7x7 maps).
+    for (auto [c, f] : {std::pair<int64_t, int64_t>{160, 960}, {960, 320}}) {
+      int64_t fc = streamingFilterBlock(1, 1, c, f, 7, 49, t);
+      ASSERT_GT(fc, 0);
+      EXPECT_EQ(fc % chooseRegisterTile(7, f, t).n, 0);
+      EXPECT_EQ(f % fc, 0);
+      EXPECT_EQ((f / fc) % 2, 0) << c << " -> " << f << ": blocks of " << fc;
+      EXPECT_GE(f / fc, 4);
+    }
     // Many pixels reuse the filter from cache: the usual blocks.
     EXPECT_EQ(streamingFilterBlock(3, 3, 256, 256, 14, 196, t), 0);
     // A filter that fits L2 (3x3 64 -> 64 is 147 KiB).
