@@ -41,11 +41,14 @@ llvm::Expected<std::vector<TensorType>> matmulShape(llvm::ArrayRef<TensorType> i
 /// worker takes a run of b's rows, so that it reads one contiguous stretch
 /// (rows of a block of columns would be short strided runs, which the
 /// prefetchers follow far worse), into its own partial sum; the partials are
-/// added at the end. A stretch is at least 256 KiB: less is not worth a task.
+/// added at the end. A stretch is at least 256 KiB (less is not worth a
+/// task), and there are at most four per worker, so that a worker that
+/// starts late still gets an even share.
 void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N, int64_t C, int64_t W) {
   using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
   constexpr int64_t kMinBytes = 256 << 10;
-  int64_t parts = std::clamp<int64_t>(C * W * int64_t(sizeof(float)) / kMinBytes, 1, std::min<int64_t>(4 * ex.numThreads(), C));
+  int64_t parts = std::clamp<int64_t>(C * W * int64_t(sizeof(float)) / kMinBytes, 1,
+                                      std::min<int64_t>(4 * ex.numThreads(), C));
   std::vector<float> partial(size_t((parts - 1) * W));
   for (int64_t n = 0; n < N; ++n) {
     const float *an = a + n * C, *bn = b + n * C * W;
