@@ -74,6 +74,11 @@ struct Executable::Execution {
   std::mutex readyMu;
   std::vector<int> ready;
 
+  /// Serial executions: a step that became ready waits for its turn.
+  void putReady(int step) {
+    std::lock_guard<std::mutex> lock(readyMu);
+    ready.push_back(step);
+  }
   /// Serial executions: the next ready step, or -1.
   int takeReady() {
     std::lock_guard<std::mutex> lock(readyMu);
@@ -199,17 +204,15 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
 
   size_t first = 0;
   if (options.runFirstStepInline) first = 1;
-  if (ex->serial) {  // the first root runs, the others wait their turn
+  size_t started = roots_.size();
+  if (ex->serial) {  // only the first root starts; the others wait their turn (taken from the back)
     ex->ready.assign(roots_.rbegin(), roots_.rend() - 1);
-    if (!first) {
-      int root = roots_[0];
-      executor.spawn([this, ex, root] { runFrom(ex, root); });
-    }
-  } else
-    for (size_t r = first; r < roots_.size(); ++r) {
-      int root = roots_[r];
-      executor.spawn([this, ex, root] { runFrom(ex, root); });
-    }
+    started = 1;
+  }
+  for (size_t r = first; r < started; ++r) {
+    int root = roots_[r];
+    executor.spawn([this, ex, root] { runFrom(ex, root); });
+  }
   if (first) runFrom(ex, roots_[0]);
   return results;
 }
@@ -328,11 +331,8 @@ void Executable::finishStep(Execution *ex, int step, const Status *error, int &n
     }
     if (ex->pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       if (next < 0) next = succ;
-      else if (ex->serial) {
-        std::lock_guard<std::mutex> lock(ex->readyMu);
-        ex->ready.push_back(succ);
-      } else
-        ex->executor->spawn([this, ex, succ] { runFrom(ex, succ); });
+      else if (ex->serial) ex->putReady(succ);
+      else ex->executor->spawn([this, ex, succ] { runFrom(ex, succ); });
     }
   }
   if (next < 0 && ex->serial) next = ex->takeReady();

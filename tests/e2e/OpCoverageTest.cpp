@@ -694,25 +694,6 @@ std::vector<Case> allCases() {
     c.atol = 1e-5;
     cs.push_back(c);
   }
-  {
-    // Batched vector times matrix: each batch's partial sums start afresh.
-    Case c;
-    TensorType a = tt(F, {3, 1, 700}), b = tt(F, {3, 700, 300}), o = tt(F, {3, 1, 300});
-    c.name = "matmul_3x1x700x300";
-    c.args = {a, b};
-    c.results = {o};
-    c.body = zeroConst("zp", F) + "  %r0 = tosa.matmul %a0, %a1, %zp, %zp : (" + mt(a) + ", " + mt(b) +
-             ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
-    c.ref = [](const std::vector<Values> &in) {
-      ref::Vec y = ref::matmul(ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()),
-                               3, 1, 700, 300);
-      return std::vector<Values>{Values(y.begin(), y.end())};
-    };
-    c.ranges = {{-1, 1}, {-1, 1}};
-    c.rtol = 1e-4;
-    c.atol = 1e-5;
-    cs.push_back(c);
-  }
   for (DType d : {F, DType::i8}) {
     Case c;
     DType acc = d == F ? F : I;
@@ -961,22 +942,28 @@ std::vector<Case> sweepCases() {
     c.name = "mul_broadcast_" + shapeToString(a) + "_" + shapeToString(b);
     cs.push_back(c);
   }
-  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+  struct MatmulShape {
+    int64_t m, k, n, batch = 1;
+  };
+  for (auto [m, k, n, batch] : std::vector<MatmulShape>{
            {1, 1, 1}, {1, 64, 10}, {3, 5, 7}, {8, 32, 1}, {17, 33, 65}, {32, 16, 32}, {33, 9, 31}, {64, 64, 64},
            // register and cache tiles of kiln-cpu-strategy: whole, partial, odd
            {24, 300, 96}, {128, 64, 512}, {6, 40, 48}, {1, 512, 100},
            // a vector times a matrix of over 1 MiB: the kernel splits the
-           // rows into uneven runs, one partial sum each
-           {1, 1281, 250}}) {
+           // rows into uneven runs, one partial sum each; batched, each
+           // batch's partial sums start afresh
+           {1, 1281, 250}, {1, 700, 300, 3}}) {
     Case c;
-    TensorType a = tt(F, {1, m, k}), b = tt(F, {1, k, n}), o = tt(F, {1, m, n});
-    c.name = "matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    TensorType a = tt(F, {batch, m, k}), b = tt(F, {batch, k, n}), o = tt(F, {batch, m, n});
+    c.name = "matmul_" + (batch > 1 ? std::to_string(batch) + "x" : std::string()) + std::to_string(m) + "x" +
+             std::to_string(k) + "x" + std::to_string(n);
     c.args = {a, b};
     c.results = {o};
     c.body = zeroConst("zp", F) + "  %r0 = \"tosa.matmul\"(%a0, %a1, %zp, %zp) : (" + mt(a) + ", " + mt(b) +
              ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
-    c.ref = [m = m, k = k, n = n](const std::vector<Values> &in) {
-      ref::Vec y = ref::matmul(ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()), 1, m, k, n);
+    c.ref = [m = m, k = k, n = n, batch = batch](const std::vector<Values> &in) {
+      ref::Vec y =
+          ref::matmul(ref::Vec(in[0].begin(), in[0].end()), ref::Vec(in[1].begin(), in[1].end()), batch, m, k, n);
       return std::vector<Values>{Values(y.begin(), y.end())};
     };
     c.ranges = {{-1, 1}, {-1, 1}};
