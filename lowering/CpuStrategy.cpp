@@ -42,7 +42,10 @@
 // Register tiles are chosen by `chooseRegisterTile`: among tiles whose sizes
 // divide the op's (so every tile is static and needs no mask) and whose
 // vectors are powers of two, the one with the most FMAs per load that fits
-// the vector registers with room for the B row and the A broadcast.
+// the vector registers with room for the B row and the A broadcast. Where
+// every such tile waits on loads (AVX2 on 7-wide maps), a conv's output
+// columns or a matmul's rows are first split (transform.structured.split)
+// into whole tiles of a better size and one static tail tile.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -77,32 +80,41 @@ using namespace mlir;
 
 namespace kiln::lowering {
 
-RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning) {
+RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail) {
   const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
-  RegisterTile best{1, 1};
-  double bestScore = -1;
+  // FMAs per load (mr broadcasts of A, vecs loads of B), weighted by how
+  // full the vectors are; 0 when the tile does not fit the registers
+  // (accumulators, one B row, one broadcast of A).
+  auto score = [&](int64_t mr, int64_t nr) {
+    int64_t vecs = (nr + lanes - 1) / lanes;
+    if (mr * vecs + vecs + 1 > tuning.vectorRegisters) return 0.0;
+    double utilization = double(nr) / double(vecs * lanes);
+    return utilization * double(mr * vecs) / double(mr + vecs);
+  };
+  RegisterTile best{1, 1}, bestTail{1, 1};
+  double bestScore = -1, bestTailScore = -1;
   for (int64_t mr = 1; mr <= std::min<int64_t>(m, 8); ++mr) {
-    if (m % mr) continue;
+    int64_t tail = m % mr;
+    if (tail && !allowTail) continue;
     // Vector lengths are powers of two: LLVM splits others badly (a
     // vector<48xf32> ran 10x slower than two of 32 and one of 16).
     for (int64_t nr = 1; nr <= std::min<int64_t>(n, 4 * lanes); nr *= 2) {
       if (n % nr) continue;
-      int64_t vecs = (nr + lanes - 1) / lanes;
-      // Accumulators, one B row, one broadcast of A.
-      if (mr * vecs + vecs + 1 > tuning.vectorRegisters) continue;
-      // FMAs per load (mr broadcasts of A, vecs loads of B), weighted by
-      // how full the vectors are.
-      double utilization = double(nr) / double(vecs * lanes);
-      double score = utilization * double(mr * vecs) / double(mr + vecs);
+      double full = score(mr, nr);
+      if (full <= 0) continue;
+      // Rows in full tiles at the full tile's figure, the tail's at its own.
+      double s = (double(m - tail) * full + double(tail) * score(tail, nr)) / double(m);
+      RegisterTile &b = tail ? bestTail : best;
+      double &bs = tail ? bestTailScore : bestScore;
       // Ties: the bigger tile, then more rows (a B row reused more often).
-      bool tie = std::abs(score - bestScore) <= 1e-9;
-      if (score > bestScore + 1e-9 ||
-          (tie && (mr * nr > best.m * best.n || (mr * nr == best.m * best.n && mr > best.m)))) {
-        bestScore = score;
-        best = {mr, nr};
+      bool tie = std::abs(s - bs) <= 1e-9;
+      if (s > bs + 1e-9 || (tie && (mr * nr > b.m * b.n || (mr * nr == b.m * b.n && mr > b.m)))) {
+        bs = s;
+        b = {mr, nr, tail};
       }
     }
   }
+  if (bestScore < kTailBelowScore && bestTailScore > bestScore * kTailGain) return bestTail;
   return best;
 }
 
@@ -296,6 +308,17 @@ public:
                           a, main, b, rest)
                 .str();
     return {a, b};
+  }
+  /// Splits `in` along loop `dim` after `at` iterations; returns the two
+  /// parts' handles (both static when `in` is).
+  std::pair<std::string, std::string> split(const std::string &in, int64_t dim, int64_t at) {
+    std::string parts = fresh(), low = fresh(), high = fresh();
+    body += llvm::formatv("    {0} = transform.structured.split {1} after {2} {{dimension = {3} : i64} : !transform.any_op\n"
+                          "    {4}, {5} = transform.split_handle {0} : (!transform.any_op) -> (!transform.any_op, "
+                          "!transform.any_op)\n",
+                          parts, in, at, dim, low, high)
+                .str();
+    return {low, high};
   }
   /// Tiles `in` by `sizes` into an scf.forall (parallel tiles); returns the
   /// tiled op's handle.
@@ -641,6 +664,24 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     schedule.vectorize(rest, vec);
   }
 
+  /// The register tiles of `h` (a conv or matmul tile whose loop `rowDim`
+  /// has `rows` iterations): tiled by `sizes(rt.m)`, decomposed (convs) and
+  /// vectorized; with a tail the op is first split after the full tiles and
+  /// the last `rt.tail` rows get a tile of their own.
+  template <typename Sizes>
+  static void registerTiles(Schedule &schedule, const std::string &h, int64_t rowDim, int64_t rows,
+                            const RegisterTile &rt, Sizes sizes, bool decompose = true) {
+    auto finish = [&](const std::string &part, int64_t tileRows) {
+      std::string t = schedule.tile(part, sizes(tileRows));
+      if (decompose) t = schedule.op("decompose", t);
+      schedule.vectorize(t);
+    };
+    if (!rt.tail) return finish(h, rt.m);
+    auto [full, tail] = schedule.split(h, rowDim, rows - rt.tail);
+    finish(full, rt.m);
+    finish(tail, rt.tail);
+  }
+
   /// What a matmul's, conv's, depthwise conv's or pooling op's parallel
   /// tiles compute with it: the op that fills its accumulator (a fill, or the bias broadcast),
   /// and its only user when that is an elementwise op over its result (bias,
@@ -802,11 +843,9 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         }
         SmallVector<int64_t> blocks = {mc == M ? 0 : mc, nc == N ? 0 : nc, 0};
         SmallVector<int64_t> reduction = {0, 0, kc == K ? 0 : kc};
-        SmallVector<int64_t> reg = {rt.m, rt.n, 1};
         if (batched) {
           blocks.insert(blocks.begin(), B > 1 ? 1 : 0);
           reduction.insert(reduction.begin(), 0);
-          reg.insert(reg.begin(), 0);
         }
         std::string h = tag();
         Fused f = batched ? Fused{} : fused[op];
@@ -817,8 +856,17 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           h = parallel ? schedule.tileForall(h, blocks) : schedule.tile(h, blocks);
         }
         h = schedule.tile(h, reduction);
-        h = schedule.tile(h, reg);
-        schedule.vectorize(h);
+        // The register tile within an mc x nc block: rows split off where a
+        // tile that does not divide mc fits the registers better.
+        RegisterTile rb = chooseRegisterTile(mc, nc, tuning, /*allowTail=*/true);
+        registerTiles(
+            schedule, h, /*rowDim=*/batched ? 1 : 0, mc, rb,
+            [&](int64_t rows) {
+              SmallVector<int64_t> sizes = {rows, rb.n, 1};
+              if (batched) sizes.insert(sizes.begin(), 0);
+              return sizes;
+            },
+            /*decompose=*/false);
         return;
       }
       if (isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp>(op) && allF32(op)) {
@@ -877,9 +925,13 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
                                             kFilterBlockSpanBytes / (KH * KW * F * 4));
         int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
         if (cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, cb});
-        h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1, 1});
-        h = schedule.op("decompose", h);
-        schedule.vectorize(h);
+        // The register tile within a block of fc filters (a multiple of the
+        // tile the blocks were sized by), rows split off where a tile that
+        // does not divide OW fits the registers better.
+        RegisterTile reg = chooseRegisterTile(OW, fc, tuning, /*allowTail=*/true);
+        registerTiles(schedule, h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
+          return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, reg.n, 1, 1, 1};
+        });
         return;
       }
       if (isa<linalg::DepthwiseConv2DNhwcHwcOp, linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op) &&

@@ -949,6 +949,9 @@ std::vector<Case> sweepCases() {
            {1, 1, 1}, {1, 64, 10}, {3, 5, 7}, {8, 32, 1}, {17, 33, 65}, {32, 16, 32}, {33, 9, 31}, {64, 64, 64},
            // register and cache tiles of kiln-cpu-strategy: whole, partial, odd
            {24, 300, 96}, {128, 64, 512}, {6, 40, 48}, {1, 512, 100},
+           // rows that no good register tile divides: whole tiles and a
+           // tail tile (7 rows at 256 bits; 13 at both widths, batched)
+           {7, 48, 64}, {13, 40, 32, 2},
            // a vector times a matrix of over 1 MiB: the kernel splits the
            // rows into uneven runs, one partial sum each; batched, each
            // batch's partial sums start afresh
@@ -1029,7 +1032,12 @@ std::vector<Case> sweepCases() {
                                          {14, 14, 16, 48, 1, 1, 1, {0, 0, 0, 0}},
                                          {15, 15, 8, 32, 3, 2, 1, {1, 1, 1, 1}},
                                          {7, 7, 256, 64, 3, 1, 1, {1, 1, 1, 1}},
-                                         {12, 12, 3, 16, 7, 2, 1, {3, 2, 3, 2}}}) {
+                                         {12, 12, 3, 16, 7, 2, 1, {3, 2, 3, 2}},
+                                         // output widths split into whole register tiles and a
+                                         // tail: 7 and 14 at 256 bits, 13 at both widths
+                                         {7, 7, 32, 128, 1, 1, 1, {0, 0, 0, 0}},
+                                         {14, 14, 8, 16, 3, 1, 1, {1, 1, 1, 1}},
+                                         {13, 13, 8, 32, 1, 1, 1, {0, 0, 0, 0}}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) / g.s + 1;
     int64_t ow = (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) / g.s + 1;
     if ((g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) % g.s || (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) % g.s)

@@ -21,19 +21,25 @@ TEST(CpuStrategy, TuningFromFeatures) {
 }
 
 TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
-  for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
-    int64_t lanes = t.vectorBits / 32;
-    for (int64_t m : {1, 3, 7, 8, 14, 56, 128, 3136})
-      for (int64_t n : {1, 3, 12, 16, 64, 100, 768, 1000}) {
-        RegisterTile rt = chooseRegisterTile(m, n, t);
-        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " at " + std::to_string(t.vectorBits));
-        EXPECT_EQ(m % rt.m, 0);
-        EXPECT_EQ(n % rt.n, 0);
-        EXPECT_EQ(rt.n & (rt.n - 1), 0) << "vector lengths are powers of two";
-        int64_t vecs = (rt.n + lanes - 1) / lanes;
-        EXPECT_LE(rt.m * vecs + vecs + 1, t.vectorRegisters);
-      }
-  }
+  for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")})
+    for (bool allowTail : {false, true}) {
+      int64_t lanes = t.vectorBits / 32;
+      for (int64_t m : {1, 3, 7, 8, 14, 56, 128, 3136})
+        for (int64_t n : {1, 3, 12, 16, 64, 100, 768, 1000}) {
+          RegisterTile rt = chooseRegisterTile(m, n, t, allowTail);
+          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " at " + std::to_string(t.vectorBits) +
+                       (allowTail ? " with tails" : ""));
+          // Without tails the rows divide m; with them the tail is what is
+          // left of m after whole tiles.
+          EXPECT_EQ(m % rt.m, rt.tail);
+          if (!allowTail) EXPECT_EQ(rt.tail, 0);
+          EXPECT_LT(rt.tail, rt.m);
+          EXPECT_EQ(n % rt.n, 0);
+          EXPECT_EQ(rt.n & (rt.n - 1), 0) << "vector lengths are powers of two";
+          int64_t vecs = (rt.n + lanes - 1) / lanes;
+          EXPECT_LE(rt.m * vecs + vecs + 1, t.vectorRegisters);
+        }
+    }
   // Big shapes fill the registers: whole vectors, several rows.
   RegisterTile big512 = chooseRegisterTile(3136, 64, CpuTuning::fromFeatures("+avx512f"));
   EXPECT_EQ(big512.n % 16, 0);
@@ -43,6 +49,25 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
   RegisterTile big256 = chooseRegisterTile(128, 768, CpuTuning::fromFeatures("+avx2"));
   EXPECT_EQ(big256.n % 8, 0);
   EXPECT_GE(big256.m * big256.n, 64);
+}
+
+// A tile that does not divide the rows is taken only when it is clearly
+// better: AVX2's 16 ymm registers cannot hold 7 rows of 2 vectors, so a
+// 7-wide map (ResNet-50's and MobileNetV2's last stage) got 7 rows of one
+// vector (7 FMAs per 8 loads); 6 rows of 2 and a 1-row tail do 12 per 8.
+TEST(CpuStrategy, RegisterTilesWithTails) {
+  CpuTuning avx2 = CpuTuning::fromFeatures("+avx2");
+  RegisterTile divides = chooseRegisterTile(7, 512, avx2);
+  EXPECT_EQ(divides.m, 7);
+  EXPECT_EQ(divides.n, 8);
+  RegisterTile tail = chooseRegisterTile(7, 512, avx2, /*allowTail=*/true);
+  EXPECT_EQ(tail.m, 6);
+  EXPECT_EQ(tail.n, 16);
+  EXPECT_EQ(tail.tail, 1);
+  // 56 rows divide into 4 x 16 tiles, and a tail gains too little.
+  RegisterTile wide = chooseRegisterTile(56, 64, avx2, /*allowTail=*/true);
+  EXPECT_EQ(wide.tail, 0);
+  EXPECT_EQ(56 % wide.m, 0);
 }
 
 // Which convs stream their filter (few output pixels, a filter bigger than

@@ -46,6 +46,28 @@ func.func @conv(%x: tensor<1x14x14x32xf32>, %w: tensor<32x3x3x32xf32>, %bias: te
   return %c : tensor<1x14x14x32xf32>
 }
 
+// Conv on a 7-wide map: AVX2's 16 registers cannot hold 7 rows of 2 ymm,
+// so the output columns split after 6: a 6x16 register tile for those, a
+// 1x16 one for the last column (static, no masks). AVX-512 keeps 7 rows of
+// 2 zmm, which divide the width.
+// AVX2-LABEL: func.func @conv_tail
+// AVX2: tensor.extract_slice {{.*}}[0, 0, 0, 0] [1, 7, 6, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x6x128xf32>
+// AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
+// AVX2-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+// AVX2: tensor.extract_slice {{.*}}[0, 0, 6, 0] [1, 7, 1, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x1x128xf32>
+// AVX2: scf.for {{.*}} -> (vector<16xf32>)
+// AVX2: vector.fma {{.*}} : vector<16xf32>
+// AVX2-NOT: linalg.conv
+// AVX512-LABEL: func.func @conv_tail
+// AVX512-NOT: tensor<1x7x6x128xf32>
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512-NOT: linalg.conv
+func.func @conv_tail(%x: tensor<1x7x7x64xf32>, %w: tensor<128x1x1x64xf32>, %bias: tensor<128xf32>) -> tensor<1x7x7x128xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x7x7x64xf32>, tensor<128x1x1x64xf32>, tensor<128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x128xf32>
+  return %r : tensor<1x7x7x128xf32>
+}
+
 // Elementwise: the inner dimension in whole vectors, the remainder (1000 =
 // 31 x 32 + 8) peeled into one static tail; no masks. exp becomes a
 // polynomial on vectors, not one libm call per lane.
