@@ -231,11 +231,10 @@ static void BM_JitThreads(benchmark::State &state) {
 }
 BENCHMARK(BM_JitThreads)->DenseRange(7, 14)->Unit(benchmark::kMicrosecond);
 
-/// Times `c` as generated code on all cores as in a model: its first input
-/// an argument, the others (weights, bias) constants of the graph, hoisted
-/// and laid out once at load. Sets GFLOP/s and % of the machine's peak;
-/// returns seconds per call.
-double timeOnConstantWeights(benchmark::State &state, const Case &c) {
+/// `c` as generated code on all cores as in a model: its first input an
+/// argument, the others (weights, bias) constants of the graph, hoisted and
+/// laid out once at load; called once (compiled) before it is returned.
+std::unique_ptr<Module> loadOnConstantWeights(const Case &c, const std::vector<Tensor> &in) {
   static auto rt = bench::makeRuntime("*=jit");
   lowering::GraphBuilder g("main", std::string("bench:constant-weights:") + c.name);
   std::vector<lowering::GraphBuilder::Value> args = {g.argument(c.inputs[0])};
@@ -243,8 +242,15 @@ double timeOnConstantWeights(benchmark::State &state, const Case &c) {
     args.push_back(llvm::cantFail(g.resourceConstant("w" + std::to_string(i), filled(c.inputs[i], -0.06f))));
   auto r = llvm::cantFail(g.op(c.name, args, c.attrs, {c.output}));
   auto m = llvm::cantFail(rt->loadProgram(llvm::cantFail(g.finish(r))));
-  std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   llvm::cantFail(m->call("main", in).takeError());
+  return m;
+}
+
+/// Times `c` on constant weights (loadOnConstantWeights). Sets GFLOP/s and
+/// % of the machine's peak; returns seconds per call.
+double timeOnConstantWeights(benchmark::State &state, const Case &c) {
+  std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
+  auto m = loadOnConstantWeights(c, in);
   double t = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
@@ -348,15 +354,8 @@ BENCHMARK(BM_ClassifierCold)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 static void BM_StreamedConvCold(benchmark::State &state) {
   int64_t i = state.range(0);
   const Case &c = i < 100 ? resnet50Convs()[size_t(i)].first : mobilenetV2Convs()[size_t(i - 100)].first;
-  static auto rt = bench::makeRuntime("*=jit");
-  lowering::GraphBuilder g("main", std::string("bench:streamed-conv:") + c.name);
-  std::vector<lowering::GraphBuilder::Value> args = {g.argument(c.inputs[0])};
-  for (size_t w = 1; w < c.inputs.size(); ++w)
-    args.push_back(llvm::cantFail(g.resourceConstant("w" + std::to_string(w), filled(c.inputs[w], -0.06f))));
-  auto r = llvm::cantFail(g.op(c.name, args, c.attrs, {c.output}));
-  auto m = llvm::cantFail(rt->loadProgram(llvm::cantFail(g.finish(r))));
   std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
-  llvm::cantFail(m->call("main", in).takeError());
+  auto m = loadOnConstantWeights(c, in);
   static std::vector<float> other(size_t(64) << 18, 1.0f);  // 64 MiB
   double cold = 0, warm = 0, sink = 0;
   auto timed = [&](double &t) {
