@@ -80,17 +80,28 @@ using namespace mlir;
 
 namespace kiln::lowering {
 
+namespace {
+/// FMAs per load of an mr x nr tile (mr broadcasts of A, vecs loads of B),
+/// weighted by how full the vectors are; 0 when the tile does not fit the
+/// registers (accumulators, one B row, one broadcast of A).
+double tileScore(int64_t mr, int64_t nr, const CpuTuning &tuning) {
+  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  int64_t vecs = (nr + lanes - 1) / lanes;
+  if (mr * vecs + vecs + 1 > tuning.vectorRegisters) return 0.0;
+  double utilization = double(nr) / double(vecs * lanes);
+  return utilization * double(mr * vecs) / double(mr + vecs);
+}
+}  // namespace
+
+double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning) {
+  double full = tileScore(tile.m, tile.n, tuning);
+  if (!tile.tail) return full;
+  return (double(m - tile.tail) * full + double(tile.tail) * tileScore(tile.tail, tile.n, tuning)) / double(m);
+}
+
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail) {
   const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
-  // FMAs per load (mr broadcasts of A, vecs loads of B), weighted by how
-  // full the vectors are; 0 when the tile does not fit the registers
-  // (accumulators, one B row, one broadcast of A).
-  auto score = [&](int64_t mr, int64_t nr) {
-    int64_t vecs = (nr + lanes - 1) / lanes;
-    if (mr * vecs + vecs + 1 > tuning.vectorRegisters) return 0.0;
-    double utilization = double(nr) / double(vecs * lanes);
-    return utilization * double(mr * vecs) / double(mr + vecs);
-  };
+  auto score = [&](int64_t mr, int64_t nr) { return tileScore(mr, nr, tuning); };
   RegisterTile best{1, 1}, bestTail{1, 1};
   double bestScore = -1, bestTailScore = -1;
   for (int64_t mr = 1; mr <= std::min<int64_t>(m, 8); ++mr) {
@@ -100,10 +111,9 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, b
     // vector<48xf32> ran 10x slower than two of 32 and one of 16).
     for (int64_t nr = 1; nr <= std::min<int64_t>(n, 4 * lanes); nr *= 2) {
       if (n % nr) continue;
-      double full = score(mr, nr);
-      if (full <= 0) continue;
+      if (score(mr, nr) <= 0) continue;
       // Rows in full tiles at the full tile's figure, the tail's at its own.
-      double s = (double(m - tail) * full + double(tail) * score(tail, nr)) / double(m);
+      double s = registerTileScore({mr, nr, tail}, m, tuning);
       RegisterTile &b = tail ? bestTail : best;
       double &bs = tail ? bestTailScore : bestScore;
       // Ties: the bigger tile, then more rows (a B row reused more often).
@@ -128,6 +138,9 @@ constexpr double kParallelMinFlops = 4e6;
 constexpr int64_t kStreamingMaxPixels = 64;
 /// ... in this many blocks of filters (parallel tiles).
 constexpr int64_t kStreamingBlocks = 4;
+/// A 1x1 conv runs as a matmul when the matmul's register tile scores at
+/// least this much better (convs1x1AsMatmuls).
+constexpr double kMatmulTileGain = 1.1;
 /// Most bytes the rows of one input-channel block of a conv filter span (see
 /// the conv strategy).
 constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
@@ -487,6 +500,97 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     foldReshapes(module);
   }
 
+  /// A 1x1 stride-1 conv (NHWC) is a matmul of its pixels, [N*H*W, C], by
+  /// its filter, [C, F]: it becomes a linalg.matmul on collapsed views, and
+  /// its accumulator init and elementwise epilogue are collapsed with it
+  /// (the reshapes between them fold), so that the matmul strategy tiles
+  /// it with its fused ops. As a conv the register tile's rows must divide
+  /// the output width (4 x 64 on a 28-wide map); as a matmul they may take
+  /// any number of pixels. Convs that stream their filter keep the conv
+  /// strategy (and its panels).
+  void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
+    SmallVector<linalg::LinalgOp> convs;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp>(op) || !op.hasPureTensorSemantics() ||
+          !allStatic(op) || !allF32(op))
+        return;
+      auto in = cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
+      auto out = cast<RankedTensorType>(op->getResult(0).getType());
+      SmallVector<int64_t> bounds = op.getStaticLoopRanges();  // n, oh, ow, f, kh, kw, c
+      if (bounds[4] != 1 || bounds[5] != 1 || in.getDimSize(1) != out.getDimSize(1) ||
+          in.getDimSize(2) != out.getDimSize(2))
+        return;
+      int64_t pixels = bounds[0] * bounds[1] * bounds[2], ow = bounds[2], f = bounds[3];
+      if (streamingFilterBlock(1, 1, bounds[6], f, ow, pixels, tuning) > 0) return;
+      // Only where the matmul's register tile loads less per FMA (on
+      // 14-wide maps AVX-512 takes 4 x 64 over 196 pixels instead of
+      // 7 x 32 over 14) ...
+      RegisterTile asConv = chooseRegisterTile(ow, f, tuning, true), asMatmul = chooseRegisterTile(pixels, f, tuning, true);
+      if (registerTileScore(asMatmul, pixels, tuning) < kMatmulTileGain * registerTileScore(asConv, ow, tuning))
+        return;
+      // ... and where the result (after an epilogue) is not written into a
+      // bigger tensor (the padded input of the next conv), which the
+      // collapsed rows cannot be a view of.
+      Value last = op->getResult(0);
+      if (last.hasOneUse())
+        if (auto g = dyn_cast<linalg::GenericOp>(*last.getUsers().begin()); g && g->getNumResults() == 1)
+          last = g->getResult(0);
+      for (Operation *user : last.getUsers())
+        if (!isa<linalg::LinalgOp, func::ReturnOp>(user)) return;
+      convs.push_back(op);
+    });
+    if (convs.empty()) return;
+    IRRewriter rewriter(&getContext());
+    SmallVector<ReassociationIndices> pixels = {{0, 1, 2}, {3}};
+    for (linalg::LinalgOp op : convs) {
+      rewriter.setInsertionPoint(op);
+      Location loc = op.getLoc();
+      auto flat = [&](Value v) { return tensor::CollapseShapeOp::create(rewriter, loc, v, pixels).getResult(); };
+      // The filter as [C, F]: an FHWC filter that is a transpose of an HWCF
+      // one (kiln-hoist-constants' stored form) is read in that form.
+      Value filter = op.getDpsInputOperand(1)->get();
+      if (isa<linalg::Conv2DNhwcFhwcOp>(op)) {
+        auto t = filter.getDefiningOp<linalg::TransposeOp>();
+        if (t && t.getPermutation() == ArrayRef<int64_t>{3, 0, 1, 2}) {
+          filter = t.getInput();
+        } else {
+          auto type = cast<RankedTensorType>(filter.getType());  // F x 1 x 1 x C
+          Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{1, 1, type.getDimSize(3), type.getDimSize(0)},
+                                               type.getElementType());
+          filter = linalg::TransposeOp::create(rewriter, loc, filter, init, ArrayRef<int64_t>{1, 2, 3, 0})->getResult(0);
+        }
+      }
+      Value b = flat(filter);
+      Value init = flat(op.getDpsInitOperand(0)->get());
+      auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                         ValueRange{flat(op.getDpsInputOperand(0)->get()), b}, ValueRange{init});
+      Value result = tensor::ExpandShapeOp::create(rewriter, loc, op->getResult(0).getType(), mm->getResult(0), pixels);
+      rewriter.replaceOp(op, result);
+    }
+    // The ops around each matmul (its init, its epilogue: elementwise over
+    // N x H x W x F) collapsed the same way; the reshapes between them fold.
+    SmallVector<linalg::GenericOp> around;
+    module.walk([&](linalg::GenericOp g) {
+      if (g.getNumLoops() != 4 || !isVectorizableElementwise(g) || !allStatic(g)) return;
+      bool touches = false;
+      for (Value v : g->getOperands())
+        if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>(); e && e.getSrc().getDefiningOp<linalg::MatmulOp>())
+          touches = true;
+      for (Operation *user : g->getUsers())
+        if (auto c = dyn_cast<tensor::CollapseShapeOp>(user))
+          for (Operation *u : c->getUsers()) touches |= isa<linalg::MatmulOp>(u);
+      if (touches) around.push_back(g);
+    });
+    for (linalg::GenericOp g : around) {
+      if (!linalg::areDimSequencesPreserved(g.getIndexingMapsArray(), pixels)) continue;
+      rewriter.setInsertionPoint(g);
+      FailureOr<linalg::CollapseResult> c = linalg::collapseOpIterationDims(g, pixels, rewriter);
+      if (failed(c)) continue;
+      rewriter.replaceOp(g, c->results);
+    }
+    foldReshapes(module);
+  }
+
   /// The reshapes a rank change leaves behind folded away: collapse of
   /// expand (and back), reshapes of fills and of empty tensors.
   void foldReshapes(ModuleOp module) {
@@ -748,10 +852,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
 
   void runOnOperation() override {
     if (vectorBits <= 0) return;
+    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     dropUnitMultiplier(getOperation());
     decomposePads(getOperation());
+    convs1x1AsMatmuls(getOperation(), tuning);
     flattenMatmulEpilogues(getOperation());
-    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
     Schedule schedule;

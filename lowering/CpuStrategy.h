@@ -44,6 +44,9 @@ struct RegisterTile {
 /// with tails instead of 4x64 and 7x32 measured slower (up to 1.4x on 1x1
 /// convs; BM_ResNet50Conv, BM_MobileNetV2Conv, BM_BertMatmul, ABBA).
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail = false);
+/// The FMAs per loaded element of a register tile (rows, tail included),
+/// as chooseRegisterTile weighs them; 0 when it does not fit the registers.
+double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning);
 /// FMAs per load below which a register tile is taken to wait on loads ...
 inline constexpr double kTailBelowScore = 1.2;
 /// ... and how much better a tile with a tail must score to replace it.

@@ -1037,7 +1037,9 @@ std::vector<Case> sweepCases() {
                                          // tail: 7 and 14 at 256 bits, 13 at both widths
                                          {7, 7, 32, 128, 1, 1, 1, {0, 0, 0, 0}},
                                          {14, 14, 8, 16, 3, 1, 1, {1, 1, 1, 1}},
-                                         {13, 13, 8, 32, 1, 1, 1, {0, 0, 0, 0}}}) {
+                                         {13, 13, 8, 32, 1, 1, 1, {0, 0, 0, 0}},
+                                         // 1x1 on a 14-wide map: a matmul over the pixels at 512 bits
+                                         {14, 14, 32, 64, 1, 1, 1, {0, 0, 0, 0}}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) / g.s + 1;
     int64_t ow = (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) / g.s + 1;
     if ((g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1) % g.s || (g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1) % g.s)
@@ -1079,6 +1081,7 @@ std::vector<Case> sweepCases() {
   };
   for (const Fused &g : std::vector<Fused>{{false, 28, 16, 64, 3, 1, {1, 1, 1, 1}, true},
                                            {false, 30, 24, 96, 1, 1, {0, 0, 0, 0}, false},
+                                           {false, 14, 128, 256, 1, 1, {0, 0, 0, 0}, true},  // as a matmul
                                            {true, 60, 64, 64, 3, 2, {1, 0, 1, 0}, false},
                                            {true, 40, 48, 48, 3, 1, {1, 1, 1, 1}, true}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - g.k) / g.s + 1;

@@ -68,6 +68,33 @@ func.func @conv_tail(%x: tensor<1x7x7x64xf32>, %w: tensor<128x1x1x64xf32>, %bias
   return %r : tensor<1x7x7x128xf32>
 }
 
+// A 1x1 conv on a 14-wide map runs as a matmul over its 196 pixels when
+// that gives a better register tile: AVX-512 takes 4 x 64 over the pixels
+// (as a conv it would take 7 x 32 over one row); the bias init and the
+// ReLU are collapsed with it and fused into its parallel tiles. AVX2's
+// best tile is the same either way (2 x 32): it stays a conv.
+// AVX512-LABEL: func.func @conv1x1_matmul
+// AVX512-DAG: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] : tensor<1x14x14x128xf32> into tensor<196x128xf32>
+// AVX512-DAG: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] : tensor<1x1x128x256xf32> into tensor<128x256xf32>
+// AVX512: scf.forall
+// AVX512: scf.for {{.*}} -> (vector<4x64xf32>)
+// AVX512-COUNT-4: vector.fma {{.*}} : vector<64xf32>
+// AVX512: arith.maximumf {{.*}} : vector<
+// AVX512: scf.forall.in_parallel
+// AVX512: tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] output_shape [1, 14, 14, 256] : tensor<196x256xf32> into tensor<1x14x14x256xf32>
+// AVX512-NOT: linalg.conv
+// AVX512-NOT: linalg.matmul
+// AVX2-LABEL: func.func @conv1x1_matmul
+// AVX2-NOT: tensor<196x
+// AVX2: return
+func.func @conv1x1_matmul(%x: tensor<1x14x14x128xf32>, %w: tensor<1x1x128x256xf32>, %bias: tensor<256xf32>) -> tensor<1x14x14x256xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %f = tosa.transpose %w {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x128x256xf32>) -> tensor<256x1x1x128xf32>
+  %r = tosa.conv2d %x, %f, %bias, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x14x14x128xf32>, tensor<256x1x1x128xf32>, tensor<256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x14x14x256xf32>
+  %c = tosa.clamp %r {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<1x14x14x256xf32>) -> tensor<1x14x14x256xf32>
+  return %c : tensor<1x14x14x256xf32>
+}
+
 // Elementwise: the inner dimension in whole vectors, the remainder (1000 =
 // 31 x 32 + 8) peeled into one static tail; no masks. exp becomes a
 // polynomial on vectors, not one libm call per lane.
