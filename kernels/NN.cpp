@@ -4,6 +4,7 @@
 //    im2col patch matrix); rows are split over the executor's workers.
 //  - i8 matmul / conv2d accumulate in i32 (zero points 0).
 #include "kernels/KernelUtil.h"
+#include "kernels/VectorKernels.h"
 
 #include <Eigen/Core>
 
@@ -36,26 +37,6 @@ llvm::Expected<std::vector<TensorType>> matmulShape(llvm::ArrayRef<TensorType> i
   return std::vector<TensorType>{TensorType{out, {a.shape[0], a.shape[1], b.shape[2]}}};
 }
 
-/// y = sum over r < rows of a[r] * b[r * w .. r * w + w): four rows of b
-/// at a time into y, which stays in L1 while the rows stream past.
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) void sumRows(
-    const float *__restrict a, const float *__restrict b, float *__restrict y, int64_t rows, int64_t w) {
-  std::fill(y, y + w, 0.0f);
-  int64_t r = 0;
-  for (; r + 8 <= rows; r += 8) {
-    const float a0 = a[r], a1 = a[r + 1], a2 = a[r + 2], a3 = a[r + 3];
-    const float a4 = a[r + 4], a5 = a[r + 5], a6 = a[r + 6], a7 = a[r + 7];
-    const float *b0 = b + r * w, *b1 = b0 + w, *b2 = b1 + w, *b3 = b2 + w;
-    const float *b4 = b3 + w, *b5 = b4 + w, *b6 = b5 + w, *b7 = b6 + w;
-    for (int64_t j = 0; j < w; ++j)
-      y[j] += (a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j]) + (a4 * b4[j] + a5 * b5[j] + a6 * b6[j] + a7 * b7[j]);
-  }
-  for (; r < rows; ++r) {
-    const float ar = a[r], *br = b + r * w;
-    for (int64_t j = 0; j < w; ++j) y[j] += ar * br[j];
-  }
-}
-
 /// y[n] = a[n] (1 x C) * b[n] (C x W), a vector times a matrix (a
 /// classifier's weights, read once per call and usually from memory). Each
 /// worker takes a run of b's rows, so that it reads one contiguous stretch
@@ -64,13 +45,11 @@ __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) void sumR
 /// added at the end. A stretch is at least 256 KiB (less is not worth a
 /// task), and there are at most four per worker, so that a worker that
 /// starts late still gets an even share.
-///
-/// A stretch is summed by sumRows, compiled for AVX-512, for AVX2 + FMA and
-/// for the baseline and picked by the host's features when the process
-/// starts (the rest of kiln's kernels are built for the baseline, where
-/// Eigen's vector x matrix read cold weights at 11-13 GB/s).
+/// A run is summed by sumRows (VectorKernels.h: the host's widest vectors;
+/// Eigen in this baseline build read cold weights at 11-13 GB/s).
 void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N, int64_t C, int64_t W) {
   using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+  const SumRowsFn sum = sumRows();
   constexpr int64_t kMinBytes = 256 << 10;
   int64_t parts = std::clamp<int64_t>(C * W * int64_t(sizeof(float)) / kMinBytes, 1,
                                       std::min<int64_t>(4 * ex.numThreads(), C));
@@ -81,7 +60,7 @@ void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N,
     parallel(ex, parts, 1, [&](int64_t s, int64_t e) {
       for (int64_t p = s; p < e; ++p) {
         int64_t k0 = p * C / parts, k1 = (p + 1) * C / parts;
-        sumRows(an + k0, bn + k0 * W, p == 0 ? yn : partial.data() + (p - 1) * W, k1 - k0, W);
+        sum(an + k0, bn + k0 * W, p == 0 ? yn : partial.data() + (p - 1) * W, k1 - k0, W);
       }
     });
     for (int64_t p = 1; p < parts; ++p)

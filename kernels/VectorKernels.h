@@ -1,0 +1,27 @@
+//===- VectorKernels.h - kernel loops compiled for each vector width -------===//
+//
+// The rest of kiln_kernels is built for the baseline x86-64 (SSE2) and
+// leaves vectors to Eigen. Loops here are compiled once per vector width
+// (AVX-512, AVX2 + FMA, baseline) and picked at run time from the host's
+// features, so the kernel uses the widest vectors the host has; a narrower
+// variant can be asked for (tests run every variant the host supports).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::kernels {
+
+/// y[0, w) = sum over r < rows of a[r] * b[r * w, r * w + w): a run of a
+/// matrix's rows (row-major, w floats each) weighted by a vector's elements,
+/// the inner loop of a vector x matrix product. b and y must not overlap.
+using SumRowsFn = void (*)(const float *a, const float *b, float *y, int64_t rows, int64_t w);
+
+/// The variant for `vectorBits` (512, 256, or 128 for the baseline), or
+/// null when the host cannot run it.
+SumRowsFn sumRowsFor(int vectorBits);
+/// The variant for the widest vectors the host has.
+SumRowsFn sumRows();
+
+}  // namespace kiln::kernels
