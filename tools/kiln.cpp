@@ -1,6 +1,6 @@
 // kiln: the command-line driver.
 //   kiln run <file.mlir | built-in model> [--function NAME] [--input ARG=FILE.npy]...
-//            [--output DIR] [--iterations N] [--explain] [--op-mode OP=MODE,...]
+//            [--output DIR] [--iterations N] [--warmup N] [--explain] [--op-mode OP=MODE,...]
 //   kiln import <model.onnx | model.pt2> [-o model.mlir | model.mlirbc]
 //   kiln profile <model> [--input ARG=FILE.npy]... [--iterations N] [--out DIR] [--serial]
 //   kiln prewarm <model> [--function NAME] [--shape ARG=DIMS]...
@@ -75,6 +75,7 @@ struct CommonOptions {
   std::string gpuArch;    // --gpu-arch sm_90
   double timeout = 0;     // --timeout SEC: the whole run (first call and iterations)
   int threads = 0;        // --threads N: executor workers (0 = the machine's cores)
+  int warmup = 0;         // --warmup N: untimed calls after the first
   bool serial = false;    // profile --serial: one step at a time
 };
 
@@ -257,6 +258,21 @@ int runCommand(const std::string &model, const std::string &function,
   auto compiled = (*module)->compile(function, types);
   if (!compiled) return fail(llvm::toString(compiled.takeError()));
 
+  auto timedOutWarmingUp = [&](int done) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "--timeout %g s passed after %d of %d warm-up calls", common.timeout, done,
+                  common.warmup);
+    return fail(msg);
+  };
+  for (int i = 0; i < common.warmup; ++i) {
+    if (token->cancelled()) return timedOutWarmingUp(i);
+    auto r = call();
+    if (!r && token->cancelled()) {
+      llvm::consumeError(r.takeError());
+      return timedOutWarmingUp(i);
+    }
+    if (!r) return fail(llvm::toString(r.takeError()));
+  }
   std::vector<double> times;
   for (int i = 0; i < iterations; ++i) {
     if (token->cancelled()) return timedOut(i);
@@ -490,6 +506,9 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0, 1024));
   };
   addCommon(run);
+  run->add_option("--warmup", common.warmup, "untimed calls after the first, before the timed ones")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
   auto addTimeout = [&](CLI::App *cmd) {
     cmd->add_option("--timeout", common.timeout,
                     "stop after SEC seconds (the first call and all iterations; a running call is cancelled)")

@@ -65,6 +65,11 @@ def export(name, folder):
     return paths
 
 
+# Untimed calls before each runtime's timed ones (kiln's come after its first
+# call, which loads or compiles the model).
+WARMUP = 3
+
+
 def time_ort(paths, iterations, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
@@ -73,7 +78,7 @@ def time_ort(paths, iterations, threads):
     session = ort.InferenceSession(paths["onnx"], so, providers=["CPUExecutionProvider"])
     x = np.load(paths["x.npy"])
     name = session.get_inputs()[0].name
-    for _ in range(3):
+    for _ in range(WARMUP):
         session.run(None, {name: x})
     times = []
     for _ in range(iterations):
@@ -90,7 +95,7 @@ def time_torch(name, paths, iterations, threads):
     x = torch.from_numpy(np.load(paths["x.npy"]))
     times = []
     with torch.no_grad():
-        for _ in range(3):
+        for _ in range(WARMUP):
             model(x)
         for _ in range(iterations):
             t0 = time.perf_counter()
@@ -102,7 +107,8 @@ def time_torch(name, paths, iterations, threads):
 def time_kiln(kiln, paths, iterations, out_dir):
     """Runs `kiln run` (warm disk cache after the first round); returns
     (p50, p90, first-call ms, outputs dir)."""
-    cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "-n", str(iterations), "-o", out_dir]
+    cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "--warmup", str(WARMUP), "-n", str(iterations),
+           "-o", out_dir]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"kiln failed:\n{r.stderr}")
