@@ -137,7 +137,7 @@ constexpr double kParallelMinFlops = 4e6;
 /// stream their filter (streamingFilterBlock) ...
 constexpr int64_t kStreamingMaxPixels = 64;
 /// ... in this many blocks of filters (parallel tiles).
-constexpr int64_t kStreamingBlocks = 4;
+constexpr int64_t kStreamingBlocks = 8;
 /// A 1x1 conv runs as a matmul when the matmul's register tile scores at
 /// least this much better (convs1x1AsMatmuls).
 constexpr double kMatmulTileGain = 1.1;

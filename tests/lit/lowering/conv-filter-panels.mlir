@@ -2,37 +2,37 @@
 // RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s
 
 // A 1x1 conv of 4x4 pixels with a 2 MiB filter streams it
-// (streamingFilterBlock: blocks of 128 of its 512 filters, each block every
-// output row). Its filter, stored in panels of 128 filters, reaches the conv
+// (streamingFilterBlock: blocks of 64 of its 512 filters, each block every
+// output row). Its filter, stored in panels of 64 filters, reaches the conv
 // through the graph's transpose + reshape back to FHWC and the strategy's
 // transpose to HWCF: each parallel block reads its own panel instead, a
 // contiguous view, and no transpose (a copy of the filter per call) is left.
 // CHECK-LABEL: func.func @panels(
-// CHECK-SAME: %[[W:[^:]*]]: tensor<4x1x1x1024x128xf32>
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x1x1x1024x64xf32>
 // CHECK-NOT: linalg.transpose
-// CHECK: scf.forall (%[[P:.*]]) in (4)
-// CHECK: tensor.extract_slice %[[W]][%[[P]], 0, 0, 0, 0] [1, 1, 1, 1024, 128] [1, 1, 1, 1, 1] : tensor<4x1x1x1024x128xf32> to tensor<1x1x1024x128xf32>
+// CHECK: scf.forall (%[[P:.*]]) in (8)
+// CHECK: tensor.extract_slice %[[W]][%[[P]], 0, 0, 0, 0] [1, 1, 1, 1024, 64] [1, 1, 1, 1, 1] : tensor<8x1x1x1024x64xf32> to tensor<1x1x1024x64xf32>
 // CHECK-NOT: linalg.transpose
 // CHECK: return
-func.func @panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<4x1x1x1024x128xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
-  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<4x1x1x1024x128xf32>) -> tensor<4x128x1x1x1024xf32>
+func.func @panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<8x1x1x1024x64xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x1x1x1024x64xf32>) -> tensor<8x64x1x1x1024xf32>
   %s = tosa.const_shape {values = dense<[512, 1, 1, 1024]> : tensor<4xindex>} : () -> !tosa.shape<4>
-  %f = tosa.reshape %t, %s : (tensor<4x128x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
+  %f = tosa.reshape %t, %s : (tensor<8x64x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1024xf32>, tensor<512x1x1x1024xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x512xf32>
   return %y : tensor<1x4x4x512xf32>
 }
 
-// Panels that are not the strategy's blocks (64 filters where it takes
-// 128) are read through the transposes: correct, and slow.
+// Panels that are not the strategy's blocks (128 filters where it takes
+// 64) are read through the transposes: correct, and slow.
 // CHECK-LABEL: func.func @other_panels(
 // CHECK: linalg.transpose
 // CHECK: linalg.transpose
 // CHECK: scf.forall
-func.func @other_panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<8x1x1x1024x64xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
-  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x1x1x1024x64xf32>) -> tensor<8x64x1x1x1024xf32>
+func.func @other_panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<4x1x1x1024x128xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<4x1x1x1024x128xf32>) -> tensor<4x128x1x1x1024xf32>
   %s = tosa.const_shape {values = dense<[512, 1, 1, 1024]> : tensor<4xindex>} : () -> !tosa.shape<4>
-  %f = tosa.reshape %t, %s : (tensor<8x64x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
+  %f = tosa.reshape %t, %s : (tensor<4x128x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1024xf32>, tensor<512x1x1x1024xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x512xf32>
   return %y : tensor<1x4x4x512xf32>
