@@ -542,6 +542,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     if (convs.empty()) return;
     IRRewriter rewriter(&getContext());
     SmallVector<ReassociationIndices> pixels = {{0, 1, 2}, {3}};
+    llvm::SmallPtrSet<Operation *, 8> made;
     for (linalg::LinalgOp op : convs) {
       rewriter.setInsertionPoint(op);
       Location loc = op.getLoc();
@@ -564,21 +565,23 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       Value init = flat(op.getDpsInitOperand(0)->get());
       auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
                                          ValueRange{flat(op.getDpsInputOperand(0)->get()), b}, ValueRange{init});
+      made.insert(mm);
       Value result = tensor::ExpandShapeOp::create(rewriter, loc, op->getResult(0).getType(), mm->getResult(0), pixels);
       rewriter.replaceOp(op, result);
     }
-    // The ops around each matmul (its init, its epilogue: elementwise over
-    // N x H x W x F) collapsed the same way; the reshapes between them fold.
+    // The ops around each new matmul (its init, its epilogue: elementwise
+    // over N x H x W x F) collapsed the same way; the reshapes between them
+    // fold.
     SmallVector<linalg::GenericOp> around;
     module.walk([&](linalg::GenericOp g) {
       if (g.getNumLoops() != 4 || !isVectorizableElementwise(g) || !allStatic(g)) return;
       bool touches = false;
       for (Value v : g->getOperands())
-        if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>(); e && e.getSrc().getDefiningOp<linalg::MatmulOp>())
+        if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>(); e && made.contains(e.getSrc().getDefiningOp()))
           touches = true;
       for (Operation *user : g->getUsers())
         if (auto c = dyn_cast<tensor::CollapseShapeOp>(user))
-          for (Operation *u : c->getUsers()) touches |= isa<linalg::MatmulOp>(u);
+          for (Operation *u : c->getUsers()) touches |= made.contains(u);
       if (touches) around.push_back(g);
     });
     for (linalg::GenericOp g : around) {
