@@ -38,7 +38,11 @@ void sumRows128(const float *a, const float *b, float *y, int64_t rows, int64_t 
 }  // namespace
 
 SumRowsFn sumRowsFor(int vectorBits) {
-  if (vectorBits == 512) return __builtin_cpu_supports("avx512f") ? &sumRows512 : nullptr;
+  if (vectorBits == 512)  // every feature sumRows512 is built for
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+                   __builtin_cpu_supports("fma")
+               ? &sumRows512
+               : nullptr;
   if (vectorBits == 256) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &sumRows256 : nullptr;
   if (vectorBits == 128) return &sumRows128;
   return nullptr;

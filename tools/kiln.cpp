@@ -246,45 +246,37 @@ int runCommand(const std::string &model, const std::string &function,
     }
     return out;
   };
-  auto timedOut = [&](int done) {
-    char msg[160];
-    std::snprintf(msg, sizeof msg, "--timeout %g s passed after %d of %d iterations", common.timeout, done,
-                  iterations);
-    return fail(msg);
-  };
   auto result = call();
   double firstMs = msSince(t0);
   if (!result) return fail(llvm::toString(result.takeError()));
   auto compiled = (*module)->compile(function, types);
   if (!compiled) return fail(llvm::toString(compiled.takeError()));
 
-  auto timedOutWarmingUp = [&](int done) {
-    char msg[160];
-    std::snprintf(msg, sizeof msg, "--timeout %g s passed after %d of %d warm-up calls", common.timeout, done,
-                  common.warmup);
-    return fail(msg);
+  // `count` more calls (`what` names them in a timeout's message), each
+  // one's milliseconds into `times` when given; kiln's exit status when one
+  // fails or the deadline passes.
+  auto repeat = [&](int count, const char *what, std::vector<double> *times) -> std::optional<int> {
+    auto timedOut = [&](int done) {
+      char msg[160];
+      std::snprintf(msg, sizeof msg, "--timeout %g s passed after %d of %d %s", common.timeout, done, count, what);
+      return fail(msg);
+    };
+    for (int i = 0; i < count; ++i) {
+      if (token->cancelled()) return timedOut(i);
+      auto t1 = Clock::now();
+      auto r = call();
+      if (times) times->push_back(msSince(t1));
+      if (!r && token->cancelled()) {  // the deadline passed during this call
+        llvm::consumeError(r.takeError());
+        return timedOut(i);
+      }
+      if (!r) return fail(llvm::toString(r.takeError()));
+    }
+    return std::nullopt;
   };
-  for (int i = 0; i < common.warmup; ++i) {
-    if (token->cancelled()) return timedOutWarmingUp(i);
-    auto r = call();
-    if (!r && token->cancelled()) {
-      llvm::consumeError(r.takeError());
-      return timedOutWarmingUp(i);
-    }
-    if (!r) return fail(llvm::toString(r.takeError()));
-  }
+  if (auto status = repeat(common.warmup, "warm-up calls", nullptr)) return *status;
   std::vector<double> times;
-  for (int i = 0; i < iterations; ++i) {
-    if (token->cancelled()) return timedOut(i);
-    auto t1 = Clock::now();
-    auto r = call();
-    times.push_back(msSince(t1));
-    if (!r && token->cancelled()) {  // the deadline passed during this call
-      llvm::consumeError(r.takeError());
-      return timedOut(i);
-    }
-    if (!r) return fail(llvm::toString(r.takeError()));
-  }
+  if (auto status = repeat(iterations, "iterations", &times)) return *status;
   std::sort(times.begin(), times.end());
 
   for (size_t i = 0; i < result->size(); ++i) {
