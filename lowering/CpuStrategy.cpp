@@ -134,8 +134,13 @@ namespace {
 /// (kiln_parallel_for); smaller ones stay on the calling thread.
 constexpr double kParallelMinFlops = 4e6;
 /// Convs with at most this many output pixels and a filter bigger than L2
-/// stream their filter (streamingFilterBlock) ...
-constexpr int64_t kStreamingMaxPixels = 64;
+/// stream their filter (streamingFilterBlock) ... 256 takes in ResNet-50's
+/// 14x14 1x1 convs (1-2 MiB filters): cold-filter calls of 1024 -> 256,
+/// 1024 -> 512 and 256 -> 1024 took 0.84-0.98x the time they took at 64
+/// (AVX2: 0.79-0.89x), the stride-2 3x3 256 -> 256 onto 14x14 0.8x, the
+/// 3x3 256 -> 256 on 14x14 the same, A/B in one process; 1024 (28x28 maps)
+/// made the stride-2 3x3 128 -> 128 slower.
+constexpr int64_t kStreamingMaxPixels = 256;
 /// ... in this many blocks of filters (parallel tiles).
 constexpr int64_t kStreamingBlocks = 8;
 /// A 1x1 conv runs as a matmul when the matmul's register tile scores at

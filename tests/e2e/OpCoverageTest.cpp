@@ -1221,11 +1221,17 @@ std::vector<Case> sweepCases() {
   struct ConstConv {
     int64_t h, c, f, k, s;
   };
-  // The last two stream their filter (bigger than L2, 16 output pixels:
-  // streamingFilterBlock), which is stored in panels the conv reads block by
-  // block.
-  for (const ConstConv &g : std::vector<ConstConv>{
-           {9, 16, 64, 1, 1}, {11, 8, 128, 3, 2}, {7, 24, 40, 1, 1}, {4, 256, 256, 3, 1}, {7, 1024, 512, 1, 2}}) {
+  // The last four stream their filter (bigger than L2, 16 or 196 output
+  // pixels: streamingFilterBlock), which is stored in panels the conv reads
+  // block by block: the 196-pixel ones as ResNet-50's 14x14 1x1 conv and
+  // stride-2 3x3 (rows of 14 in register tiles of 7).
+  for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1},
+                                                   {11, 8, 128, 3, 2},
+                                                   {7, 24, 40, 1, 1},
+                                                   {4, 256, 256, 3, 1},
+                                                   {7, 1024, 512, 1, 2},
+                                                   {14, 1024, 256, 1, 1},
+                                                   {27, 256, 128, 3, 2}}) {
     int64_t p = g.k / 2, oh = (g.h + 2 * p - g.k) / g.s + 1;
     Case c;
     TensorType x = tt(F, {1, g.h, g.h, g.c}), w = tt(F, {g.f, g.k, g.k, g.c}), b = tt(F, {g.f}),

@@ -95,8 +95,13 @@ TEST(CpuStrategy, StreamingFilterBlocks) {
       EXPECT_EQ((f / fc) % 2, 0) << c << " -> " << f << ": blocks of " << fc;
       EXPECT_GE(f / fc, 8);
     }
-    // Many pixels reuse the filter from cache: the usual blocks.
-    EXPECT_EQ(streamingFilterBlock(3, 3, 256, 256, 14, 196, t), 0);
+    // ResNet-50's 14x14 maps (196 pixels) with filters over L2 stream too:
+    // 1x1 1024 -> 256 and the stride-2 3x3 256 -> 256.
+    EXPECT_GT(streamingFilterBlock(1, 1, 1024, 256, 14, 196, t), 0);
+    EXPECT_GT(streamingFilterBlock(3, 3, 256, 256, 14, 196, t), 0);
+    // Many pixels (28x28) reuse the filter from cache: the usual blocks.
+    EXPECT_EQ(streamingFilterBlock(3, 3, 256, 256, 28, 784, t), 0);
+    EXPECT_EQ(streamingFilterBlock(3, 3, 128, 128, 28, 784, t), 0);
     // A filter that fits L2 (3x3 64 -> 64 is 147 KiB).
     EXPECT_EQ(streamingFilterBlock(3, 3, 64, 64, 7, 49, t), 0);
     // Too little work to run in parallel (one pixel), or too few filters to
