@@ -248,9 +248,12 @@ BENCHMARK(BM_JitThreads)->DenseRange(7, 14)->Unit(benchmark::kMicrosecond);
 
 /// `c` as generated code on all cores as in a model: its first input an
 /// argument, the others (weights, bias) constants of the graph, hoisted and
-/// laid out once at load; called once (compiled) before it is returned.
-std::unique_ptr<Module> loadOnConstantWeights(const Case &c, const std::vector<Tensor> &in) {
-  static auto rt = bench::makeRuntime("*=jit");
+/// laid out once at load; called once (compiled) before it is returned. On
+/// `runtime`, else on an all-JIT one.
+std::unique_ptr<Module> loadOnConstantWeights(const Case &c, const std::vector<Tensor> &in,
+                                              Runtime *runtime = nullptr) {
+  static auto jit = bench::makeRuntime("*=jit");
+  Runtime *rt = runtime ? runtime : jit.get();
   lowering::GraphBuilder g("main", std::string("bench:constant-weights:") + c.name);
   std::vector<lowering::GraphBuilder::Value> args = {g.argument(c.inputs[0])};
   for (size_t i = 1; i < c.inputs.size(); ++i)
@@ -416,14 +419,7 @@ static void BM_ConvSettingsAB(benchmark::State &state) {
   auto load = [&](const std::string &modes) {
     auto &rt = runtimes[modes];
     if (!rt) rt = bench::makeRuntime(modes.c_str());
-    lowering::GraphBuilder g("main", std::string("bench:ab:") + c.name);
-    std::vector<lowering::GraphBuilder::Value> args = {g.argument(c.inputs[0])};
-    for (size_t k = 1; k < c.inputs.size(); ++k)
-      args.push_back(llvm::cantFail(g.resourceConstant("w" + std::to_string(k), filled(c.inputs[k], -0.06f))));
-    auto r = llvm::cantFail(g.op(c.name, args, c.attrs, {c.output}));
-    auto m = llvm::cantFail(rt->loadProgram(llvm::cantFail(g.finish(r))));
-    llvm::cantFail(m->call("main", in).takeError());
-    return m;
+    return loadOnConstantWeights(c, in, rt.get());
   };
   auto a = load(modesA), b = load(modesB);
   static std::vector<float> other(size_t(64) << 18, 1.0f);  // 64 MiB
