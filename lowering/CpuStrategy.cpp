@@ -30,6 +30,12 @@
 //                          in place: one pass over the output instead of
 //                          three, while it is in cache. A batch-1 matmul
 //                          flattened for its epilogue becomes 2-D first.
+//                          Where a register tile's filter columns fit the
+//                          cache (inRegisters), a conv's init and epilogue
+//                          run in its register tiles instead: the bias
+//                          starts the accumulator, the epilogue finishes
+//                          it, one store (a second schedule, applied after
+//                          the first and after readPanels).
 //   pads                   the source copied into the padded tensor's
 //                          interior, vector fills of the border only.
 //   row reductions         vector partials across the row, one horizontal
@@ -149,6 +155,9 @@ constexpr double kMatmulTileGain = 1.1;
 /// Most bytes the rows of one input-channel block of a conv filter span (see
 /// the conv strategy).
 constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
+/// Most bytes of filter columns (reduction x register tile) a conv that
+/// computes its init and epilogue in its register tiles reads per tile.
+constexpr int64_t kRegisterFusedColumnBytes = 64 * 1024;
 /// How many parallel tiles a big op aims at (enough for a few threads to
 /// balance).
 constexpr int64_t kParallelTasks = 8;
@@ -378,6 +387,42 @@ public:
     vectorize(comb);
     vectorize(fill);
   }
+  /// Tiles `in` by `sizes` (loops in the order `interchange`, when given)
+  /// and fuses its producers into the tiles greedily, through destinations
+  /// too (an accumulator init becomes a tile's init); returns the tiled
+  /// op's handle and the outermost loop's.
+  std::pair<std::string, std::string> fuse(const std::string &in, llvm::ArrayRef<int64_t> sizes,
+                                           llvm::ArrayRef<int64_t> interchange) {
+    int loops = 0;
+    for (int64_t s : sizes) loops += s != 0;
+    std::string out = fresh();
+    std::string types = "!transform.any_op";
+    for (int i = 0; i < loops; ++i) types += ", !transform.any_op";
+    body += llvm::formatv("    {0}, {0}_loops:{1} = transform.structured.fuse {2} tile_sizes {3}{4} {{apply_cleanup} "
+                          ": (!transform.any_op) -> ({5})\n",
+                          out, loops, in, list(sizes),
+                          interchange.empty() ? std::string() : " interchange " + list(interchange), types)
+                .str();
+    return {out, out + "_loops#0"};
+  }
+  /// Tags the ops of `h` with `sid` (tiled named ops lose the tag of the
+  /// op they were tiled from), for a later schedule to match.
+  void retag(const std::string &h, int64_t sid) {
+    std::string p = fresh();
+    body += llvm::formatv("    {0} = transform.param.constant {1} : i64 -> !transform.param<i64>\n"
+                          "    transform.annotate {2} \"{3}\" = {0} : !transform.any_op, !transform.param<i64>\n",
+                          p, sid, h, kStrategyIdAttr)
+                .str();
+  }
+  /// The op tagged `sid` inside `container`.
+  std::string matchIn(int64_t sid, const std::string &container) {
+    std::string h = fresh();
+    body += llvm::formatv("    {0} = transform.structured.match attributes{{{1} = {2} : i64} in {3} "
+                          ": (!transform.any_op) -> !transform.any_op\n",
+                          h, kStrategyIdAttr, sid, container)
+                .str();
+    return h;
+  }
   std::string match(int64_t sid) {
     std::string h = fresh();
     body += llvm::formatv("    {0} = transform.structured.match attributes{{{1} = {2} : i64} in %root "
@@ -398,14 +443,25 @@ public:
     if (!sizes.empty()) body += " vector_sizes " + list(sizes);
     body += " : !transform.any_op\n";
   }
-  std::string text() const {
+  /// The schedule; `cleanup`: with the vector cleanup and lowering after
+  /// the ops (once, after the last schedule applied).
+  std::string text(bool cleanup = true) const {
     return std::string("module attributes {transform.with_named_sequence} {\n"
                        "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n") +
-           body + epilogue() + "    transform.yield\n  }\n}\n";
+           body + (cleanup ? epilogue(foldSubsets) : std::string()) + "    transform.yield\n  }\n}\n";
   }
+  bool empty() const { return body.empty(); }
+  /// Set when an op's init and epilogue were fused into its register
+  /// tiles: the cleanup then folds the slices between their vector reads
+  /// and writes, so that the init reaches the accumulator and the
+  /// accumulator the epilogue in registers.
+  bool foldSubsets = false;
 
 private:
-  static std::string epilogue() {
+  static std::string epilogue(bool foldSubsets) {
+    std::string subsets = foldSubsets ? "      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
+                                        "      transform.apply_patterns.tensor.merge_consecutive_insert_extract_slice\n"
+                                      : "";
     return R"(    %fns = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %fns {
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -415,7 +471,7 @@ private:
     } : !transform.any_op
     transform.apply_patterns to %fns {
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
+)" + subsets + R"(      transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.apply_cse to %fns : !transform.any_op
     %loops = transform.structured.match ops{["scf.for"]} in %root : (!transform.any_op) -> !transform.any_op
@@ -858,16 +914,73 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     return updated;
   }
 
+  /// Whether conv `op` computes its fused init and epilogue (`f`) in its
+  /// register tiles `reg` (`reduction` = KH * KW * C): a tile then runs the
+  /// whole reduction at once, reading its filter columns (reduction x
+  /// reg.n) for every pixel tile, so those must fit half of L2; the
+  /// tiles have no tail (one tile shape); the filter is HWCF (no transpose
+  /// left to fuse) and no operand is computed by an op that the greedy
+  /// fusion would pull into the tiles.
+  static bool inRegisters(linalg::LinalgOp op, const Fused &f, const RegisterTile &reg, int64_t reduction) {
+    if ((!f.init && !f.epilogue) || reg.tail || reduction * reg.n * 4 > kRegisterFusedColumnBytes) return false;
+    if (!isa<linalg::Conv2DNhwcHwcfOp>(op) && !panelFilter(op)) return false;
+    auto computed = [](Value v) { return v.getDefiningOp<TilingInterface>() != nullptr; };
+    for (Value v : op.getDpsInputs())
+      if (computed(v)) return false;
+    for (linalg::LinalgOp fusedOp : {f.init, linalg::LinalgOp(f.epilogue)})
+      if (fusedOp)
+        for (Value v : fusedOp.getDpsInputs())
+          if (computed(v)) return false;
+    return true;
+  }
+
+  /// Whether `op` is an FHWC conv whose filter is stored in panels (the
+  /// collapse of a transpose that readPanels turns into panel reads).
+  static bool panelFilter(linalg::LinalgOp op) {
+    if (!isa<linalg::Conv2DNhwcFhwcOp>(op)) return false;
+    auto collapse = op.getDpsInputs()[1].getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse || collapse.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}})
+      return false;
+    auto grouped = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
+    return grouped && grouped.getPermutation() == ArrayRef<int64_t>{0, 4, 1, 2, 3};
+  }
+
+  /// An FHWC conv whose filter is the transpose of an HWCF tensor (how
+  /// kiln's packed constant filters reach a torch export's convs) reads the
+  /// HWCF tensor itself: what transform.structured.transpose_conv2d and
+  /// the transposes' cancelling would make of it later, made before the
+  /// schedule, so that the conv has no producer on its filter side.
+  void hwcfFilters(ModuleOp module) {
+    SmallVector<linalg::Conv2DNhwcFhwcOp> convs;
+    module.walk([&](linalg::Conv2DNhwcFhwcOp op) {
+      auto t = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>();
+      if (op.hasPureTensorSemantics() && t && t.getPermutation() == ArrayRef<int64_t>{3, 0, 1, 2}) convs.push_back(op);
+    });
+    for (linalg::Conv2DNhwcFhwcOp op : convs) {
+      OpBuilder b(op);
+      Value filter = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>().getInput();
+      auto conv = linalg::Conv2DNhwcHwcfOp::create(b, op.getLoc(), op->getResultTypes(),
+                                                   ValueRange{op.getInputs()[0], filter}, op.getOutputs(),
+                                                   op.getStrides(), op.getDilations());
+      op->replaceAllUsesWith(conv);
+      op->erase();
+    }
+  }
+
   void runOnOperation() override {
     if (vectorBits <= 0) return;
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     dropUnitMultiplier(getOperation());
+    hwcfFilters(getOperation());
     decomposePads(getOperation());
     convs1x1AsMatmuls(getOperation(), tuning);
     flattenMatmulEpilogues(getOperation());
     const int64_t lanes = std::max<int64_t>(1, vectorBits / 32);  // f32 per vector
     ModuleOp module = getOperation();
     Schedule schedule;
+    /// Applied after `schedule`: the register tiles of convs whose init and
+    /// epilogue are computed in them (see inRegisters).
+    Schedule registerPhase;
     int64_t sid = 0;
     Builder b(&getContext());
     // Ops fused into another op's tiles get no strategy of their own.
@@ -891,6 +1004,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       }
       fused[op] = f;
     }
+    auto idOf = [](linalg::LinalgOp op) { return op->getAttrOfType<IntegerAttr>(kStrategyIdAttr).getInt(); };
     auto tagOp = [&](Operation *op) {
       op->setAttr(kStrategyIdAttr, b.getI64IntegerAttr(sid));
       return schedule.match(sid++);
@@ -900,26 +1014,36 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     /// the epilogue is tiled and the op fused into its tiles, else the op
     /// is tiled; the accumulator's init is fused after. Returns the op's
     /// handle inside the tiles.
+    /// The handles tileFusedParts leaves: the op, its epilogue and init
+    /// (empty when none) inside the scf.forall, and the forall.
+    struct FusedParts {
+      std::string op, epilogue, init, forall;
+    };
+    auto tileFusedParts = [&](std::string h, llvm::ArrayRef<int64_t> bounds, llvm::ArrayRef<int64_t> sizes,
+                              const Fused &f) {
+      FusedParts parts;
+      if (f.epilogue) {
+        auto [epi, loop] = schedule.tileForallWithLoop(tagOp(f.epilogue), sizes);
+        parts.epilogue = epi;
+        std::tie(h, parts.forall) = schedule.fuseInto(h, loop);
+      } else {
+        SmallVector<int64_t> opSizes(sizes.begin(), sizes.end());
+        opSizes.resize(bounds.size(), 0);
+        std::tie(h, parts.forall) = schedule.tileForallWithLoop(h, opSizes);
+      }
+      parts.op = h;
+      if (f.init) std::tie(parts.init, parts.forall) = schedule.fuseInto(tagOp(f.init), parts.forall);
+      return parts;
+    };
     auto tileFused = [&](std::string h, llvm::ArrayRef<int64_t> bounds, llvm::ArrayRef<int64_t> sizes,
                          const Fused &f) {
       SmallVector<int64_t> tileBounds(bounds.begin(), bounds.begin() + sizes.size());
       for (size_t i = 0; i < sizes.size(); ++i)
         if (sizes[i]) tileBounds[i] = sizes[i];
-      std::string forall;
-      if (f.epilogue) {
-        auto [epi, loop] = schedule.tileForallWithLoop(tagOp(f.epilogue), sizes);
-        std::tie(h, forall) = schedule.fuseInto(h, loop);
-        elementwise(schedule, epi, tileBounds, lanes);
-      } else {
-        SmallVector<int64_t> opSizes(sizes.begin(), sizes.end());
-        opSizes.resize(bounds.size(), 0);
-        std::tie(h, forall) = schedule.tileForallWithLoop(h, opSizes);
-      }
-      if (f.init) {
-        auto [init, loop] = schedule.fuseInto(tagOp(f.init), forall);
-        elementwise(schedule, init, tileBounds, lanes);
-      }
-      return h;
+      FusedParts parts = tileFusedParts(h, bounds, sizes, f);
+      if (f.epilogue) elementwise(schedule, parts.epilogue, tileBounds, lanes);
+      if (f.init) elementwise(schedule, parts.init, tileBounds, lanes);
+      return parts.op;
     };
     /// Fused ops of an op that is not tiled in parallel: strategies of
     /// their own.
@@ -1005,6 +1129,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         bool streaming = streamBlock > 0;
         int64_t fc = streaming ? streamBlock
                                : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
+        // The register tile within a block of fc filters (a multiple of the
+        // tile the blocks were sized by), rows split off where a tile that
+        // does not divide OW fits the registers better.
+        RegisterTile reg = chooseRegisterTile(OW, fc, tuning, /*allowTail=*/true);
+        int64_t convSid = sid;
         std::string h = tag();
         if (isa<linalg::Conv2DNhwcFhwcOp>(op)) h = schedule.op("transpose_conv2d", h);
         bool parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
@@ -1012,7 +1141,34 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           // Blocks of output rows (and filter blocks) for the threads.
           int64_t ohb = streaming ? OH : rowBlockForThreads(OH, NB * (F / fc));
           parallel = NB * (OH / ohb) * (F / fc) > 1;
-          if (parallel) h = tileFused(h, bounds, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc}, f);
+          SmallVector<int64_t> forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc};
+          if (parallel && inRegisters(op, f, reg, KH * KW * C)) {
+            // The init and the epilogue in the register tiles: each tile's
+            // accumulator starts from the init (the bias) in registers, runs
+            // the whole reduction, and is finished (bias, activation,
+            // residual) and stored once. Loops: filter tiles outermost (a
+            // tile's filter columns stay in cache for every pixel), then
+            // rows, then column tiles.
+            // (A schedule of its own, applied after this one and after
+            // panel filters became panel reads.)
+            FusedParts parts = tileFusedParts(h, bounds, forallSizes, f);
+            schedule.retag(parts.op, convSid);
+            if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
+            if (f.init) schedule.retag(parts.init, idOf(f.init));
+            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, reg.m, reg.n}, order = {0, 3, 1, 2};
+            if (!f.epilogue) {
+              sizes.append({0, 0, 0});
+              order.append({4, 5, 6});
+            }
+            Schedule &r = registerPhase;
+            auto [tiled, loop] = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : convSid), sizes, order);
+            std::string t = r.tile(r.matchIn(convSid, loop), {0, 0, 0, 0, 1, 1, 1});
+            r.vectorize(r.op("decompose", t));
+            if (f.epilogue) r.vectorize(tiled);
+            if (f.init) r.vectorize(r.matchIn(idOf(f.init), loop));
+            return;
+          }
+          if (parallel) h = tileFused(h, bounds, forallSizes, f);
         }
         if (!parallel) {
           unfused(f);
@@ -1038,10 +1194,6 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
                                             kFilterBlockSpanBytes / (KH * KW * F * 4));
         int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
         if (cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, cb});
-        // The register tile within a block of fc filters (a multiple of the
-        // tile the blocks were sized by), rows split off where a tile that
-        // does not divide OW fits the registers better.
-        RegisterTile reg = chooseRegisterTile(OW, fc, tuning, /*allowTail=*/true);
         registerTiles(schedule, h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
           return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, reg.n, 1, 1, 1};
         });
@@ -1111,11 +1263,30 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       }
     });
     if (sid != 0) {
-      if (failed(apply(module, schedule.text()))) return signalPassFailure();
+      bool registerFusion = !registerPhase.empty();
+      if (failed(apply(module, schedule.text(/*cleanup=*/!registerFusion)))) return signalPassFailure();
+      if (registerFusion) {
+        // The convs tiled for the threads leave their untiled originals
+        // (now unused), which would match their tags too; panel filters
+        // become panel reads, so that no transpose is left to fuse.
+        eraseDeadTagged(module);
+        readPanels(module);
+        registerPhase.foldSubsets = true;
+        if (failed(apply(module, registerPhase.text()))) return signalPassFailure();
+      }
       module.walk([](Operation *op) { op->removeAttr(kStrategyIdAttr); });
     }
     readPanels(module);
     approximateVectorMath(module);
+  }
+
+  /// Erases tagged linalg ops on tensors whose results are unused.
+  static void eraseDeadTagged(ModuleOp module) {
+    SmallVector<Operation *> dead;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->hasAttr(kStrategyIdAttr) && op.hasPureTensorSemantics() && op->use_empty()) dead.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(dead)) op->erase();
   }
 
   /// A filter stored in panels (WeightLayouts::panelStreamingFilters)

@@ -23,6 +23,32 @@ func.func @conv_relu6(%x: tensor<1x56x56x16xf32>, %w: tensor<64x1x1x16xf32>, %bi
   return %r : tensor<1x56x56x64xf32>
 }
 
+// A conv whose filter columns for one register tile fit the cache (and is
+// HWCF: packed filters reach it as a transpose of an HWCF tensor) computes
+// its init and epilogue in the register tiles: the accumulator starts from
+// the bias in registers, runs the whole reduction, gets the residual and
+// the ReLU and is stored once; nothing is written to the output before.
+// CHECK-LABEL: func.func @conv_add_relu_in_registers
+// CHECK: scf.forall
+// CHECK-NOT: vector.transfer_write
+// CHECK: %[[BIAS:.*]] = vector.transfer_read %arg2
+// CHECK: %[[ACC:.*]] = scf.for {{.*}} -> (vector<4x{{16|64}}xf32>)
+// CHECK: vector.fma
+// CHECK: %[[RES:.*]] = vector.transfer_read %arg3
+// CHECK: %[[SUM:.*]] = arith.addf %[[ACC]], %[[RES]]
+// CHECK: arith.maximumf
+// CHECK: vector.transfer_write
+// CHECK-NOT: vector.transfer_write
+// CHECK: return
+func.func @conv_add_relu_in_registers(%x: tensor<1x28x28x64xf32>, %w: tensor<1x1x64x128xf32>, %bias: tensor<128xf32>, %res: tensor<1x28x28x128xf32>) -> tensor<1x28x28x128xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %wt = tosa.transpose %w {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x64x128xf32>) -> tensor<128x1x1x64xf32>
+  %y = tosa.conv2d %x, %wt, %bias, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x28x28x64xf32>, tensor<128x1x1x64xf32>, tensor<128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x28x28x128xf32>
+  %s = tosa.add %y, %res : (tensor<1x28x28x128xf32>, tensor<1x28x28x128xf32>) -> tensor<1x28x28x128xf32>
+  %r = tosa.clamp %s {max_val = 3.40282347E+38 : f32, min_val = 0.0 : f32} : (tensor<1x28x28x128xf32>) -> tensor<1x28x28x128xf32>
+  return %r : tensor<1x28x28x128xf32>
+}
+
 // Depthwise: TOSA's one-filter-per-channel result (5-D, a unit last
 // dimension) loses that dimension, so the bias and activation are
 // vectorized over channels (not one element at a time) and fused like a
