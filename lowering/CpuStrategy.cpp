@@ -1063,7 +1063,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         int64_t M = bounds[batched], N = bounds[batched + 1], K = bounds[batched + 2];
         int64_t B = batched ? bounds[0] : 1;
         RegisterTile rt = chooseRegisterTile(M, N, tuning);
-        int64_t kc = blockOf(K, 1, 256), nc = blockOf(N, rt.n, 256);
+        // K blocks whose rows of one register tile's columns of B (kc x
+        // rt.n) fit L1, so that every row tile of the block reads them from
+        // there (AVX-512's 64 columns: 128 rows, not 256).
+        int64_t kcMax = std::min<int64_t>(256, std::max<int64_t>(64, tuning.l1Bytes / (rt.n * 4)));
+        int64_t kc = blockOf(K, 1, kcMax), nc = blockOf(N, rt.n, 256);
         // Row blocks: every row at once when a k block of A for all of them
         // fits in half of L2, so that each block of B (a weight, streamed
         // from memory) is read once per call, not once per row block (two
