@@ -927,14 +927,20 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
   static bool inRegisters(linalg::LinalgOp op, const Fused &f, const RegisterTile &reg, int64_t reduction) {
     if ((!f.init && !f.epilogue) || reg.tail || reduction * reg.n * 4 > kRegisterFusedColumnBytes) return false;
     if (!isa<linalg::Conv2DNhwcHwcfOp>(op) && !panelFilter(op)) return false;
+    return !computedOperands(op, f);
+  }
+
+  /// Whether an input of `op` or of its fused ops is computed by an op that
+  /// transform.structured.fuse would pull into the register tiles.
+  static bool computedOperands(linalg::LinalgOp op, const Fused &f) {
     auto computed = [](Value v) { return v.getDefiningOp<TilingInterface>() != nullptr; };
     for (Value v : op.getDpsInputs())
-      if (computed(v)) return false;
+      if (computed(v)) return true;
     for (linalg::LinalgOp fusedOp : {f.init, linalg::LinalgOp(f.epilogue)})
       if (fusedOp)
         for (Value v : fusedOp.getDpsInputs())
-          if (computed(v)) return false;
-    return true;
+          if (computed(v)) return true;
+    return false;
   }
 
   /// Whether `op` is an FHWC conv whose filter is stored in panels (the
@@ -1225,12 +1231,32 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           unfused(f);
           return;
         }
+        int64_t opSid = sid;
         std::string h = tag();
         bool parallel = 2.0 * NB * OH * OW * C * bounds[4] * bounds[5] >= kParallelMinFlops / 4;
         if (parallel) {
           int64_t ohb = rowBlockForThreads(OH, NB);
           parallel = NB * (OH / ohb) > 1;
-          if (parallel) h = tileFused(h, bounds, {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0}, f);
+          SmallVector<int64_t> forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
+          if (parallel && (f.init || f.epilogue) && !computedOperands(op, f)) {
+            // The init and epilogue in the register tiles, as for convs
+            // (inRegisters): the window is small, so the whole reduction
+            // runs in each tile anyway.
+            FusedParts parts = tileFusedParts(h, bounds, forallSizes, f);
+            schedule.retag(parts.op, opSid);
+            if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
+            if (f.init) schedule.retag(parts.init, idOf(f.init));
+            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, rt.m, rt.n};
+            if (!f.epilogue) sizes.append({0, 0});
+            Schedule &r = registerPhase;
+            auto [tiled, loop] = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : opSid), sizes, {});
+            std::string t = r.tile(r.matchIn(opSid, loop), {0, 0, 0, 0, 1, 1});
+            r.vectorize(r.op("decompose", t));
+            if (f.epilogue) r.vectorize(tiled);
+            if (f.init) r.vectorize(r.matchIn(idOf(f.init), loop));
+            return;
+          }
+          if (parallel) h = tileFused(h, bounds, forallSizes, f);
         }
         if (!parallel) unfused(f);
         h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, rt.m, rt.n, 1, 1});

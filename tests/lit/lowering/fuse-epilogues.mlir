@@ -53,7 +53,9 @@ func.func @conv_add_relu_in_registers(%x: tensor<1x28x28x64xf32>, %w: tensor<1x1
 // dimension) loses that dimension, so the bias and activation are
 // vectorized over channels (not one element at a time) and fused like a
 // conv's. The padded input is the source copied into the interior and
-// vector fills of the border only (the top row, the left column).
+// vector fills of the border only (the top row, the left column). The
+// bias and activation run in the register tiles (nothing is written to the
+// output before the accumulation).
 // CHECK-LABEL: func.func @depthwise_relu6
 // CHECK-NOT: vector<1xf32>
 // CHECK: %[[PADDED:.*]] = memref.alloc() {{.*}} : memref<1x113x113x32xf32>
@@ -65,6 +67,7 @@ func.func @conv_add_relu_in_registers(%x: tensor<1x28x28x64xf32>, %w: tensor<1x1
 // CHECK: scf.forall
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.copy
+// CHECK-NOT: vector.transfer_write
 // CHECK: vector.fma
 // CHECK: arith.minimumf
 // CHECK-NOT: memref.copy
