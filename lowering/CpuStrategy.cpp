@@ -416,6 +416,40 @@ public:
                           p, sid, h, kStrategyIdAttr)
                 .str();
   }
+  /// Peels the scf.for `loop` into its whole steps and the remainder;
+  /// returns the two loops' handles.
+  std::pair<std::string, std::string> peelLoop(const std::string &loop) {
+    std::string l = fresh(), main = fresh(), rest = fresh();
+    body += llvm::formatv("    {0} = transform.cast {1} : !transform.any_op to !transform.op<\"scf.for\">\n"
+                          "    {2}, {3} = transform.loop.peel {0} : (!transform.op<\"scf.for\">) "
+                          "-> (!transform.any_op, !transform.any_op)\n",
+                          l, loop, main, rest)
+                .str();
+    return {main, rest};
+  }
+  /// Canonicalizes the functions (handles to ops it replaces die).
+  void canonicalize() {
+    std::string fns = fresh();
+    body += llvm::formatv("    {0} = transform.structured.match ops{{[\"func.func\"]} in %root "
+                          ": (!transform.any_op) -> !transform.any_op\n"
+                          "    transform.apply_patterns to {0} {{\n      transform.apply_patterns.canonicalization\n"
+                          "    } : !transform.any_op\n",
+                          fns)
+                .str();
+  }
+  /// The `n` ops of `h`, one handle each (in the order of the IR).
+  SmallVector<std::string> splitHandle(const std::string &h, int n) {
+    SmallVector<std::string> parts;
+    std::string types, names;
+    for (int i = 0; i < n; ++i) {
+      parts.push_back(fresh());
+      names += (i ? ", " : "") + parts.back();
+      types += std::string(i ? ", " : "") + "!transform.any_op";
+    }
+    body += llvm::formatv("    {0} = transform.split_handle {1} : (!transform.any_op) -> ({2})\n", names, h, types)
+                .str();
+    return parts;
+  }
   /// The op tagged `sid` inside `container`.
   std::string matchIn(int64_t sid, const std::string &container) {
     std::string h = fresh();
@@ -1161,7 +1195,15 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           int64_t ohb = streaming ? OH : rowBlockForThreads(OH, NB * (F / fc));
           parallel = NB * (OH / ohb) * (F / fc) > 1;
           SmallVector<int64_t> forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, fc == F ? 0 : fc};
-          if (parallel && inRegisters(op, f, reg, KH * KW * C)) {
+          // Register tiles for computing in them: where the tile's vectors
+          // would be partly empty (24 filters: 3 tiles of 8 lanes of 16),
+          // tiles of whole vectors and one of the rest (16 + 8).
+          RegisterTile cols = reg;
+          if (reg.n < lanes && fc == F && F > lanes && F % lanes) {
+            cols = chooseRegisterTile(OW, lanes, tuning);
+            if (cols.n != lanes || OW % cols.m) cols = reg;
+          }
+          if (parallel && inRegisters(op, f, cols, KH * KW * C)) {
             // The init and the epilogue in the register tiles: each tile's
             // accumulator starts from the init (the bias) in registers, runs
             // the whole reduction, and is finished (bias, activation,
@@ -1174,17 +1216,33 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
             schedule.retag(parts.op, convSid);
             if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
             if (f.init) schedule.retag(parts.init, idOf(f.init));
-            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, reg.m, reg.n}, order = {0, 3, 1, 2};
+            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, cols.m, cols.n}, order = {0, 3, 1, 2};
             if (!f.epilogue) {
               sizes.append({0, 0, 0});
               order.append({4, 5, 6});
             }
             Schedule &r = registerPhase;
-            auto [tiled, loop] = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : convSid), sizes, order);
-            std::string t = r.tile(r.matchIn(convSid, loop), {0, 0, 0, 0, 1, 1, 1});
-            r.vectorize(r.op("decompose", t));
-            if (f.epilogue) r.vectorize(tiled);
-            if (f.init) r.vectorize(r.matchIn(idOf(f.init), loop));
+            std::string loop = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : convSid), sizes, order).second;
+            auto finish = [&](auto handleOf) {
+              std::string t = r.tile(handleOf(convSid), {0, 0, 0, 0, 1, 1, 1});
+              r.vectorize(r.op("decompose", t));
+              if (f.epilogue) r.vectorize(handleOf(idOf(f.epilogue)));
+              if (f.init) r.vectorize(handleOf(idOf(f.init)));
+            };
+            if (cols.n == reg.n) {
+              finish([&](int64_t id) { return r.matchIn(id, loop); });
+              return;
+            }
+            // Whole vectors of filters, then the remainder: the filter loop
+            // peeled, its bounds folded, each op's two tiles (whole, rest)
+            // taken in turn.
+            r.peelLoop(loop);
+            r.canonicalize();
+            llvm::DenseMap<int64_t, SmallVector<std::string>> halves;
+            for (int64_t id : {convSid, f.epilogue ? idOf(f.epilogue) : -1, f.init ? idOf(f.init) : -1})
+              if (id >= 0) halves[id] = r.splitHandle(r.match(id), 2);
+            for (int piece : {0, 1})
+              finish([&](int64_t id) { return halves[id][piece]; });
             return;
           }
           if (parallel) h = tileFused(h, bounds, forallSizes, f);

@@ -1224,10 +1224,14 @@ std::vector<Case> sweepCases() {
   // The last four stream their filter (bigger than L2, 16 or 196 output
   // pixels: streamingFilterBlock), which is stored in panels the conv reads
   // block by block: the 196-pixel ones as ResNet-50's 14x14 1x1 conv and
-  // stride-2 3x3 (rows of 14 in register tiles of 7).
+  // stride-2 3x3 (rows of 14 in register tiles of 7). The 24 and 40 filters
+  // at 28x28 compute their bias in register tiles of whole 16-lane vectors
+  // and one tile of the other 8 on AVX-512.
   for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1},
                                                    {11, 8, 128, 3, 2},
                                                    {7, 24, 40, 1, 1},
+                                                   {28, 144, 24, 1, 1},
+                                                   {28, 96, 40, 1, 1},
                                                    {4, 256, 256, 3, 1},
                                                    {7, 1024, 512, 1, 2},
                                                    {14, 1024, 256, 1, 1},
