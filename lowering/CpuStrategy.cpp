@@ -158,6 +158,9 @@ constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
 /// Most bytes of filter columns (reduction x register tile) a conv that
 /// computes its init and epilogue in its register tiles reads per tile.
 constexpr int64_t kRegisterFusedColumnBytes = 64 * 1024;
+/// Fewest FMAs per load of a narrower register tile taken so that a conv
+/// computes in its register tiles (7 x 32 on AVX-512: 1.56).
+constexpr double kNarrowTileScore = 1.5;
 /// How many parallel tiles a big op aims at (enough for a few threads to
 /// balance).
 constexpr int64_t kParallelTasks = 8;
@@ -1199,9 +1202,18 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           // would be partly empty (24 filters: 3 tiles of 8 lanes of 16),
           // tiles of whole vectors and one of the rest (16 + 8).
           RegisterTile cols = reg;
+          bool peelCols = false;
           if (reg.n < lanes && fc == F && F > lanes && F % lanes) {
             cols = chooseRegisterTile(OW, lanes, tuning);
-            if (cols.n != lanes || OW % cols.m) cols = reg;
+            peelCols = cols.n == lanes && OW % cols.m == 0;
+            if (!peelCols) cols = reg;
+          } else if (KH * KW * C * reg.n * 4 > kRegisterFusedColumnBytes && reg.n / 2 >= lanes) {
+            // Narrower tiles where the tile's filter columns would not fit
+            // (1x1 convs over 512 channels on 28-wide maps: 7 x 32, not
+            // 4 x 64), while they still do enough FMAs per load.
+            RegisterTile narrow = chooseRegisterTile(OW, reg.n / 2, tuning);
+            if (narrow.n == reg.n / 2 && !narrow.tail && tileScore(narrow.m, narrow.n, tuning) >= kNarrowTileScore)
+              cols = narrow;
           }
           if (parallel && inRegisters(op, f, cols, KH * KW * C)) {
             // The init and the epilogue in the register tiles: each tile's
@@ -1229,7 +1241,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
               if (f.epilogue) r.vectorize(handleOf(idOf(f.epilogue)));
               if (f.init) r.vectorize(handleOf(idOf(f.init)));
             };
-            if (cols.n == reg.n) {
+            if (!peelCols) {
               finish([&](int64_t id) { return r.matchIn(id, loop); });
               return;
             }
