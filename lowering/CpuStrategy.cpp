@@ -312,18 +312,8 @@ public:
   /// `%out` = tile `%in` by `sizes`, the loops in the order `interchange`
   /// when given; returns the tiled op's handle.
   std::string tile(const std::string &in, llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> interchange = {}) {
-    int loops = 0;
-    for (int64_t s : sizes) loops += s != 0;
-    if (loops == 0) return in;
-    std::string out = fresh();
-    std::string types = "!transform.any_op";
-    for (int i = 0; i < loops; ++i) types += ", !transform.any_op";
-    body += llvm::formatv("    {0}, {0}_loops:{1} = transform.structured.tile_using_for {2} tile_sizes {3}{4} "
-                          ": (!transform.any_op) -> ({5})\n",
-                          out, loops, in, list(sizes),
-                          interchange.empty() ? std::string() : " interchange = " + list(interchange), types)
-                .str();
-    return out;
+    if (llvm::all_of(sizes, [](int64_t s) { return s == 0; })) return in;
+    return tiling("tile_using_for", in, sizes, interchange.empty() ? "" : " interchange = " + list(interchange));
   }
   /// Peels the innermost loop of the tiling that produced `tiled` into full
   /// tiles and the remainder; returns the ops tiled inside each.
@@ -398,16 +388,8 @@ public:
   /// op's handle and the outermost loop's.
   std::pair<std::string, std::string> fuse(const std::string &in, llvm::ArrayRef<int64_t> sizes,
                                            llvm::ArrayRef<int64_t> interchange) {
-    int loops = 0;
-    for (int64_t s : sizes) loops += s != 0;
-    std::string out = fresh();
-    std::string types = "!transform.any_op";
-    for (int i = 0; i < loops; ++i) types += ", !transform.any_op";
-    body += llvm::formatv("    {0}, {0}_loops:{1} = transform.structured.fuse {2} tile_sizes {3}{4} {{apply_cleanup} "
-                          ": (!transform.any_op) -> ({5})\n",
-                          out, loops, in, list(sizes),
-                          interchange.empty() ? std::string() : " interchange " + list(interchange), types)
-                .str();
+    std::string out =
+        tiling("fuse", in, sizes, (interchange.empty() ? "" : " interchange " + list(interchange)) + " {apply_cleanup}");
     return {out, out + "_loops#0"};
   }
   /// Tags the ops of `h` with `sid` (tiled named ops lose the tag of the
@@ -497,6 +479,21 @@ public:
   bool foldSubsets = false;
 
 private:
+  /// `%out`, `%out_loops` = transform.structured.`op` `in` tile_sizes
+  /// `sizes` `extra` (a loop per nonzero size); returns `%out`.
+  std::string tiling(llvm::StringRef op, const std::string &in, llvm::ArrayRef<int64_t> sizes,
+                     const std::string &extra) {
+    int loops = 0;
+    for (int64_t s : sizes) loops += s != 0;
+    std::string types = "!transform.any_op";
+    for (int i = 0; i < loops; ++i) types += ", !transform.any_op";
+    std::string out = fresh();
+    body += llvm::formatv("    {0}, {0}_loops:{1} = transform.structured.{2} {3} tile_sizes {4}{5} "
+                          ": (!transform.any_op) -> ({6})\n",
+                          out, loops, op, in, list(sizes), extra, types)
+                .str();
+    return out;
+  }
   static std::string epilogue(bool foldSubsets) {
     std::string subsets = foldSubsets ? "      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
                                         "      transform.apply_patterns.tensor.merge_consecutive_insert_extract_slice\n"
