@@ -465,18 +465,17 @@ public:
     body += " : !transform.any_op\n";
   }
   /// The schedule; `cleanup`: with the vector cleanup and lowering after
-  /// the ops (once, after the last schedule applied).
-  std::string text(bool cleanup = true) const {
+  /// the ops (once, after the last schedule applied); `foldSubsets`: the
+  /// cleanup also folds the slices between vector reads and writes (where
+  /// ops' inits and epilogues were fused into their register tiles: the
+  /// init then reaches the accumulator and the accumulator the epilogue in
+  /// registers).
+  std::string text(bool cleanup = true, bool foldSubsets = false) const {
     return std::string("module attributes {transform.with_named_sequence} {\n"
                        "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n") +
            body + (cleanup ? epilogue(foldSubsets) : std::string()) + "    transform.yield\n  }\n}\n";
   }
   bool empty() const { return body.empty(); }
-  /// Set when an op's init and epilogue were fused into its register
-  /// tiles: the cleanup then folds the slices between their vector reads
-  /// and writes, so that the init reaches the accumulator and the
-  /// accumulator the epilogue in registers.
-  bool foldSubsets = false;
 
 private:
   /// `%out`, `%out_loops` = transform.structured.`op` `in` tile_sizes
@@ -644,19 +643,15 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       rewriter.setInsertionPoint(op);
       Location loc = op.getLoc();
       auto flat = [&](Value v) { return tensor::CollapseShapeOp::create(rewriter, loc, v, pixels).getResult(); };
-      // The filter as [C, F]: an FHWC filter that is a transpose of an HWCF
-      // one (kiln-hoist-constants' stored form) is read in that form.
+      // The filter as [C, F] (an FHWC filter that is a transpose of an
+      // HWCF one, kiln-hoist-constants' stored form, already reads that
+      // form: hwcfFilters).
       Value filter = op.getDpsInputOperand(1)->get();
       if (isa<linalg::Conv2DNhwcFhwcOp>(op)) {
-        auto t = filter.getDefiningOp<linalg::TransposeOp>();
-        if (t && t.getPermutation() == ArrayRef<int64_t>{3, 0, 1, 2}) {
-          filter = t.getInput();
-        } else {
-          auto type = cast<RankedTensorType>(filter.getType());  // F x 1 x 1 x C
-          Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{1, 1, type.getDimSize(3), type.getDimSize(0)},
-                                               type.getElementType());
-          filter = linalg::TransposeOp::create(rewriter, loc, filter, init, ArrayRef<int64_t>{1, 2, 3, 0})->getResult(0);
-        }
+        auto type = cast<RankedTensorType>(filter.getType());  // F x 1 x 1 x C
+        Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{1, 1, type.getDimSize(3), type.getDimSize(0)},
+                                             type.getElementType());
+        filter = linalg::TransposeOp::create(rewriter, loc, filter, init, ArrayRef<int64_t>{1, 2, 3, 0})->getResult(0);
       }
       Value b = flat(filter);
       Value init = flat(op.getDpsInitOperand(0)->get());
@@ -1058,25 +1053,69 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     /// is tiled; the accumulator's init is fused after. Returns the op's
     /// handle inside the tiles.
     /// The handles tileFusedParts leaves: the op, its epilogue and init
-    /// (empty when none) inside the scf.forall, and the forall.
+    /// (empty when none) inside the scf.forall.
     struct FusedParts {
-      std::string op, epilogue, init, forall;
+      std::string op, epilogue, init;
     };
     auto tileFusedParts = [&](std::string h, llvm::ArrayRef<int64_t> bounds, llvm::ArrayRef<int64_t> sizes,
                               const Fused &f) {
       FusedParts parts;
+      std::string forall;
       if (f.epilogue) {
         auto [epi, loop] = schedule.tileForallWithLoop(tagOp(f.epilogue), sizes);
         parts.epilogue = epi;
-        std::tie(h, parts.forall) = schedule.fuseInto(h, loop);
+        std::tie(h, forall) = schedule.fuseInto(h, loop);
       } else {
         SmallVector<int64_t> opSizes(sizes.begin(), sizes.end());
         opSizes.resize(bounds.size(), 0);
-        std::tie(h, parts.forall) = schedule.tileForallWithLoop(h, opSizes);
+        std::tie(h, forall) = schedule.tileForallWithLoop(h, opSizes);
       }
       parts.op = h;
-      if (f.init) std::tie(parts.init, parts.forall) = schedule.fuseInto(tagOp(f.init), parts.forall);
+      if (f.init) parts.init = schedule.fuseInto(tagOp(f.init), forall).first;
       return parts;
+    };
+    /// The op `h` (tagged `opSid`, loops: the 4 parallel ones of an NHWC
+    /// conv, depthwise conv or pooling, then its reductions) in parallel
+    /// tiles of `forallSizes` with its init and epilogue, each computed in
+    /// the register tiles `regSizes` (those 4 loops, in the order `order`
+    /// when given): fused by a second schedule (registerPhase), which
+    /// tiles the epilogue (else the op) and pulls the op and its init in
+    /// through their destinations. With `peelFilters` the filter loop is
+    /// peeled into whole tiles and the rest, each op then taken in its two
+    /// static tiles.
+    auto inRegisterTiles = [&](const std::string &h, llvm::ArrayRef<int64_t> bounds,
+                               llvm::ArrayRef<int64_t> forallSizes, const Fused &f, int64_t opSid,
+                               llvm::ArrayRef<int64_t> regSizes, llvm::ArrayRef<int64_t> order, bool peelFilters) {
+      FusedParts parts = tileFusedParts(h, bounds, forallSizes, f);
+      // (Tiled named ops lose their tag.)
+      schedule.retag(parts.op, opSid);
+      if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
+      if (f.init) schedule.retag(parts.init, idOf(f.init));
+      SmallVector<int64_t> sizes(regSizes), loops(order), reductions(bounds.size(), 1);
+      if (!f.epilogue) {
+        sizes.resize(bounds.size(), 0);
+        if (!loops.empty())
+          for (size_t d = regSizes.size(); d < bounds.size(); ++d) loops.push_back(int64_t(d));
+      }
+      std::fill_n(reductions.begin(), regSizes.size(), 0);
+      Schedule &r = registerPhase;
+      std::string loop = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : opSid), sizes, loops).second;
+      auto finish = [&](auto handleOf) {
+        std::string t = r.tile(handleOf(opSid), reductions);
+        r.vectorize(r.op("decompose", t));
+        if (f.epilogue) r.vectorize(handleOf(idOf(f.epilogue)));
+        if (f.init) r.vectorize(handleOf(idOf(f.init)));
+      };
+      if (!peelFilters) return finish([&](int64_t id) { return r.matchIn(id, loop); });
+      // The filter loop peeled, its bounds folded, each op's two tiles
+      // (whole, rest) taken in turn.
+      r.peelLoop(loop);
+      r.canonicalize();
+      llvm::DenseMap<int64_t, SmallVector<std::string>> halves;
+      for (int64_t id : {opSid, f.epilogue ? idOf(f.epilogue) : -1, f.init ? idOf(f.init) : -1})
+        if (id >= 0) halves[id] = r.splitHandle(r.match(id), 2);
+      for (int piece : {0, 1})
+        finish([&](int64_t id) { return halves[id][piece]; });
     };
     auto tileFused = [&](std::string h, llvm::ArrayRef<int64_t> bounds, llvm::ArrayRef<int64_t> sizes,
                          const Fused &f) {
@@ -1219,39 +1258,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
             // residual) and stored once. Loops: filter tiles outermost (a
             // tile's filter columns stay in cache for every pixel), then
             // rows, then column tiles.
-            // (A schedule of its own, applied after this one and after
-            // panel filters became panel reads.)
-            FusedParts parts = tileFusedParts(h, bounds, forallSizes, f);
-            schedule.retag(parts.op, convSid);
-            if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
-            if (f.init) schedule.retag(parts.init, idOf(f.init));
-            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, cols.m, cols.n}, order = {0, 3, 1, 2};
-            if (!f.epilogue) {
-              sizes.append({0, 0, 0});
-              order.append({4, 5, 6});
-            }
-            Schedule &r = registerPhase;
-            std::string loop = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : convSid), sizes, order).second;
-            auto finish = [&](auto handleOf) {
-              std::string t = r.tile(handleOf(convSid), {0, 0, 0, 0, 1, 1, 1});
-              r.vectorize(r.op("decompose", t));
-              if (f.epilogue) r.vectorize(handleOf(idOf(f.epilogue)));
-              if (f.init) r.vectorize(handleOf(idOf(f.init)));
-            };
-            if (!peelCols) {
-              finish([&](int64_t id) { return r.matchIn(id, loop); });
-              return;
-            }
-            // Whole vectors of filters, then the remainder: the filter loop
-            // peeled, its bounds folded, each op's two tiles (whole, rest)
-            // taken in turn.
-            r.peelLoop(loop);
-            r.canonicalize();
-            llvm::DenseMap<int64_t, SmallVector<std::string>> halves;
-            for (int64_t id : {convSid, f.epilogue ? idOf(f.epilogue) : -1, f.init ? idOf(f.init) : -1})
-              if (id >= 0) halves[id] = r.splitHandle(r.match(id), 2);
-            for (int piece : {0, 1})
-              finish([&](int64_t id) { return halves[id][piece]; });
+            inRegisterTiles(h, bounds, forallSizes, f, convSid, {NB > 1 ? 1 : 0, 1, cols.m, cols.n}, {0, 3, 1, 2},
+                            peelCols);
             return;
           }
           if (parallel) h = tileFused(h, bounds, forallSizes, f);
@@ -1309,18 +1317,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
             // The init and epilogue in the register tiles, as for convs
             // (inRegisters): the window is small, so the whole reduction
             // runs in each tile anyway.
-            FusedParts parts = tileFusedParts(h, bounds, forallSizes, f);
-            schedule.retag(parts.op, opSid);
-            if (f.epilogue) schedule.retag(parts.epilogue, idOf(f.epilogue));
-            if (f.init) schedule.retag(parts.init, idOf(f.init));
-            SmallVector<int64_t> sizes = {NB > 1 ? 1 : 0, 1, rt.m, rt.n};
-            if (!f.epilogue) sizes.append({0, 0});
-            Schedule &r = registerPhase;
-            auto [tiled, loop] = r.fuse(r.match(f.epilogue ? idOf(f.epilogue) : opSid), sizes, {});
-            std::string t = r.tile(r.matchIn(opSid, loop), {0, 0, 0, 0, 1, 1});
-            r.vectorize(r.op("decompose", t));
-            if (f.epilogue) r.vectorize(tiled);
-            if (f.init) r.vectorize(r.matchIn(idOf(f.init), loop));
+            inRegisterTiles(h, bounds, forallSizes, f, opSid, {NB > 1 ? 1 : 0, 1, rt.m, rt.n}, {},
+                            /*peelFilters=*/false);
             return;
           }
           if (parallel) h = tileFused(h, bounds, forallSizes, f);
@@ -1377,8 +1375,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // become panel reads, so that no transpose is left to fuse.
         eraseDeadTagged(module);
         readPanels(module);
-        registerPhase.foldSubsets = true;
-        if (failed(apply(module, registerPhase.text()))) return signalPassFailure();
+        if (failed(apply(module, registerPhase.text(/*cleanup=*/true, /*foldSubsets=*/true))))
+          return signalPassFailure();
       }
       module.walk([](Operation *op) { op->removeAttr(kStrategyIdAttr); });
     }
