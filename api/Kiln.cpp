@@ -94,6 +94,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.placement = o.placement;
   service.executor = rt->executor_;
   service.warn = o.warnings;
+  service.hugePageWeights = o.hugePageWeights.value_or(true);
   service.trace = [executor = rt->executor_] { return executor->trace(); };
   service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {
     executor->spawnBlocking(std::move(task));

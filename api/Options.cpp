@@ -63,6 +63,12 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     const char *p = env("KILN_PERF");
     o.jitSymbols = p && llvm::StringRef(p) == "1";
   }
+  if (!o.hugePageWeights) {
+    const char *h = env("KILN_HUGE_PAGES");
+    if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")
+      return error(ErrorCode::kInvalidArgument, "KILN_HUGE_PAGES='%s': expected 0 or 1", h);
+    o.hugePageWeights = !h || llvm::StringRef(h) == "1";
+  }
   if (o.maxVectorBits == 0)
     if (const char *b = env("KILN_MAX_VECTOR_BITS")) {
       llvm::StringRef text(b);

@@ -107,6 +107,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   // re-trained weights) share code and each bind their own.
   auto weights = program.weights(function, target().weightLayouts(options_.placement));
   if (!weights) return weights.takeError();
+  hugePageWeights(*weights);
   bool same = weights->size() == code->weights.size();
   for (size_t i = 0; same && i < weights->size(); ++i)
     same = (*weights)[i].rawData() == code->weights[i].rawData();
@@ -191,6 +192,19 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   for (const auto &o : (*compiled)->objects) entry.objects.emplace_back(o.begin(), o.end());
   disk_->store(entry);
   return Compiled(std::move(*compiled));
+}
+
+void CompileService::hugePageWeights(const std::vector<Tensor> &weights) {
+  if (!options_.hugePageWeights || !options_.spawn) return;
+  std::vector<Tensor> big;
+  for (const Tensor &w : weights)
+    if (w.byteSize() >= kHugePageWeightBytes) big.push_back(w);
+  if (big.empty()) return;
+  // In the background: collapsing takes a few hundred ms for a model's
+  // weights; calls meanwhile read them where they are.
+  options_.spawn([big = std::move(big)] {
+    for (const Tensor &w : big) HugePageSlabs::shared().adopt(w);
+  });
 }
 
 }  // namespace kiln::jit

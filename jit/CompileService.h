@@ -48,7 +48,13 @@ struct CompileServiceOptions {
   std::shared_ptr<HostExecutor> executor;
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
+  /// Weights of kHugePageWeightBytes or more move into huge pages
+  /// (HugePageSlabs) on `spawn` once a function that reads them is compiled.
+  bool hugePageWeights = true;
 };
+
+/// Smallest weight that hugePageWeights moves.
+inline constexpr size_t kHugePageWeightBytes = 64 * 1024;
 
 struct CompileServiceStats {
   uint64_t memoryHits = 0, memoryMisses = 0;  // by full key
@@ -84,6 +90,8 @@ private:
   /// Memory miss: disk, else compile (and store).
   llvm::Expected<Compiled> produce(lowering::Program &program, llvm::StringRef function,
                                    llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key);
+  /// Moves the big ones of `weights` into huge pages in the background.
+  void hugePageWeights(const std::vector<Tensor> &weights);
 
   std::shared_ptr<Target> target_;
   CompileServiceOptions options_;

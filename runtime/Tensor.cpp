@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <unistd.h>
+#include <sys/mman.h>
 
 namespace kiln {
 
@@ -226,6 +227,61 @@ uint16_t floatToBf16(float f) {
   if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);
   uint32_t lsb = (x >> 16) & 1;
   return uint16_t((x + 0x7fff + lsb) >> 16);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+namespace {
+constexpr size_t kHugePage = size_t(2) << 20;
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+constexpr int MADV_COLLAPSE = 25;  // Linux 6.1
+#endif
+}  // namespace
+
+void Buffer::relocate(void *data, std::shared_ptr<const void> keepAlive) {
+  relocatedKeepAlive_ = std::move(keepAlive);
+  data_.store(data, std::memory_order_release);
+}
+
+HugePageSlabs &HugePageSlabs::shared() {
+  static HugePageSlabs *slabs = new HugePageSlabs();  // never destroyed: buffers may outlive statics
+  return *slabs;
+}
+
+void HugePageSlabs::adopt(const Tensor &t) {
+  Buffer *buffer = t.buffer().get();
+  if (!buffer || !buffer->size() || !buffer->claimRelocation()) return;
+  size_t bytes = buffer->size();
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t at = (used_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  if (!slab_ || at + bytes > size_) {
+    size_t size = std::max(kSlabBytes, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+    void *p = nullptr;
+    if (posix_memalign(&p, kHugePage, size) != 0 || !p) return;  // stays where it is
+    slab_ = std::shared_ptr<char>(static_cast<char *>(p), [](char *q) { std::free(q); });
+    size_ = size;
+    at = 0;
+  }
+  char *dst = slab_.get() + at;
+  std::memcpy(dst, buffer->data(), bytes);
+  used_ = at + bytes;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // The 2 MiB extents this copy touched (the slab is 2 MiB-aligned, so they
+  // lie inside it); extents collapsed before are skipped by the kernel.
+  size_t begin = at / kHugePage * kHugePage, end = (used_ + kHugePage - 1) / kHugePage * kHugePage;
+  if (madvise(slab_.get() + begin, end - begin, MADV_COLLAPSE) == 0)
+    huge_ += bytes;
+  else
+    madvise(slab_.get() + begin, end - begin, MADV_HUGEPAGE);
+#endif
+  buffer->relocate(dst, std::shared_ptr<const void>(slab_, dst));
+}
+
+size_t HugePageSlabs::hugeBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return huge_;
 }
 
 }  // namespace kiln
