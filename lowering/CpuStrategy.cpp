@@ -983,6 +983,19 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     return grouped && grouped.getPermutation() == ArrayRef<int64_t>{0, 4, 1, 2, 3};
   }
 
+  /// fc where `conv`'s filter is read from panels of fc filters ([F/fc, KH,
+  /// KW, C, fc]: kiln-hoist-constants' streamed filters), else 0.
+  static int64_t panelWidth(linalg::LinalgOp conv) {
+    Value f = conv.getDpsInputOperand(1)->get();
+    if (auto t = f.getDefiningOp<linalg::TransposeOp>(); t && t.getPermutation() == ArrayRef<int64_t>{1, 2, 3, 0})
+      f = t.getInput();
+    auto collapse = f.getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse) return 0;
+    auto grouped = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
+    if (!grouped || grouped.getPermutation() != ArrayRef<int64_t>{0, 4, 1, 2, 3}) return 0;
+    return cast<RankedTensorType>(grouped.getInput().getType()).getDimSize(4);
+  }
+
   /// An FHWC conv whose filter is the transpose of an HWCF tensor (how
   /// kiln's packed constant filters reach a torch export's convs) reads the
   /// HWCF tensor itself: what transform.structured.transpose_conv2d and
@@ -1279,13 +1292,19 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // sets. The rows a block spans are capped at 128 KiB: on an AVX2
         // host (Zen) the stride-2 1x1 conv 13x13x1024 -> 2048 went from
         // 7.2-7.4 to 2.7-3.4 ms per call (BM_ResNet50Conv/20). (Huge pages
-        // for weights did not help a matmul with such rows; not kept.)
+        // do not remove such aliasing: it is in the L1 sets.)
         // Constant filters are now stored with padded rows (kiln-hoist-
         // constants), which removes the aliasing itself; the cap stays for
         // filters that are not, and dropping it for padded ones measured
         // within the noise.
+        // A filter read from panels spans the panel's width, not F: layer
+        // 4's 3x3 convs take blocks of 16 channels, not 4, its stride-2 1x1
+        // 128, not 16 (those kernels 0.92-0.97x their time, ResNet-50 in
+        // kiln profile --serial, alternating).
+        int64_t spanF = F;
+        if (int64_t pw = panelWidth(op); pw > 0) spanF = std::min(F, pw);
         int64_t cbLimit = std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4),
-                                            kFilterBlockSpanBytes / (KH * KW * F * 4));
+                                            kFilterBlockSpanBytes / (KH * KW * spanF * 4));
         int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
         if (cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, cb});
         registerTiles(schedule, h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {

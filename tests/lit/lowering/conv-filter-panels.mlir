@@ -39,3 +39,19 @@ func.func @other_panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<4x1x1x1024x128xf3
   %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1024xf32>, tensor<512x1x1x1024xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x512xf32>
   return %y : tensor<1x4x4x512xf32>
 }
+
+// A streamed 3x3 filter in panels of 64 filters: a block of input channels
+// spans the panel's rows (64 floats apart), not the whole filter's (512):
+// blocks of 16 channels on AVX-512 (9 x 16 x 64 floats in L1 beside a
+// register tile's), 32 on AVX2; 4 where the span was the filter's.
+// CHECK-LABEL: func.func @panel_channel_blocks(
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c{{(16|32)}} 
+func.func @panel_channel_blocks(%x: tensor<1x9x9x512xf32>, %w: tensor<8x3x3x512x64xf32>, %b: tensor<512xf32>) -> tensor<1x7x7x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x3x3x512x64xf32>) -> tensor<8x64x3x3x512xf32>
+  %s = tosa.const_shape {values = dense<[512, 3, 3, 512]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %f = tosa.reshape %t, %s : (tensor<8x64x3x3x512xf32>, !tosa.shape<4>) -> tensor<512x3x3x512xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x9x9x512xf32>, tensor<512x3x3x512xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x512xf32>
+  return %y : tensor<1x7x7x512xf32>
+}
