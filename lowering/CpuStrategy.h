@@ -62,9 +62,10 @@ inline constexpr double kTailGain = 1.15;
 /// a Zen 4 where a sequential read reaches 17. HoistConstants stores such
 /// filters block by block (panels), each block one contiguous run whatever
 /// its width, and the conv strategy gives each block every output row; the
-/// block is an eighth of the filters (at least a register tile), so that
-/// threads slowed unevenly still get even shares (eight blocks measured
-/// faster than four on ResNet-50's last stage).
+/// block is one register tile of filters where that makes an even number of
+/// at least eight blocks (each tile then streams its own contiguous
+/// columns), else an eighth of the filters (at least a register tile), so
+/// that threads slowed unevenly still get even shares.
 int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
                              const CpuTuning &tuning);
 

@@ -1,25 +1,42 @@
-// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32})" | FileCheck %s
-// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32})" | FileCheck %s --check-prefixes=CHECK,AVX512
+// RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s --check-prefixes=CHECK,AVX2
 
 // A 1x1 conv of 4x4 pixels with a 2 MiB filter streams it
-// (streamingFilterBlock: blocks of 64 of its 512 filters, each block every
-// output row). Its filter, stored in panels of 64 filters, reaches the conv
+// (streamingFilterBlock: blocks of one register tile of its 512 filters,
+// 64 on AVX-512 (4x64 tiles), 16 on AVX2 (4x16), each block every output
+// row). Its filter, stored in panels of that many filters, reaches the conv
 // through the graph's transpose + reshape back to FHWC and the strategy's
 // transpose to HWCF: each parallel block reads its own panel instead, a
 // contiguous view (a slice, or vector reads of it where the conv computes
 // in its register tiles), and no transpose (a copy of the filter per call)
 // is left.
 // CHECK-LABEL: func.func @panels(
-// CHECK-SAME: %[[W:[^:]*]]: tensor<8x1x1x1024x64xf32>
-// CHECK-NOT: linalg.transpose
-// CHECK: scf.forall (%[[P:.*]]) in (8)
-// CHECK: %[[W]][%[[P]], 
-// CHECK-NOT: linalg.transpose
+// AVX512-SAME: %[[W:[^:]*]]: tensor<8x1x1x1024x64xf32>
+// AVX512-NOT: linalg.transpose
+// AVX512: scf.forall (%[[P:.*]]) in (8)
+// AVX512: %[[W]][%[[P]], 
+// AVX512-NOT: linalg.transpose
 // CHECK: return
 func.func @panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<8x1x1x1024x64xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
   %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x1x1x1024x64xf32>) -> tensor<8x64x1x1x1024xf32>
   %s = tosa.const_shape {values = dense<[512, 1, 1, 1024]> : tensor<4xindex>} : () -> !tosa.shape<4>
   %f = tosa.reshape %t, %s : (tensor<8x64x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1024xf32>, tensor<512x1x1x1024xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x512xf32>
+  return %y : tensor<1x4x4x512xf32>
+}
+
+// CHECK-LABEL: func.func @panels16(
+// AVX2-SAME: %[[W:[^:]*]]: tensor<32x1x1x1024x16xf32>
+// AVX2-NOT: linalg.transpose
+// AVX2: scf.forall (%[[P:.*]]) in (32)
+// AVX2: %[[W]][%[[P]], 
+// AVX2-NOT: linalg.transpose
+// CHECK: return
+func.func @panels16(%x: tensor<1x4x4x1024xf32>, %w: tensor<32x1x1x1024x16xf32>, %b: tensor<512xf32>) -> tensor<1x4x4x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<32x1x1x1024x16xf32>) -> tensor<32x16x1x1x1024xf32>
+  %s = tosa.const_shape {values = dense<[512, 1, 1, 1024]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %f = tosa.reshape %t, %s : (tensor<32x16x1x1x1024xf32>, !tosa.shape<4>) -> tensor<512x1x1x1024xf32>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1024xf32>, tensor<512x1x1x1024xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x512xf32>
   return %y : tensor<1x4x4x512xf32>
@@ -40,17 +57,17 @@ func.func @other_panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<4x1x1x1024x128xf3
   return %y : tensor<1x4x4x512xf32>
 }
 
-// A streamed 3x3 filter in panels of 64 filters: a block of input channels
-// spans the panel's rows (64 floats apart), not the whole filter's (512):
-// blocks of 16 channels on AVX-512 (9 x 16 x 64 floats in L1 beside a
-// register tile's), 32 on AVX2; 4 where the span was the filter's.
+// A streamed 3x3 filter in panels of 32 filters (AVX-512's 7x32 tiles): a
+// block of input channels spans the panel's rows (32 floats apart), not
+// the whole filter's (512): blocks of 16 channels (9 x 16 x 32 floats in L1
+// beside a register tile's), not 4.
 // CHECK-LABEL: func.func @panel_channel_blocks(
-// CHECK: scf.forall
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c{{(16|32)}} 
-func.func @panel_channel_blocks(%x: tensor<1x9x9x512xf32>, %w: tensor<8x3x3x512x64xf32>, %b: tensor<512xf32>) -> tensor<1x7x7x512xf32> {
-  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x3x3x512x64xf32>) -> tensor<8x64x3x3x512xf32>
+// AVX512: scf.forall
+// AVX512: scf.for %{{.*}} = %c0 to %c512 step %c16 
+func.func @panel_channel_blocks(%x: tensor<1x9x9x512xf32>, %w: tensor<16x3x3x512x32xf32>, %b: tensor<512xf32>) -> tensor<1x7x7x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<16x3x3x512x32xf32>) -> tensor<16x32x3x3x512xf32>
   %s = tosa.const_shape {values = dense<[512, 3, 3, 512]> : tensor<4xindex>} : () -> !tosa.shape<4>
-  %f = tosa.reshape %t, %s : (tensor<8x64x3x3x512xf32>, !tosa.shape<4>) -> tensor<512x3x3x512xf32>
+  %f = tosa.reshape %t, %s : (tensor<16x32x3x3x512xf32>, !tosa.shape<4>) -> tensor<512x3x3x512xf32>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x9x9x512xf32>, tensor<512x3x3x512xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x512xf32>
   return %y : tensor<1x7x7x512xf32>
