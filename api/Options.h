@@ -81,10 +81,12 @@ struct RuntimeOptions {
   /// its own name ("kiln.main.cluster3"). Unset = $KILN_PERF=1, else off.
   std::optional<bool> jitSymbols;
   /// Move weights of 64 KiB or more into memory backed by transparent huge
-  /// pages (Linux), in the background once a function reading them is
-  /// compiled: fewer TLB misses while they stream from memory on every call
-  /// (ResNet-50's kernels ~0.97x their time). Costs a second copy of those
-  /// weights (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or 1),
+  /// pages (Linux) when the first function reading them is compiled or
+  /// loaded from the disk cache: fewer TLB misses while they stream from
+  /// memory on every call (ResNet-50: steady-state median 0.95x). Costs that
+  /// first call the copy (a "huge-pages" stage: 60-360 ms for ResNet-50's
+  /// 100 MB on the development VMs) and a second copy of those weights in
+  /// memory (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or 1),
   /// else on.
   std::optional<bool> hugePageWeights;
   /// Longest a call may run, in seconds (0 = no limit): its execution is

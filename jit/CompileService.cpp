@@ -107,13 +107,13 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   // re-trained weights) share code and each bind their own.
   auto weights = program.weights(function, target().weightLayouts(options_.placement));
   if (!weights) return weights.takeError();
-  hugePageWeights(*weights);
   bool same = weights->size() == code->weights.size();
   for (size_t i = 0; same && i < weights->size(); ++i)
     same = (*weights)[i].rawData() == code->weights[i].rawData();
   if (same) return code;
   auto bound = compiler_.bind(*code, std::move(*weights));
   if (!bound) return bound.takeError();
+  hugePageWeights(**bound);
   return Compiled(std::move(*bound));
 }
 
@@ -140,6 +140,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       auto loaded = compiler_.load(function, entry->inputs, entry->results, *weights, std::move(*plan),
                                    std::move(objects));
       if (loaded) {
+        hugePageWeights(**loaded);
         if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
           TraceEvent e;
           e.name = "load @" + function.str() + " from the disk cache";
@@ -168,6 +169,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
     if (compiled) stats_.jitFallbacks += uint64_t((*compiled)->stats.jitFallbacks);
   }
   if (!compiled) return compiled.takeError();
+  hugePageWeights(**compiled);
   if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
     const CompileStats &st = (*compiled)->stats;
     TraceEvent e;
@@ -194,17 +196,13 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   return Compiled(std::move(*compiled));
 }
 
-void CompileService::hugePageWeights(const std::vector<Tensor> &weights) {
-  if (!options_.hugePageWeights || !options_.spawn) return;
-  std::vector<Tensor> big;
-  for (const Tensor &w : weights)
-    if (w.byteSize() >= kHugePageWeightBytes) big.push_back(w);
-  if (big.empty()) return;
-  // In the background: collapsing takes a few hundred ms for a model's
-  // weights; calls meanwhile read them where they are.
-  options_.spawn([big = std::move(big)] {
-    for (const Tensor &w : big) HugePageSlabs::shared().adopt(w);
-  });
+void CompileService::hugePageWeights(CompiledFunction &code) {
+  if (!options_.hugePageWeights) return;
+  auto t0 = Clock::now();
+  size_t moved = 0;
+  for (const Tensor &w : code.weights)
+    if (w.byteSize() >= kHugePageWeightBytes && HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
+  if (moved) code.stats.stages.push_back({"huge-pages", msSince(t0)});
 }
 
 }  // namespace kiln::jit

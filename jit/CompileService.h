@@ -49,7 +49,8 @@ struct CompileServiceOptions {
   /// Receives warnings (JIT fallbacks); null: dropped.
   std::function<void(const std::string &)> warn;
   /// Weights of kHugePageWeightBytes or more move into huge pages
-  /// (HugePageSlabs) on `spawn` once a function that reads them is compiled.
+  /// (HugePageSlabs) when the first function that reads them is compiled or
+  /// loaded from the disk cache (a "huge-pages" stage of its first call).
   bool hugePageWeights = true;
 };
 
@@ -90,8 +91,9 @@ private:
   /// Memory miss: disk, else compile (and store).
   llvm::Expected<Compiled> produce(lowering::Program &program, llvm::StringRef function,
                                    llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key);
-  /// Moves the big ones of `weights` into huge pages in the background.
-  void hugePageWeights(const std::vector<Tensor> &weights);
+  /// Moves `code`'s big weights into huge pages (the first time any code
+  /// binds them), its first-call figures saying how long that took.
+  void hugePageWeights(CompiledFunction &code);
 
   std::shared_ptr<Target> target_;
   CompileServiceOptions options_;

@@ -250,16 +250,16 @@ HugePageSlabs &HugePageSlabs::shared() {
   return *slabs;
 }
 
-void HugePageSlabs::adopt(const Tensor &t) {
+bool HugePageSlabs::adopt(const Tensor &t) {
   Buffer *buffer = t.buffer().get();
-  if (!buffer || !buffer->size() || !buffer->claimRelocation()) return;
+  if (!buffer || !buffer->size() || !buffer->claimRelocation()) return false;
   size_t bytes = buffer->size();
   std::lock_guard<std::mutex> lock(mu_);
   size_t at = (used_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   if (!slab_ || at + bytes > size_) {
     size_t size = std::max(kSlabBytes, (bytes + kHugePage - 1) / kHugePage * kHugePage);
     void *p = nullptr;
-    if (posix_memalign(&p, kHugePage, size) != 0 || !p) return;  // stays where it is
+    if (posix_memalign(&p, kHugePage, size) != 0 || !p) return false;  // stays where it is
     slab_ = std::shared_ptr<char>(static_cast<char *>(p), [](char *q) { std::free(q); });
     size_ = size;
     at = 0;
@@ -277,6 +277,7 @@ void HugePageSlabs::adopt(const Tensor &t) {
     madvise(slab_.get() + begin, end - begin, MADV_HUGEPAGE);
 #endif
   buffer->relocate(dst, std::shared_ptr<const void>(slab_, dst));
+  return true;
 }
 
 size_t HugePageSlabs::hugeBytes() const {

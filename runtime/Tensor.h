@@ -154,8 +154,11 @@ private:
 /// a TLB entry of its own and the hardware prefetchers stop at each page:
 /// ResNet-50's kernels took 0.95x their time with its weights in huge pages.
 /// Collapsing costs 1.4-5 ms per 2 MiB on the development VMs (a few hundred
-/// ms for a model), so the compile service moves weights in the background
-/// (adopt) once a function is compiled. Thread-safe.
+/// ms for ResNet-50's 100 MB on the development VMs, where every fresh huge
+/// page also faults in the host), which the compile service spends on a
+/// function's first call ("huge-pages" in its figures): moved in the
+/// background instead, calls ran at half speed meanwhile, for ~0.5 s,
+/// whatever the thread's priority. Thread-safe.
 class HugePageSlabs {
 public:
   /// Slabs of this many bytes (a bigger tensor gets a slab of its own).
@@ -163,9 +166,10 @@ public:
   /// The process's slabs.
   static HugePageSlabs &shared();
   /// Copies `t`'s buffer into a slab and relocates the buffer there
-  /// (Buffer::relocate), unless another caller claimed it first. `t` must be
-  /// a tensor that nothing writes.
-  void adopt(const Tensor &t);
+  /// (Buffer::relocate), unless another caller claimed it first (false
+  /// then, or when no memory is left for a slab). `t` must be a tensor that
+  /// nothing writes.
+  bool adopt(const Tensor &t);
   /// Bytes of tensors moved into extents the OS collapsed into huge pages.
   size_t hugeBytes() const;
 
