@@ -229,19 +229,23 @@ public:
   CUdeviceptr faultWord = 0;
 
   /// Device copies of the steps' constant inputs (weights), made on first
-  /// use. The host tensor is kept, so its address stays its own.
+  /// use, by host buffer and offset (not address: a weight's buffer may move
+  /// into huge pages, Buffer::relocate). The host tensor is kept, so its
+  /// buffer stays its own.
   struct Weight {
     Tensor host;
     cuda::DeviceBuffer device;
   };
+  using WeightKey = std::pair<const Buffer *, size_t>;
   std::mutex weightsMu;
-  std::map<const void *, Weight> weights;
+  std::map<WeightKey, Weight> weights;
 
   /// The device copy of `t`, uploading it the first time (waits for the
   /// copy: once per weight).
   llvm::Expected<CUdeviceptr> weight(const Tensor &t) {
     std::lock_guard<std::mutex> lock(weightsMu);
-    auto it = weights.find(t.rawData());
+    WeightKey key{t.buffer().get(), t.byteOffset()};
+    auto it = weights.find(key);
     if (it != weights.end()) return it->second.device.ptr();
     auto b = device->allocate(t.byteSize());
     if (!b) return b.takeError();
@@ -249,7 +253,7 @@ public:
     if (auto err = s.copyToDevice(b->ptr(), t.rawData(), t.byteSize())) return std::move(err);
     if (auto err = s.synchronize()) return std::move(err);
     CUdeviceptr p = b->ptr();
-    weights.emplace(t.rawData(), Weight{t, std::move(*b)});
+    weights.emplace(key, Weight{t, std::move(*b)});
     return p;
   }
   llvm::Expected<void *> lookup(llvm::StringRef) const override { return const_cast<GpuCode *>(this); }

@@ -128,6 +128,9 @@ public:
   size_t byteSize() const { return type_.byteSize(); }
 
   void *rawData() const { return static_cast<char *>(buffer_->data()) + offset_; }
+  /// Where the data starts in its buffer, in bytes: with buffer(), an
+  /// identity of the data that survives Buffer::relocate (rawData() does not).
+  size_t byteOffset() const { return offset_; }
   template <typename T> T *data() const { return static_cast<T *>(rawData()); }
   template <typename T> std::vector<T> toVector() const {
     std::vector<T> out(static_cast<size_t>(numElements()));
