@@ -14,8 +14,9 @@
 //                          transpose cancels: see kiln-hoist-constants),
 //                          parallel blocks of output rows and of output
 //                          channels sized for L2 (a filter that streams
-//                          from memory: wide blocks of filters, each block
-//                          read from its own panel), then a register tile over
+//                          from memory: blocks of one register tile of
+//                          filters, each read from its own contiguous
+//                          panel), then a register tile over
 //                          (output width, output channels), decomposed to 1-D
 //                          convolutions and vectorized like matmul.
 //   depthwise conv, pooling  rows of output pixels x channel vectors, the
