@@ -956,7 +956,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
   /// fusion would pull into the tiles.
   static bool inRegisters(linalg::LinalgOp op, const Fused &f, const RegisterTile &reg, int64_t reduction) {
     if ((!f.init && !f.epilogue) || reg.tail || reduction * reg.n * 4 > kRegisterFusedColumnBytes) return false;
-    if (!isa<linalg::Conv2DNhwcHwcfOp>(op) && !panelFilter(op)) return false;
+    if (!isa<linalg::Conv2DNhwcHwcfOp>(op) && panelWidth(op) == 0) return false;
     return !computedOperands(op, f);
   }
 
@@ -973,25 +973,15 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     return false;
   }
 
-  /// Whether `op` is an FHWC conv whose filter is stored in panels (the
-  /// collapse of a transpose that readPanels turns into panel reads).
-  static bool panelFilter(linalg::LinalgOp op) {
-    if (!isa<linalg::Conv2DNhwcFhwcOp>(op)) return false;
+  /// fc where `op` is an FHWC conv whose filter is stored in panels of fc
+  /// filters ([F/fc, KH, KW, C, fc]: kiln-hoist-constants' streamed
+  /// filters, the collapse of a transpose that readPanels turns into panel
+  /// reads), else 0.
+  static int64_t panelWidth(linalg::LinalgOp op) {
+    if (!isa<linalg::Conv2DNhwcFhwcOp>(op)) return 0;
     auto collapse = op.getDpsInputs()[1].getDefiningOp<tensor::CollapseShapeOp>();
     if (!collapse || collapse.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}})
-      return false;
-    auto grouped = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
-    return grouped && grouped.getPermutation() == ArrayRef<int64_t>{0, 4, 1, 2, 3};
-  }
-
-  /// fc where `conv`'s filter is read from panels of fc filters ([F/fc, KH,
-  /// KW, C, fc]: kiln-hoist-constants' streamed filters), else 0.
-  static int64_t panelWidth(linalg::LinalgOp conv) {
-    Value f = conv.getDpsInputOperand(1)->get();
-    if (auto t = f.getDefiningOp<linalg::TransposeOp>(); t && t.getPermutation() == ArrayRef<int64_t>{1, 2, 3, 0})
-      f = t.getInput();
-    auto collapse = f.getDefiningOp<tensor::CollapseShapeOp>();
-    if (!collapse) return 0;
+      return 0;
     auto grouped = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
     if (!grouped || grouped.getPermutation() != ArrayRef<int64_t>{0, 4, 1, 2, 3}) return 0;
     return cast<RankedTensorType>(grouped.getInput().getType()).getDimSize(4);
