@@ -229,10 +229,6 @@ uint16_t floatToBf16(float f) {
   return uint16_t((x + 0x7fff + lsb) >> 16);
 }
 
-}  // namespace kiln
-
-namespace kiln {
-
 namespace {
 constexpr size_t kHugePage = size_t(2) << 20;
 #if defined(__linux__) && !defined(MADV_COLLAPSE)
@@ -271,18 +267,11 @@ bool HugePageSlabs::adopt(const Tensor &t) {
   // The 2 MiB extents this copy touched (the slab is 2 MiB-aligned, so they
   // lie inside it); extents collapsed before are skipped by the kernel.
   size_t begin = at / kHugePage * kHugePage, end = (used_ + kHugePage - 1) / kHugePage * kHugePage;
-  if (madvise(slab_.get() + begin, end - begin, MADV_COLLAPSE) == 0)
-    huge_ += bytes;
-  else
+  if (madvise(slab_.get() + begin, end - begin, MADV_COLLAPSE) != 0)
     madvise(slab_.get() + begin, end - begin, MADV_HUGEPAGE);
 #endif
   buffer->relocate(dst, std::shared_ptr<const void>(slab_, dst));
   return true;
-}
-
-size_t HugePageSlabs::hugeBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return huge_;
 }
 
 }  // namespace kiln

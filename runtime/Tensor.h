@@ -173,13 +173,11 @@ public:
   /// then, or when no memory is left for a slab). `t` must be a tensor that
   /// nothing writes.
   bool adopt(const Tensor &t);
-  /// Bytes of tensors moved into extents the OS collapsed into huge pages.
-  size_t hugeBytes() const;
 
 private:
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::shared_ptr<char> slab_;
-  size_t size_ = 0, used_ = 0, huge_ = 0;
+  size_t size_ = 0, used_ = 0;
 };
 
 /// f16 / bf16 conversions used by tests, printing and npy I/O.

@@ -249,13 +249,20 @@ TEST(Eager, OpModeFromTheEnvironmentReachesEagerDispatch) {
 }
 
 TEST(Eager, BadEnvironmentIsAnErrorNamingTheVariable) {
-  ::setenv("KILN_CACHE", "sometimes", 1);
-  auto o = RuntimeOptions::fromEnvironment();
-  ::unsetenv("KILN_CACHE");
-  ASSERT_FALSE(bool(o));
-  Status s = toStatus(o.takeError());
+  // The error fromEnvironment() returns with `var` set to `value`.
+  auto errorWith = [](const char *var, const char *value) {
+    ::setenv(var, value, 1);
+    auto o = RuntimeOptions::fromEnvironment();
+    ::unsetenv(var);
+    EXPECT_FALSE(bool(o)) << var << "=" << value;
+    return o ? Status{} : toStatus(o.takeError());
+  };
+  Status s = errorWith("KILN_CACHE", "sometimes");
   EXPECT_EQ(s.code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.message, "KILN_CACHE='sometimes': expected off, ro or rw");
+  Status h = errorWith("KILN_HUGE_PAGES", "yes");
+  EXPECT_EQ(h.code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(h.message, "KILN_HUGE_PAGES='yes': expected 0 or 1");
 }
 
 TEST(Eager, TypedAndGenericCallsShareOneDispatchEntry) {

@@ -150,7 +150,6 @@ TEST(HugePageSlabs, AdoptMovesTheBytesOnceAndKeepsThemReadable) {
   EXPECT_TRUE(slabs.adopt(b));
   EXPECT_GE(static_cast<const char *>(b.rawData()), static_cast<const char *>(a.rawData()) + a.byteSize());
   EXPECT_EQ(b.toVector<float>(), std::vector<float>(values.begin(), values.begin() + 16));
-  RecordProperty("huge_bytes", std::to_string(slabs.hugeBytes()));
 }
 
 TEST(HugePageSlabs, ReadersSeeTheSameValuesWhileABufferMoves) {
