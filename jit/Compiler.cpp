@@ -213,6 +213,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       s.object = job.objectIndex;
       s.symbol = job.object->entry.empty() ? target_->entrySymbol() : job.object->entry;
       s.faultSites = job.object->faultSites;
+      s.scratchBytes = job.object->scratchBytes;
     }
     out->stats.kernelsCompiled += int(std::count_if(jobs.begin(), jobs.end(), [](const Job &j) { return !j.reused; }));
     for (const Job &job : jobs)
@@ -380,6 +381,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
     }
     auto added = b.addStep(name, kind, std::move(fn), ids(step.inputs), ids(step.outputs));
     if (!added) return added.takeError();
+    if (auto err = b.setScratch(*added, size_t(step.scratchBytes))) return err;
     // Provenance: the ops' distinct locations, in order.
     std::string provenance;
     for (size_t i = 0; i < step.locations.size(); ++i)

@@ -77,9 +77,12 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
                                                 lowering::StageTimes &times) {
   llvm::LLVMContext llvmContext;
   TargetObject out;
-  auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &out.faultSites,
+  lowering::Program::CodeFacts facts;
+  auto llvmModule = program.lowerToLLVMIR(cluster, tuning_, llvmContext, times, options_.dumpIRDir, &facts,
                                           options_.dumpIRPasses);
   if (!llvmModule) return llvmModule.takeError();
+  out.faultSites = std::move(facts.faultSites);
+  out.scratchBytes = facts.scratchBytes;
   // Each kernel's functions under its own name (in perf, GDB, crash traces):
   // kiln_entry -> kiln_entry.main.cluster3, kiln_fn* -> kiln.main.cluster3*.
   for (llvm::Function &f : **llvmModule) {
@@ -144,6 +147,7 @@ llvm::Expected<Launch> HostTarget::launch(std::shared_ptr<LoadedCode> code, llvm
     {
       HostExecutor::ParallelScope scope(ctx.executor());  // parallel tiles on this runtime's arena
       CancelScope cancelScope(cancel);                    // loops of unknown length can stop
+      ScratchScope scratch(ctx.scratch(), ctx.scratchBytes());  // its temporaries in the planned buffer
       fn(buffers.data());
     }
     if (auto err = faultError(takeFault(), sites)) return err;

@@ -76,6 +76,7 @@ std::string planToJson(const lowering::ExecPlan &plan) {
                   {"symbol", s.symbol},
                   {"ops", s.ops},
                   {"fault_sites", s.faultSites},
+                  {"scratch_bytes", s.scratchBytes},
                   {"op", s.op},
                   {"kernel", s.kernel},
                   {"attrs", attrsToJson(s.attrs)},
@@ -124,6 +125,8 @@ llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {
       st.symbol = s.at("symbol").get<std::string>();
       st.ops = s.at("ops").get<std::vector<std::string>>();
       st.faultSites = s.at("fault_sites").get<std::vector<std::string>>();
+      st.scratchBytes = s.value("scratch_bytes", int64_t(0));
+      if (st.scratchBytes < 0) return bad("negative scratch size");
       st.op = s.at("op").get<std::string>();
       st.kernel = s.at("kernel").get<std::string>();
       st.attrs = attrsFromJson(s.at("attrs"));

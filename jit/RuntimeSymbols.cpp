@@ -5,6 +5,7 @@
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -134,7 +135,45 @@ JitAllocator &jitAllocator() {
 extern "C" void *kiln_jit_malloc(size_t bytes) { return jitAllocator().allocate(bytes, 16); }
 extern "C" void *kiln_jit_aligned_alloc(size_t align, size_t bytes) { return jitAllocator().allocate(bytes, align); }
 extern "C" void kiln_jit_free(void *p) { jitAllocator().release(p); }
+
+/// The scratch buffer of the step running on this thread (ScratchScope):
+/// `memory` until a kernel takes it, then `given` until it gives it back.
+thread_local struct {
+  void *memory = nullptr;
+  size_t bytes = 0;
+  void *given = nullptr;
+} tlsScratch;
+
+/// A kernel's temporaries (lowering/ScratchBuffers.cpp): its step's planned
+/// buffer when it is there and large enough, else a block of its own.
+extern "C" void *kiln_scratch_acquire(int64_t bytes) {
+  if (tlsScratch.memory && bytes >= 0 && size_t(bytes) <= tlsScratch.bytes) {
+    tlsScratch.given = tlsScratch.memory;
+    tlsScratch.memory = nullptr;
+    return tlsScratch.given;
+  }
+  return jitAllocator().allocate(size_t(std::max<int64_t>(bytes, 1)), 64);
+}
+extern "C" void kiln_scratch_release(void *p) {
+  if (p && p == tlsScratch.given) {
+    tlsScratch.given = nullptr;
+    return;
+  }
+  jitAllocator().release(p);
+}
 }  // namespace
+
+ScratchScope::ScratchScope(void *memory, size_t bytes)
+    : savedMemory_(tlsScratch.memory), savedGiven_(tlsScratch.given), savedBytes_(tlsScratch.bytes) {
+  tlsScratch.memory = memory;
+  tlsScratch.bytes = memory ? bytes : 0;
+  tlsScratch.given = nullptr;
+}
+ScratchScope::~ScratchScope() {
+  tlsScratch.memory = savedMemory_;
+  tlsScratch.bytes = savedBytes_;
+  tlsScratch.given = savedGiven_;
+}
 
 int64_t takeFault() {
   int64_t f = tlsFault;
@@ -155,6 +194,9 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
       {"malloc", reinterpret_cast<void *>(&kiln_jit_malloc)},
       {"free", reinterpret_cast<void *>(&kiln_jit_free)},
       {"aligned_alloc", reinterpret_cast<void *>(&kiln_jit_aligned_alloc)},
+      // A kernel's temporaries in its step's planned scratch (kiln-scratch-buffers).
+      {"kiln_scratch_acquire", reinterpret_cast<void *>(&kiln_scratch_acquire)},
+      {"kiln_scratch_release", reinterpret_cast<void *>(&kiln_scratch_release)},
       // Faults of guarded divisions and index accesses (kiln-guard-traps).
       {"kiln_report_fault", reinterpret_cast<void *>(&kiln_report_fault)},
       // Cancellation and deadlines in loops of unknown length (kiln-cancel-points).

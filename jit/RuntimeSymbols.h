@@ -2,6 +2,7 @@
 // them like C functions (kiln_parallel_for, memrefCopy, malloc/free).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -32,5 +33,24 @@ public:
 
 private:
   const CancellationToken *saved_;
+};
+
+/// While alive, the scratch buffer generated code on this thread acquires
+/// (kiln_scratch_acquire, see lowering/ScratchBuffers.cpp) is `memory`, of
+/// `bytes` (the host launcher sets the step's planned one around each
+/// step). The first acquire of at most `bytes` takes it; any other acquire
+/// (no scope, a larger request, a second one) gets a block of its own,
+/// returned at its release. Scopes nest (a step run on this thread while
+/// it waits inside another step's parallel loop).
+class ScratchScope {
+public:
+  ScratchScope(void *memory, size_t bytes);
+  ~ScratchScope();
+  ScratchScope(const ScratchScope &) = delete;
+  ScratchScope &operator=(const ScratchScope &) = delete;
+
+private:
+  void *savedMemory_, *savedGiven_;
+  size_t savedBytes_;
 };
 }  // namespace kiln::jit

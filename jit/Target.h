@@ -38,6 +38,7 @@ struct TargetObject {
   llvm::SmallVector<char, 0> bytes;     // the object (ELF for the host)
   std::string entry;                    // the entry symbol it exports ("" = Target::entrySymbol())
   std::vector<std::string> faultSites;  // what each fault the code may report means
+  int64_t scratchBytes = 0;             // scratch memory per run (the step plans it; kiln-scratch-buffers)
 };
 
 /// What a JIT step launches.

@@ -36,6 +36,14 @@ inline constexpr llvm::StringLiteral kFaultSitesAttr = "kiln.fault_sites";
 /// (kiln-cancel-points): `int64_t kiln_cancel_requested(void)`, non-zero = stop.
 inline constexpr llvm::StringLiteral kCancelSymbol = "kiln_cancel_requested";
 
+/// What a kernel calls for its scratch buffer (kiln-scratch-buffers):
+/// `void *kiln_scratch_acquire(int64_t bytes)` at its start and
+/// `void kiln_scratch_release(void *)` before it returns; the module
+/// attribute holding the bytes.
+inline constexpr llvm::StringLiteral kScratchAcquireSymbol = "kiln_scratch_acquire";
+inline constexpr llvm::StringLiteral kScratchReleaseSymbol = "kiln_scratch_release";
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln.scratch_bytes";
+
 /// Prefix of the functions kiln-outline-clusters creates.
 inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
 

@@ -285,6 +285,20 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "mlir::ModuleOp"> {
 }
 
 
+def KilnScratchBuffers : Pass<"kiln-scratch-buffers", "mlir::ModuleOp"> {
+  let summary = "A kernel's top-level temporaries become views of one scratch buffer the runtime plans";
+  let description = [{
+    After bufferization (CPU): static-shaped memref.alloc ops in kiln_fn's
+    top block become memref.view ops of the buffer that
+    `kiln_scratch_acquire(N)` returns at the function's start (released by
+    `kiln_scratch_release` before its return; their deallocs go); N is left
+    in the module attribute kiln.scratch_bytes. The executor plans that
+    buffer in the execution's arena, so temporaries reuse memory that is
+    warm in cache.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+}
+
 def KilnReshapedOutParams : Pass<"kiln-reshaped-out-params", "mlir::func::FuncOp"> {
   let summary = "Compute a result into its out-param when it is returned through a reshape";
   let description = [{

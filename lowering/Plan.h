@@ -33,6 +33,7 @@ struct PlanStep {
   std::string symbol;                // entry symbol in that object
   std::vector<std::string> ops;      // the ops fused into it
   std::vector<std::string> faultSites;  // messages of the code's fault sites, by id
+  int64_t scratchBytes = 0;          // scratch memory the code asks for per run (kiln-scratch-buffers)
   // kKernel: the handwritten kernel.
   std::string op;                    // registry key ("tosa.add", "tosa.custom:kiln.gelu")
   std::string kernel;                // implementation ("conv2d_f32_im2col_eigen")

@@ -591,8 +591,7 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext,
-                       StageTimes &times, llvm::StringRef dumpDir, std::vector<std::string> *faultSites,
-                       bool dumpEveryPass) {
+                       StageTimes &times, llvm::StringRef dumpDir, CodeFacts *facts, bool dumpEveryPass) {
   std::lock_guard<std::mutex> lock(impl->mu);
   ++impl->pipelineRuns;
   auto unlowered = Impl::unloweredModule(fn);
@@ -600,9 +599,11 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::L
   ModuleOp module = *unlowered;
   if (auto err = impl->runStages(module, fn.function, cpuPipelineStages(tuning), times, dumpDir, dumpEveryPass))
     return std::move(err);
-  if (faultSites)
+  if (facts) {
     if (auto sites = module->getAttrOfType<ArrayAttr>(kFaultSitesAttr))
-      for (Attribute a : sites) faultSites->push_back(cast<StringAttr>(a).str());
+      for (Attribute a : sites) facts->faultSites.push_back(cast<StringAttr>(a).str());
+    if (auto bytes = module->getAttrOfType<IntegerAttr>(kScratchBytesAttr)) facts->scratchBytes = bytes.getInt();
+  }
   auto t0 = Clock::now();
   std::unique_ptr<llvm::Module> llvmModule;
   if (auto err = impl->diagnose(ErrorCode::kCompileFailed, "@" + fn.function + ": translation to LLVM IR failed", [&] {

@@ -158,15 +158,18 @@ public:
   /// How many times MLIR pipelines ran (specializations + lowerings).
   uint64_t pipelineRuns() const;
 
+  /// What the runtime must know about code lowerToLLVMIR made.
+  struct CodeFacts {
+    std::vector<std::string> faultSites;  // kiln-guard-traps' messages, by site id
+    int64_t scratchBytes = 0;             // the scratch buffer it acquires (kiln-scratch-buffers)
+  };
   /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to
   /// LLVM IR; with `dumpDir`, writes the IR after each stage there (and with
   /// `dumpEveryPass` after each pass, through MLIR's IR-printing
-  /// instrumentation). The
-  /// messages of the code's fault sites (kiln-guard-traps) go to `faultSites`.
+  /// instrumentation). What the runtime needs to run the code goes to `facts`.
   llvm::Expected<std::unique_ptr<llvm::Module>>
   lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext, StageTimes &times,
-                llvm::StringRef dumpDir = "", std::vector<std::string> *faultSites = nullptr,
-                bool dumpEveryPass = false);
+                llvm::StringRef dumpDir = "", CodeFacts *facts = nullptr, bool dumpEveryPass = false);
 
   /// Runs the GPU pipeline on `fn` (consuming its MLIR): the kernels as one
   /// LLVM IR module for NVPTX and the launch plan (see GpuLowering.h). With

@@ -15,6 +15,8 @@ void *StepContext::out(unsigned i) const { return buffers_[step_->outputs[i]]; }
 unsigned StepContext::numInputs() const { return unsigned(step_->inputs.size()); }
 unsigned StepContext::numOutputs() const { return unsigned(step_->outputs.size()); }
 const std::string &StepContext::stepName() const { return step_->name; }
+void *StepContext::scratch() const { return step_->scratch >= 0 ? buffers_[step_->scratch] : nullptr; }
+size_t StepContext::scratchBytes() const { return scratch() ? exe_->buffers_[step_->scratch].bytes : 0; }
 const Tensor *StepContext::constantInput(unsigned i) const {
   if (!exe_) return nullptr;
   const BufferDesc &d = exe_->buffers_[size_t(step_->inputs[i])];
@@ -372,6 +374,18 @@ int ExecutableBuilder::addOutput(TensorType type) {
   exe_->buffers_[id].index = int(exe_->outputs_.size());
   exe_->outputs_.push_back(id);
   return id;
+}
+
+llvm::Error ExecutableBuilder::setScratch(int step, size_t bytes) {
+  if (step < 0 || step >= int(exe_->steps_.size()))
+    return error(ErrorCode::kInternal, "scratch for step %d of %zu", step, exe_->steps_.size());
+  StepDesc &s = exe_->steps_[step];
+  if (s.scratch >= 0) return error(ErrorCode::kInternal, "step '%s' has scratch memory already", s.name.c_str());
+  if (!bytes) return llvm::Error::success();
+  int id = addIntermediate(TensorType{DType::i8, Shape{int64_t(bytes)}});
+  exe_->buffers_[id].producer = step;
+  s.scratch = id;
+  return llvm::Error::success();
 }
 
 void ExecutableBuilder::describeStep(int step, double flops, std::string ops, std::string provenance) {

@@ -80,6 +80,10 @@ public:
   /// The execution's cancellation token, or null: long-running steps check
   /// it (generated loops do, through jit's kiln_cancel_requested).
   const CancellationToken *cancellation() const;
+  /// The step's scratch memory (ExecutableBuilder::setScratch) for this run,
+  /// or null; scratchBytes() long, aligned to kBufferAlignment.
+  void *scratch() const;
+  size_t scratchBytes() const;
 
   /// For steps whose work finishes after the step function returns (work
   /// enqueued on a device): the step is done, and its successors may run,
@@ -110,6 +114,7 @@ struct StepDesc {
   StepKind kind = StepKind::kOther;
   StepFn fn;
   llvm::SmallVector<int, 4> inputs, outputs;  // buffer ids
+  int scratch = -1;                           // buffer id of its scratch memory (-1: none)
   llvm::SmallVector<int, 4> successors;       // step ids
   int32_t numPredecessors = 0;
   llvm::SmallVector<int, 2> producesOutputs;  // output indices this step writes
@@ -237,6 +242,11 @@ public:
   /// are added in a topological order. Returns the step id.
   llvm::Expected<int> addStep(std::string name, StepKind kind, StepFn fn,
                               llvm::ArrayRef<int> inputs, llvm::ArrayRef<int> outputs);
+  /// Gives step `step` `bytes` of scratch memory for each run
+  /// (StepContext::scratch): planned in the arena like an intermediate that
+  /// the step writes and nothing reads, so it shares memory with buffers
+  /// dead by then (warm in cache) and never with one live beside it.
+  llvm::Error setScratch(int step, size_t bytes);
   /// Describes step `step` for profiles (see StepDesc::flops, ops, provenance).
   void describeStep(int step, double flops, std::string ops, std::string provenance);
   /// The steps added so far.

@@ -1371,8 +1371,12 @@ std::string runCase(Runtime &rt, const Case &c) {
       padded |= llvm::is_contained(step.ops, "tosa.slice");
       panels |= fn->plan.values[id].type.shape.size() == 5;
     }
+  // Whether a step's temporaries live in scratch memory the executable
+  // plans (kiln-scratch-buffers; Winograd's transformed input and products).
+  bool scratch = false;
+  for (const StepDesc &step : fn->executable->steps()) scratch |= step.scratch >= 0;
   return fn->placementSummary() + (winograd ? " [winograd]" : "") + (padded ? " [padded rows]" : "") +
-         (panels ? " [panels]" : "");
+         (panels ? " [panels]" : "") + (scratch ? " [scratch]" : "");
 }
 
 }  // namespace
@@ -1396,6 +1400,8 @@ TEST_P(TosaOp, JitMatchesReference) {
   EXPECT_NE(placement.find(" 0 handwritten"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
             GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
+  if (placement.find("[winograd]") != std::string::npos)
+    EXPECT_NE(placement.find("[scratch]"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
   EXPECT_EQ(placement.find("[panels]") != std::string::npos, GetParam().panels) << placement;
 }

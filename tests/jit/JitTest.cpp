@@ -3,6 +3,7 @@
 #include "codegen/HostCodegen.h"
 #include "codegen/LLVMPasses.h"
 #include "jit/JitEngine.h"
+#include "jit/RuntimeSymbols.h"
 #include "runtime/Executor.h"
 #include "tests/TestUtil.h"
 
@@ -11,6 +12,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <cstring>
 
 using namespace kiln;
 
@@ -108,4 +111,48 @@ TEST(Jit, SchedulersAreBoundedOnLargeBlocks) {
   auto huge = options.find("dag-maps-huge-region");
   ASSERT_NE(huge, options.end());
   EXPECT_EQ(static_cast<llvm::cl::opt<unsigned> *>(huge->second)->getValue(), 200u);
+}
+
+TEST(Jit, ScratchScopeHandsItsBufferToOneAcquire) {
+  // kiln_scratch_acquire / _release as generated code calls them
+  // (lowering/ScratchBuffers.cpp), found by name as the JIT links them.
+  using Acquire = void *(*)(int64_t);
+  using Release = void (*)(void *);
+  Acquire acquire = nullptr;
+  Release release = nullptr;
+  for (const auto &[name, address] : jit::runtimeSymbols()) {
+    if (std::string(name) == "kiln_scratch_acquire") acquire = reinterpret_cast<Acquire>(address);
+    if (std::string(name) == "kiln_scratch_release") release = reinterpret_cast<Release>(address);
+  }
+  ASSERT_NE(acquire, nullptr);
+  ASSERT_NE(release, nullptr);
+
+  alignas(64) static char planned[4096], inner[256];
+  {
+    jit::ScratchScope scope(planned, sizeof planned);
+    void *big = acquire(8192);  // larger than planned: a block of its own
+    ASSERT_NE(big, nullptr);
+    EXPECT_TRUE(big < planned || big >= planned + sizeof planned);
+    std::memset(big, 1, 8192);
+    void *p = acquire(4096);
+    EXPECT_EQ(p, planned);
+    void *q = acquire(16);  // the planned buffer is taken: another block
+    EXPECT_NE(q, planned);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 64, 0u);
+    {
+      // A step run on this thread while the first waits (a nested scope).
+      jit::ScratchScope nested(inner, sizeof inner);
+      void *r = acquire(256);
+      EXPECT_EQ(r, inner);
+      release(r);
+    }
+    release(q);
+    release(p);  // the planned buffer: nothing to free
+    release(big);
+  }
+  // No scope: every acquire gets a block of its own.
+  void *s = acquire(128);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s != planned && s != inner);
+  release(s);
 }
