@@ -68,6 +68,7 @@ lowering::WeightLayouts HostTarget::weightLayouts(const ops::PlacementOptions &p
   l.tuning = tuning_;
   l.padMatmulWeights = tuning_.vectorBits > 0 && placement.padRowsOn() &&
                        placement.modeFor("tosa.matmul") != ops::OpMode::kKernel;
+  l.panelMatmulWeights = l.padMatmulWeights && placement.panelsOn();
   return l;
 }
 

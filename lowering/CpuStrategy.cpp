@@ -189,6 +189,43 @@ int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles) {
   return block;
 }
 
+/// How kiln-cpu-strategy blocks a (batched) matmul: B batches of M x K
+/// times K x N.
+struct MatmulBlocks {
+  RegisterTile rt{1, 1};  // over the whole M x N
+  int64_t kc = 1, nc = 1, mc = 1;
+  bool parallel = false;
+  RegisterTile rb{1, 1};  // within an mc x nc block
+};
+MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
+  MatmulBlocks p;
+  p.rt = chooseRegisterTile(M, N, tuning);
+  // K blocks whose rows of one register tile's columns of B (kc x
+  // rt.n) fit L1, so that every row tile of the block reads them from
+  // there (AVX-512's 64 columns: 128 rows, not 256).
+  int64_t kcMax = std::min<int64_t>(256, std::max<int64_t>(64, tuning.l1Bytes / (p.rt.n * 4)));
+  p.kc = blockOf(K, 1, kcMax);
+  p.nc = blockOf(N, p.rt.n, 256);
+  // Row blocks: every row at once when a k block of A for all of them
+  // fits in half of L2, so that each block of B (a weight, streamed
+  // from memory) is read once per call, not once per row block (two
+  // row blocks of BERT's 128 rows made its FFN matmul ~10% slower).
+  p.mc = M * p.kc * 4 <= tuning.l2Bytes / 2 ? M : blockOf(M, p.rt.m, 64);
+  p.parallel = 2.0 * B * M * N * K >= kParallelMinFlops;
+  if (p.parallel) {
+    // Enough blocks for the threads to share: smaller column blocks
+    // (B still read once), then smaller row blocks.
+    auto tasks = [&] { return B * (M / p.mc) * (N / p.nc); };
+    while (tasks() < kParallelTasks && p.nc > p.rt.n) p.nc = blockOf(N, p.rt.n, p.nc - 1);
+    while (tasks() < kParallelTasks && p.mc > p.rt.m) p.mc = blockOf(M, p.rt.m, p.mc - 1);
+    p.parallel = tasks() > 1;
+  }
+  // The register tile within an mc x nc block: rows split off where a
+  // tile that does not divide mc fits the registers better.
+  p.rb = chooseRegisterTile(p.mc, p.nc, tuning, /*allowTail=*/true);
+  return p;
+}
+
 bool allStatic(linalg::LinalgOp op) {
   for (Value v : op->getOperands())
     if (auto t = dyn_cast<ShapedType>(v.getType()); t && !t.hasStaticShape()) return false;
@@ -1153,26 +1190,9 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         bool batched = bounds.size() == 4;
         int64_t M = bounds[batched], N = bounds[batched + 1], K = bounds[batched + 2];
         int64_t B = batched ? bounds[0] : 1;
-        RegisterTile rt = chooseRegisterTile(M, N, tuning);
-        // K blocks whose rows of one register tile's columns of B (kc x
-        // rt.n) fit L1, so that every row tile of the block reads them from
-        // there (AVX-512's 64 columns: 128 rows, not 256).
-        int64_t kcMax = std::min<int64_t>(256, std::max<int64_t>(64, tuning.l1Bytes / (rt.n * 4)));
-        int64_t kc = blockOf(K, 1, kcMax), nc = blockOf(N, rt.n, 256);
-        // Row blocks: every row at once when a k block of A for all of them
-        // fits in half of L2, so that each block of B (a weight, streamed
-        // from memory) is read once per call, not once per row block (two
-        // row blocks of BERT's 128 rows made its FFN matmul ~10% slower).
-        int64_t mc = M * kc * 4 <= tuning.l2Bytes / 2 ? M : blockOf(M, rt.m, 64);
-        bool parallel = 2.0 * B * M * N * K >= kParallelMinFlops;
-        if (parallel) {
-          // Enough blocks for the threads to share: smaller column blocks
-          // (B still read once), then smaller row blocks.
-          auto tasks = [&] { return B * (M / mc) * (N / nc); };
-          while (tasks() < kParallelTasks && nc > rt.n) nc = blockOf(N, rt.n, nc - 1);
-          while (tasks() < kParallelTasks && mc > rt.m) mc = blockOf(M, rt.m, mc - 1);
-          parallel = tasks() > 1;
-        }
+        MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning);
+        int64_t kc = mb.kc, nc = mb.nc, mc = mb.mc;
+        bool parallel = mb.parallel;
         SmallVector<int64_t> blocks = {mc == M ? 0 : mc, nc == N ? 0 : nc, 0};
         SmallVector<int64_t> reduction = {0, 0, kc == K ? 0 : kc};
         if (batched) {
@@ -1188,9 +1208,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
           h = parallel ? schedule.tileForall(h, blocks) : schedule.tile(h, blocks);
         }
         h = schedule.tile(h, reduction);
-        // The register tile within an mc x nc block: rows split off where a
-        // tile that does not divide mc fits the registers better.
-        RegisterTile rb = chooseRegisterTile(mc, nc, tuning, /*allowTail=*/true);
+        RegisterTile rb = mb.rb;
         // Column tiles outside row tiles: a tile's k block of B (kc x
         // rb.n, in L1) serves every row tile before the next is read
         // (rows outside read the block's nc columns of B, from L2, for
@@ -1398,12 +1416,14 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // become panel reads, so that no transpose is left to fuse.
         eraseDeadTagged(module);
         readPanels(module);
+        readMatmulPanels(module);
         if (failed(apply(module, registerPhase.text(/*cleanup=*/true, /*foldSubsets=*/true))))
           return signalPassFailure();
       }
       module.walk([](Operation *op) { op->removeAttr(kStrategyIdAttr); });
     }
     readPanels(module);
+    readMatmulPanels(module);
     approximateVectorMath(module);
   }
 
@@ -1474,6 +1494,120 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (op->use_empty()) rewriter.eraseOp(op);
   }
 
+  /// Whether `v` is a multiple of `n`: a constant, the induction variable
+  /// of an scf.for whose bounds and step are (its tiles' offsets), or what
+  /// folds to one (the tiling's iv * n).
+  static bool multipleOf(IRRewriter &rewriter, OpFoldResult v, int64_t n) {
+    if (std::optional<int64_t> c = getConstantIntValue(v)) return *c % n == 0;
+    Value value = cast<Value>(v);
+    if (auto iv = dyn_cast<BlockArgument>(value))
+      if (auto loop = dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()); loop && iv == loop.getInductionVar()) {
+        std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                               step = getConstantIntValue(loop.getStep());
+        return lb && step && *lb % n == 0 && *step % n == 0;
+      }
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (Operation *def = value.getDefiningOp()) rewriter.setInsertionPointAfter(def);
+    else rewriter.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+    OpFoldResult rest = affine::makeComposedFoldedAffineApply(rewriter, value.getLoc(),
+                                                              rewriter.getAffineDimExpr(0) % n, ArrayRef<OpFoldResult>{v});
+    if (isZeroInteger(rest)) return true;
+    if (auto r = dyn_cast<Value>(rest)) rewriter.eraseOp(r.getDefiningOp());
+    return false;
+  }
+
+  /// A matmul's B stored in panels (WeightLayouts::panelMatmulWeights,
+  /// [P, K, nc]) reaches it as collapse(expand(transpose(panels))), [P, K,
+  /// nc] -> [K, P, nc] -> [1, K, N]. After tiling, each register tile reads
+  /// nc-wide rows of it, from a multiple of nc, through a chain of slices:
+  /// each such slice becomes one slice of the panels (rows of a contiguous
+  /// run), and the transpose (a copy of the whole weight on every call)
+  /// goes away. Reads of other shapes keep it (correct, slow).
+  void readMatmulPanels(ModuleOp module) {
+    SmallVector<tensor::ExtractSliceOp> slices;
+    module.walk([&](tensor::ExtractSliceOp s) { slices.push_back(s); });
+    IRRewriter rewriter(&getContext());
+    llvm::SetVector<Operation *> maybeDead;
+    for (tensor::ExtractSliceOp slice : slices) {
+      auto type = slice.getResultType();
+      int64_t rank = type.getRank();
+      if ((rank != 2 && rank != 3) || slice.getSourceType().getRank() != rank) continue;
+      // The chain of unit-stride, rank-keeping slices up to the weight.
+      SmallVector<tensor::ExtractSliceOp> chain;
+      Value root = slice.getSource();
+      bool ok = true;
+      while (auto s = root.getDefiningOp<tensor::ExtractSliceOp>()) {
+        if (!s.hasUnitStride() || s.getSourceType().getRank() != rank) {
+          ok = false;
+          break;
+        }
+        chain.push_back(s);
+        root = s.getSource();
+      }
+      if (!ok) continue;
+      auto collapse = root.getDefiningOp<tensor::CollapseShapeOp>();
+      if (!collapse) continue;
+      Value grouped = collapse.getSrc();
+      // [1, K, P, nc] -> [1, K, N], or [K, P, nc] -> [K, N].
+      SmallVector<ReassociationIndices> want =
+          rank == 3 ? SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}} : SmallVector<ReassociationIndices>{{0}, {1, 2}};
+      if (collapse.getReassociationIndices() != want) continue;
+      if (rank == 3) {
+        auto expand = grouped.getDefiningOp<tensor::ExpandShapeOp>();
+        if (!expand || expand.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
+          continue;
+        maybeDead.insert(expand);
+        grouped = expand.getSrc();
+      }
+      auto transpose = grouped.getDefiningOp<linalg::TransposeOp>();
+      if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2}) continue;
+      Value panels = transpose.getInput();
+      auto panelType = cast<RankedTensorType>(panels.getType());
+      int64_t nc = panelType.getDimSize(2);
+      // The slice: nc columns (one batch) from a multiple of nc.
+      if (type.getDimSize(rank - 1) != nc || (rank == 3 && type.getDimSize(0) != 1)) continue;
+      rewriter.setInsertionPoint(slice);
+      Location loc = slice.getLoc();
+      AffineExpr d0 = rewriter.getAffineDimExpr(0), d1 = rewriter.getAffineDimExpr(1);
+      SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+      for (tensor::ExtractSliceOp s : chain) {
+        SmallVector<OpFoldResult> outer = s.getMixedOffsets();
+        for (int64_t d = 0; d < rank; ++d)
+          offsets[d] = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1, {offsets[d], outer[d]});
+      }
+      if (rank == 3 && !isZeroInteger(offsets[0])) continue;
+      // Every column offset of the chain a multiple of nc.
+      bool whole = multipleOf(rewriter, slice.getMixedOffsets()[rank - 1], nc);
+      for (tensor::ExtractSliceOp s : chain) whole = whole && multipleOf(rewriter, s.getMixedOffsets()[rank - 1], nc);
+      if (!whole) continue;
+      OpFoldResult col = offsets[rank - 1], row = offsets[rank - 2];
+      OpFoldResult panel =
+          affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(nc), ArrayRef<OpFoldResult>{col});
+      OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+      SmallVector<OpFoldResult> panelOffsets = {panel, row, zero};
+      SmallVector<OpFoldResult> sizes = {one, rewriter.getIndexAttr(type.getDimSize(rank - 2)),
+                                         rewriter.getIndexAttr(nc)};
+      Value read = tensor::ExtractSliceOp::create(rewriter, loc, type, panels, panelOffsets, sizes,
+                                                  SmallVector<OpFoldResult>(3, one));
+      rewriter.replaceOp(slice, read);
+      for (tensor::ExtractSliceOp s : chain) maybeDead.insert(s);
+      maybeDead.insert(collapse);
+      maybeDead.insert(transpose);
+    }
+    // Users before what they read: outer slices, the collapse, the expand,
+    // the transpose, as each loses its last user.
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (Operation *op : maybeDead)
+        if (op->getBlock() && op->use_empty()) {
+          maybeDead.remove(op);
+          rewriter.eraseOp(op);
+          erased = true;
+          break;
+        }
+    }
+  }
+
   /// Transcendentals on vectors become polynomials (vectorized FMAs) instead
   /// of one libm call per lane. Scalars keep libm.
   void approximateVectorMath(ModuleOp module) {
@@ -1515,6 +1649,15 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
 }  // namespace kiln::lowering
 
 namespace kiln::lowering {
+
+int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tuning) {
+  // (A vector times B, m = 1, reads each row of B once, whole: no panels.)
+  if (tuning.vectorBits <= 0 || m < 4 || n <= 0 || k <= 0 || k * n * 4 <= tuning.l2Bytes) return 0;
+  MatmulBlocks mb = matmulBlocks(1, m, n, k, tuning);
+  int64_t lanes = tuning.vectorBits / 32;
+  if (mb.rb.n < lanes || n % mb.rb.n) return 0;
+  return mb.rb.n;
+}
 
 int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
                              const CpuTuning &tuning) {

@@ -69,6 +69,15 @@ inline constexpr double kTailGain = 1.15;
 int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
                              const CpuTuning &tuning);
 
+/// Columns per panel of a matmul's constant B operand (k x n, f32, times an
+/// m-row A) that generated code streams from memory (bigger than L2): the
+/// width of the register tiles kiln-cpu-strategy takes, each of which then
+/// reads its k block of B from one contiguous run of a panel [n/w, k, w]
+/// (rows of B are 3-12 KiB apart in BERT-base's weights, 256 bytes of each
+/// per tile). 0 when B does not stream, A has fewer than 4 rows or the
+/// tiles are not whole vectors.
+int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tuning);
+
 /// Attribute that tags an op with its strategy's id while the schedule runs.
 inline constexpr llvm::StringLiteral kStrategyIdAttr = "kiln.strategy_id";
 

@@ -20,7 +20,10 @@
 // the HWCF transpose or the winograd_filter read) just before each user.
 // With panel-streaming-filters, filters of convs that stream them
 // (streamingFilterBlock) are stored HWCF in panels of fc filters, [F/fc, KH,
-// KW, C, fc], read back through tosa.transpose + tosa.reshape.
+// KW, C, fc], read back through tosa.transpose + tosa.reshape; with
+// panel-matmul-weights (WeightLayouts::panelMatmulWeights), tosa.matmul B
+// weights that generated code streams (matmulPanelWidth) in panels of w
+// columns, [N/w, K, w], read back the same way.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -203,6 +206,44 @@ ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
                        });
 }
 
+/// `value` of `type` permuted by `perm` to a matmul's B operand [1, K, N],
+/// stored in panels of `w` columns: [N/w, K, w].
+ElementsAttr matmulPanelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t w) {
+  Type elem = type.getElementType();
+  if (!elem.isF32() || !type.hasStaticShape() || type.getRank() != 3) return {};
+  SmallVector<int64_t> b;
+  for (int64_t p : perm) b.push_back(type.getDimSize(p));
+  if (b[0] != 1 || w <= 0 || b[2] % w) return {};
+  SmallVector<int64_t> split = {b[1], b[2] / w, w};
+  std::string suffix = "_" + std::to_string(b[1]) + "_" + std::to_string(b[2]) + "_mpanel" + std::to_string(w);
+  size_t bytes = size_t(type.getNumElements()) * 4;
+  return derivedWeight(value, RankedTensorType::get({split[1], split[0], w}, elem), perm, suffix, bytes,
+                       [&](const char *source, char *out) {
+                         std::vector<char> rows(bytes);
+                         permute(source, rows.data(), type.getShape(), perm, 4);
+                         permute(rows.data(), out, split, {1, 0, 2}, 4);
+                       });
+}
+
+/// The panel width (matmulPanelWidth) of every tosa.matmul reading `op`'s
+/// result as its B operand ([1, K, N], one batch), or 0 when one does not
+/// stream it or they differ.
+int64_t matmulPanelOf(Operation *op, const CpuTuning &tuning) {
+  auto b = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t width = -1;
+  for (Operation *user : op->getResult(0).getUsers()) {
+    auto mm = cast<tosa::MatMulOp>(user);
+    auto a = dyn_cast<RankedTensorType>(mm.getA().getType());
+    if (!a || !a.hasStaticShape() || a.getRank() != 3 || a.getDimSize(0) != 1 || b.getDimSize(0) != 1 ||
+        !a.getElementType().isF32())
+      return 0;
+    int64_t w = matmulPanelWidth(a.getDimSize(1), b.getDimSize(2), b.getDimSize(1), tuning);
+    if (w == 0 || (width != -1 && w != width)) return 0;
+    width = w;
+  }
+  return width < 0 ? 0 : width;
+}
+
 /// The filter block (streamingFilterBlock) every conv reading `op`'s result
 /// (an FHWC filter only tosa.conv2d reads) streams its filter in, or 0 when
 /// one does not or they differ.
@@ -320,7 +361,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     int winogradTile = layouts.convWinograd && filter ? winogradTileOf(end) : 0;
     ElementsAttr stored;
     std::string key;
-    int64_t rowPadding = 0, filterBlock = 0;
+    int64_t rowPadding = 0, filterBlock = 0, matmulPanel = 0;
     if (winogradTile) {
       // Rows of F, as HWCF filters' (see below).
       if (layouts.padFilterRows) rowPadding = rowPaddingOf(cast<RankedTensorType>(endType).getDimSize(0));
@@ -347,7 +388,14 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
         stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock);
         if (!stored) filterBlock = 0;  // (an elided blob): as other filters
       }
-      if (!filterBlock) {
+      // A streamed matmul weight in panels of its register tiles' columns.
+      if (!filterBlock && layouts.panelMatmulWeights && isMatmulWeight(end, endType))
+        matmulPanel = matmulPanelOf(end, layouts.tuning);
+      if (matmulPanel) {
+        stored = matmulPanelled(value, cast<RankedTensorType>(type), perm, matmulPanel);
+        if (!stored) matmulPanel = 0;  // (an elided blob): padded rows
+      }
+      if (!filterBlock && !matmulPanel) {
         if ((hwcf && layouts.padFilterRows) || (layouts.padMatmulWeights && isMatmulWeight(end, endType)))
           rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
         bool identity = !rowPadding;
@@ -364,6 +412,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     for (int64_t p : perm) key += std::to_string(p) + ",";
     if (rowPadding) key += "pad" + std::to_string(rowPadding);
     if (filterBlock) key += "panel" + std::to_string(filterBlock);
+    if (matmulPanel) key += "mpanel" + std::to_string(matmulPanel);
     auto [it, inserted] = index.try_emplace({value.getAsOpaquePointer(), type.getAsOpaquePointer(), key},
                                             unsigned(plan.weights.size()));
     if (inserted) {
@@ -372,6 +421,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
       w.winogradTile = winogradTile;
       w.rowPadding = rowPadding;
       w.filterBlock = filterBlock;
+      w.matmulPanel = matmulPanel;
       plan.weights.push_back(w);
     }
     plan.uses.push_back({end, it->second});
@@ -417,6 +467,17 @@ LogicalResult hoistConstants(ModuleOp module, int64_t minElements, const WeightL
         Value t = tosa::TransposeOp::create(b, RankedTensorType::get(grouped, fhwc.getElementType()), arg,
                                             b.getDenseI32ArrayAttr({0, 4, 1, 2, 3}));
         arg = tosa::ReshapeOp::create(b, fhwc, t, tosa::getTosaConstShape(b, fhwc.getShape()));
+      } else if (int64_t w = plan.weights[weight].matmulPanel) {
+        // Panels back to [1, K, N]: [P, K, w] -> [K, P, w] -> [1, K, N].
+        // The matmul strategy reads each register tile's panel directly
+        // and the two ops fold away (kiln-cpu-strategy).
+        auto b3 = cast<RankedTensorType>(op->getResult(0).getType());
+        auto panels = cast<RankedTensorType>(arg.getType());
+        ImplicitLocOpBuilder b(op->getLoc(), op);
+        SmallVector<int64_t> rows = {panels.getDimSize(1), panels.getDimSize(0), w};
+        Value t = tosa::TransposeOp::create(b, RankedTensorType::get(rows, b3.getElementType()), arg,
+                                            b.getDenseI32ArrayAttr({1, 0, 2}));
+        arg = tosa::ReshapeOp::create(b, b3, t, tosa::getTosaConstShape(b, b3.getShape()));
       } else if (int64_t padding = plan.weights[weight].rowPadding) {
         // Each user reads the rows back through a slice of its own (and,
         // for a filter stored HWCF, the transpose back to FHWC), just
@@ -456,6 +517,8 @@ struct KilnHoistConstantsPass : public impl::KilnHoistConstantsBase<KilnHoistCon
     layouts.convFiltersHWCF = convFiltersHWCF;
     layouts.convWinograd = convWinograd;
     layouts.padMatmulWeights = layouts.padFilterRows = padWeightRows;
+    layouts.panelMatmulWeights = panelMatmulWeights;
+    if (panelMatmulWeights) layouts.tuning = CpuTuning::fromFeatures("+avx512f");
     if (failed(hoistConstants(getOperation(), minElements, layouts))) signalPassFailure();
   }
 };

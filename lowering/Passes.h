@@ -77,6 +77,9 @@ struct HoistedWeight {
   /// Filters per panel of a filter stored [F/fc, KH, KW, C, fc] (0: not;
   /// see WeightLayouts::panelStreamingFilters).
   int64_t filterBlock = 0;
+  /// Columns per panel of a matmul B weight stored [N/w, K, w] (0: not;
+  /// see WeightLayouts::panelMatmulWeights).
+  int64_t matmulPanel = 0;
 };
 struct HoistPlan {
   std::vector<HoistedWeight> weights;

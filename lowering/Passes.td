@@ -38,6 +38,8 @@ def KilnHoistConstants : Pass<"kiln-hoist-constants", "mlir::ModuleOp"> {
            "store constant filters of 3x3 stride-1 tosa.conv2d Winograd-transformed (read back through tosa.custom kiln.winograd_filter)">,
     Option<"padWeightRows", "pad-weight-rows", "bool", "false",
            "store tosa.matmul B weights and HWCF conv filters with rows padded off multiples of 256 bytes (read back through tosa.slice)">,
+    Option<"panelMatmulWeights", "panel-matmul-weights", "bool", "false",
+           "store tosa.matmul B weights that AVX-512 code would stream in panels of its register tiles' columns (read back through tosa.transpose + tosa.reshape)">,
   ];
 }
 

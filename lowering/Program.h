@@ -84,6 +84,13 @@ struct WeightLayouts {
   /// as FHWC through tosa.transpose + tosa.reshape, which the strategy folds
   /// away.
   bool panelStreamingFilters = false;
+  /// With padMatmulWeights: tosa.matmul B operands that generated code
+  /// streams from memory (matmulPanelWidth for `tuning`: bigger than L2)
+  /// stored in panels [N/w, K, w] of one register tile's w columns (each
+  /// tile's k block of B one contiguous run), read back by the graph as
+  /// [1, K, N] through tosa.transpose + tosa.reshape, which the matmul
+  /// strategy folds into its reads (kiln-cpu-strategy).
+  bool panelMatmulWeights = false;
   CpuTuning tuning;
 };
 /// Elements added to each row of `n` f32 elements (see

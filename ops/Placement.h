@@ -23,7 +23,9 @@
 // Filter panels (`panels`, on unless "panels=off"): filters of convs that
 // stream them from memory (few output pixels, bigger than L2) are stored in
 // panels, one contiguous block per parallel block of the conv
-// (lowering::WeightLayouts::panelStreamingFilters).
+// (lowering::WeightLayouts::panelStreamingFilters), and matmul weights
+// bigger than L2 in panels of the register tiles' columns
+// (lowering::WeightLayouts::panelMatmulWeights).
 //
 // Thread-safety: plain values.
 #pragma once
@@ -51,7 +53,7 @@ struct PlacementOptions {
   std::optional<bool> winograd;
   /// Padded weight rows for generated code (unset: on).
   std::optional<bool> padRows;
-  /// Streamed conv filters stored in panels (unset: on).
+  /// Streamed conv filters and matmul weights stored in panels (unset: on).
   std::optional<bool> panels;
 
   bool measuring() const { return measure.value_or(true); }

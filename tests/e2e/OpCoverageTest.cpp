@@ -1195,8 +1195,12 @@ std::vector<Case> sweepCases() {
   // Constant weights whose rows generated code walks down: a matmul's B
   // and conv filters with rows a multiple of 256 bytes are stored with
   // padded rows and read back through a slice (WeightLayouts::
-  // padMatmulWeights); rows of other lengths stay as they are.
-  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 24, 64}, {33, 16, 128}, {4, 8, 40}}) {
+  // padMatmulWeights); rows of other lengths stay as they are. A B bigger
+  // than L2 (512 KiB) is stored in panels of the register tiles' columns
+  // instead (WeightLayouts::panelMatmulWeights): 37 rows leave a tail of
+  // row tiles, 320 columns five 64-wide panels (twenty 16-wide on AVX2).
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {5, 24, 64}, {33, 16, 128}, {4, 8, 40}, {37, 512, 320}, {128, 768, 256}}) {
     Case c;
     TensorType a = tt(F, {1, m, k}), w = tt(F, {1, k, n}), o = tt(F, {1, m, n});
     c.name = "matmul_const_weight_" + shapeToString(a.shape) + "_n" + std::to_string(n);
@@ -1215,7 +1219,8 @@ std::vector<Case> sweepCases() {
     c.ranges = {{-1, 1}};
     c.rtol = 1e-4;
     c.atol = 1e-4;
-    c.paddedRows = n % 64 == 0;
+    c.panels = k * n * 4 > 512 * 1024;
+    c.paddedRows = n % 64 == 0 && !c.panels;
     cs.push_back(c);
   }
   struct ConstConv {
@@ -1370,6 +1375,9 @@ std::string runCase(Runtime &rt, const Case &c) {
       if (fn->plan.values[id].kind != lowering::PlanValue::kWeight) continue;
       padded |= llvm::is_contained(step.ops, "tosa.slice");
       panels |= fn->plan.values[id].type.shape.size() == 5;
+      // (A matmul's B [1, K, N] in panels: [N/w, K, w].)
+      panels |= llvm::is_contained(step.ops, "tosa.matmul") && fn->plan.values[id].type.shape.size() == 3 &&
+                fn->plan.values[id].type.shape[0] > 1;
     }
   // Whether a step's temporaries live in scratch memory the executable
   // plans (kiln-scratch-buffers; Winograd's transformed input and products).

@@ -73,6 +73,28 @@ TEST(CpuStrategy, RegisterTilesWithTails) {
 // Which convs stream their filter (few output pixels, a filter bigger than
 // L2) and in how wide blocks of filters: a quarter of them, whole register
 // tiles, at both vector widths.
+TEST(CpuStrategy, MatmulPanelWidths) {
+  for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
+    SCOPED_TRACE(std::to_string(t.vectorBits) + "-bit vectors");
+    int64_t lanes = t.vectorBits / 32;
+    // BERT-base's weights (seq 128): QKV/output 768 x 768, FFN 768 x 3072
+    // and 3072 x 768, all bigger than L2: panels of the register tile's
+    // columns, whole vectors, that divide N.
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{768, 768}, {768, 3072}, {3072, 768}}) {
+      int64_t w = matmulPanelWidth(128, n, k, t);
+      EXPECT_GE(w, lanes) << k << "x" << n;
+      EXPECT_EQ(w % lanes, 0);
+      EXPECT_EQ(n % w, 0);
+      EXPECT_EQ(w, chooseRegisterTile(128, n, t, /*allowTail=*/true).n) << k << "x" << n;
+    }
+    // A weight that fits L2 stays as it is, and so does one that a vector
+    // (A of one row) reads once.
+    EXPECT_EQ(matmulPanelWidth(128, 256, 256, t), 0);
+    EXPECT_EQ(matmulPanelWidth(1, 3072, 768, t), 0);
+    EXPECT_EQ(matmulPanelWidth(128, 768, 768, CpuTuning{}), 0);  // no vectors
+  }
+}
+
 TEST(CpuStrategy, StreamingFilterBlocks) {
   for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
     SCOPED_TRACE(std::to_string(t.vectorBits) + "-bit vectors");
