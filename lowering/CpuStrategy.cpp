@@ -1554,7 +1554,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       if (collapse.getReassociationIndices() != want) continue;
       if (rank == 3) {
         auto expand = grouped.getDefiningOp<tensor::ExpandShapeOp>();
-        if (!expand || expand.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
+        if (!expand || expand.getReassociationIndices() != SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}} ||
+            expand.getResultType().getDimSize(0) != 1)
           continue;
         maybeDead.insert(expand);
         grouped = expand.getSrc();
