@@ -1315,8 +1315,8 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // 4's 3x3 convs take blocks of 16 channels, not 4, its stride-2 1x1
         // 128, not 16 (those kernels 0.92-0.97x their time, ResNet-50 in
         // kiln profile --serial, alternating).
-        int64_t spanF = F;
-        if (int64_t pw = panelWidth(op); pw > 0) spanF = std::min(F, pw);
+        int64_t panel = panelWidth(op);
+        int64_t spanF = panel > 0 ? std::min(F, panel) : F;
         int64_t cbLimit = std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4),
                                             kFilterBlockSpanBytes / (KH * KW * spanF * 4));
         int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
@@ -1327,7 +1327,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         // prefetchers). Layer 4's 3x3 convs (590 KiB slices on AVX-512)
         // 0.80-0.90x their time, its stride-2 1x1 0.94x (kiln profile
         // --serial of ResNet-50, alternating).
-        if (int64_t pw = panelWidth(op); pw > 0 && KH * KW * C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
+        if (panel > 0 && KH * KW * C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
         if (cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, cb});
         registerTiles(schedule, h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
           return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, reg.n, 1, 1, 1};
@@ -1567,6 +1567,16 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       int64_t nc = panelType.getDimSize(2);
       // The slice: nc columns (one batch) from a multiple of nc.
       if (type.getDimSize(rank - 1) != nc || (rank == 3 && type.getDimSize(0) != 1)) continue;
+      // Every slice of the chain in batch 0, every column offset a multiple
+      // of nc (checked before any offset arithmetic is built).
+      bool whole = true;
+      SmallVector<tensor::ExtractSliceOp> all = {slice};
+      all.append(chain.begin(), chain.end());
+      for (tensor::ExtractSliceOp s : all) {
+        SmallVector<OpFoldResult> o = s.getMixedOffsets();
+        whole = whole && (rank == 2 || isZeroInteger(o[0])) && multipleOf(rewriter, o[rank - 1], nc);
+      }
+      if (!whole) continue;
       rewriter.setInsertionPoint(slice);
       Location loc = slice.getLoc();
       AffineExpr d0 = rewriter.getAffineDimExpr(0), d1 = rewriter.getAffineDimExpr(1);
@@ -1576,11 +1586,6 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         for (int64_t d = 0; d < rank; ++d)
           offsets[d] = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1, {offsets[d], outer[d]});
       }
-      if (rank == 3 && !isZeroInteger(offsets[0])) continue;
-      // Every column offset of the chain a multiple of nc.
-      bool whole = multipleOf(rewriter, slice.getMixedOffsets()[rank - 1], nc);
-      for (tensor::ExtractSliceOp s : chain) whole = whole && multipleOf(rewriter, s.getMixedOffsets()[rank - 1], nc);
-      if (!whole) continue;
       OpFoldResult col = offsets[rank - 1], row = offsets[rank - 2];
       OpFoldResult panel =
           affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(nc), ArrayRef<OpFoldResult>{col});

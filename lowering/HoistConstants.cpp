@@ -184,44 +184,38 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
                        });
 }
 
-/// `value` of `type` permuted by `perm` to HWCF [KH, KW, C, F], stored in
-/// panels of `fc` filters: [F/fc, KH, KW, C, fc].
-ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t fc) {
+/// `value` of `type` (f32) permuted by `perm` to a layout L, stored in
+/// panels of `w` of its last dimension: [L.back() / w, L[from], ..., L[r-2],
+/// w], the first `from` dimensions of L (each 1) dropped. Conv filters: L =
+/// HWCF, from 0, [F/fc, KH, KW, C, fc]; matmul B operands: L = [1, K, N],
+/// from 1, [N/w, K, w]. Named after L's kept dimensions, `tag` and w.
+ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t w,
+                      int64_t from, llvm::StringRef tag) {
   Type elem = type.getElementType();
-  if (!elem.isF32() || !type.hasStaticShape() || type.getRank() != 4) return {};
-  SmallVector<int64_t> hwcf;
-  for (int64_t p : perm) hwcf.push_back(type.getDimSize(p));
-  if (fc <= 0 || hwcf[3] % fc) return {};
-  SmallVector<int64_t> split = {hwcf[0], hwcf[1], hwcf[2], hwcf[3] / fc, fc};
-  SmallVector<int64_t> shape = {split[3], split[0], split[1], split[2], fc};
+  if (!elem.isF32() || !type.hasStaticShape() || int64_t(perm.size()) <= from + 1) return {};
+  SmallVector<int64_t> layout;
+  for (int64_t p : perm) layout.push_back(type.getDimSize(p));
+  if (w <= 0 || layout.back() % w || llvm::any_of(ArrayRef(layout).take_front(from), [](int64_t d) { return d != 1; }))
+    return {};
+  SmallVector<int64_t> kept(layout.begin() + from, layout.end());
+  int64_t q = int64_t(kept.size());
+  SmallVector<int64_t> split(kept.begin(), kept.end() - 1), shape = {kept.back() / w}, order = {q - 1};
+  split.append({kept.back() / w, w});
+  for (int64_t d = 0; d + 1 < q; ++d) {
+    shape.push_back(kept[d]);
+    order.push_back(d);
+  }
+  shape.push_back(w);
+  order.push_back(q);
   std::string suffix;
-  for (int64_t d : hwcf) suffix += "_" + std::to_string(d);
-  suffix += "_panel" + std::to_string(fc);
+  for (int64_t d : kept) suffix += "_" + std::to_string(d);
+  suffix += tag.str() + std::to_string(w);
   size_t bytes = size_t(type.getNumElements()) * 4;
   return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix, bytes,
                        [&](const char *source, char *out) {
                          std::vector<char> rows(bytes);
                          permute(source, rows.data(), type.getShape(), perm, 4);
-                         permute(rows.data(), out, split, {3, 0, 1, 2, 4}, 4);
-                       });
-}
-
-/// `value` of `type` permuted by `perm` to a matmul's B operand [1, K, N],
-/// stored in panels of `w` columns: [N/w, K, w].
-ElementsAttr matmulPanelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t w) {
-  Type elem = type.getElementType();
-  if (!elem.isF32() || !type.hasStaticShape() || type.getRank() != 3) return {};
-  SmallVector<int64_t> b;
-  for (int64_t p : perm) b.push_back(type.getDimSize(p));
-  if (b[0] != 1 || w <= 0 || b[2] % w) return {};
-  SmallVector<int64_t> split = {b[1], b[2] / w, w};
-  std::string suffix = "_" + std::to_string(b[1]) + "_" + std::to_string(b[2]) + "_mpanel" + std::to_string(w);
-  size_t bytes = size_t(type.getNumElements()) * 4;
-  return derivedWeight(value, RankedTensorType::get({split[1], split[0], w}, elem), perm, suffix, bytes,
-                       [&](const char *source, char *out) {
-                         std::vector<char> rows(bytes);
-                         permute(source, rows.data(), type.getShape(), perm, 4);
-                         permute(rows.data(), out, split, {1, 0, 2}, 4);
+                         permute(rows.data(), out, split, order, 4);
                        });
 }
 
@@ -385,14 +379,14 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
       // (Panels are one contiguous run each and stay unpadded: padding
       // their rows and planes as HWCF filters' measured no faster.)
       if (filterBlock) {
-        stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock);
+        stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock, /*from=*/0, "_panel");
         if (!stored) filterBlock = 0;  // (an elided blob): as other filters
       }
       // A streamed matmul weight in panels of its register tiles' columns.
       if (!filterBlock && layouts.panelMatmulWeights && isMatmulWeight(end, endType))
         matmulPanel = matmulPanelOf(end, layouts.tuning);
       if (matmulPanel) {
-        stored = matmulPanelled(value, cast<RankedTensorType>(type), perm, matmulPanel);
+        stored = panelled(value, cast<RankedTensorType>(type), perm, matmulPanel, /*from=*/1, "_mpanel");
         if (!stored) matmulPanel = 0;  // (an elided blob): padded rows
       }
       if (!filterBlock && !matmulPanel) {
