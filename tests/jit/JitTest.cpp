@@ -3,6 +3,7 @@
 #include "codegen/HostCodegen.h"
 #include "codegen/LLVMPasses.h"
 #include "jit/JitEngine.h"
+#include "jit/PlanJson.h"
 #include "jit/RuntimeSymbols.h"
 #include "runtime/Executor.h"
 #include "tests/TestUtil.h"
@@ -155,4 +156,38 @@ TEST(Jit, ScratchScopeHandsItsBufferToOneAcquire) {
   ASSERT_NE(s, nullptr);
   EXPECT_TRUE(s != planned && s != inner);
   release(s);
+}
+
+TEST(Jit, PlanJsonKeepsScratchAndRejectsANegativeOne) {
+  // A step's scratch size travels with the plan through the disk cache; a
+  // negative one (a corrupt entry) is an error naming it.
+  lowering::ExecPlan plan;
+  lowering::PlanValue in, out;
+  in.kind = lowering::PlanValue::kInput;
+  in.index = 0;
+  in.type = TensorType{DType::f32, {4}};
+  out.type = in.type;
+  plan.values = {in, out};
+  lowering::PlanStep step;
+  step.name = "cluster0";
+  step.inputs = {0};
+  step.outputs = {1};
+  step.target = "host-cpu";
+  step.object = 0;
+  step.symbol = "kiln_entry";
+  step.scratchBytes = 3612672;
+  plan.steps = {step};
+  plan.results = {1};
+  std::string json = jit::planToJson(plan);
+  auto back = jit::planFromJson(json);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->steps[0].scratchBytes, 3612672);
+
+  std::string bad = json;
+  size_t at = bad.find("\"scratch_bytes\":3612672");
+  ASSERT_NE(at, std::string::npos) << json;
+  bad.replace(at, strlen("\"scratch_bytes\":3612672"), "\"scratch_bytes\":-1");
+  auto rejected = jit::planFromJson(bad);
+  ASSERT_FALSE(bool(rejected));
+  EXPECT_NE(llvm::toString(rejected.takeError()).find("bad plan: negative scratch size"), std::string::npos);
 }
