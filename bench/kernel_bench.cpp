@@ -166,27 +166,39 @@ std::string shapes(const std::vector<TensorType> &types) {
   return s;
 }
 
+/// What alternate() measured: each module's total seconds and its median
+/// call (robust to the calls a busy VM slows down).
+struct Alternated {
+  double totalA = 0, totalB = 0, medianA = 0, medianB = 0;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 /// Calls `a` and `b` alternately for the benchmark's iterations (after one
 /// warm-up call each), each on the inputs `inA()` / `inB()` return for that
-/// iteration; returns each one's total seconds. With `warmEach`, each timed
-/// call follows an untimed one of the same module, so that it finds its
-/// runtime's threads awake, as a kernel does in a model (a runtime's idle
-/// workers sleep while the other one's call runs, and waking them costs
-/// ~40 us in this VM: a 2-thread 256^3 matmul timed right after a 1-thread
-/// call scaled 1.05-1.2x where alone it scales 1.6-1.85x).
+/// iteration. With `warmEach`, each timed call follows an untimed one of
+/// the same module, so that it finds its runtime's threads awake, as a
+/// kernel does in a model (a runtime's idle workers sleep while the other
+/// one's call runs, and waking them costs ~40 us in this VM: a 2-thread
+/// 256^3 matmul timed right after a 1-thread call scaled 1.05-1.2x where
+/// alone it scales 1.6-1.85x).
 template <typename InA, typename InB>
-std::pair<double, double> alternate(benchmark::State &state, Module &a, Module &b, InA inA, InB inB,
-                                    bool warmEach = false) {
+Alternated alternateCalls(benchmark::State &state, Module &a, Module &b, InA inA, InB inB, bool warmEach = false) {
   llvm::cantFail(a.call("main", inA()).takeError());
   llvm::cantFail(b.call("main", inB()).takeError());
-  double ta = 0, tb = 0;
+  Alternated r;
+  std::vector<double> callsA, callsB;
   for (auto _ : state) {
     std::vector<Tensor> xa = inA(), xb = inB();
     if (warmEach) benchmark::DoNotOptimize(a.call("main", xa));
     auto t0 = std::chrono::steady_clock::now();
     auto ra = a.call("main", xa);
     auto t1 = std::chrono::steady_clock::now();
-    ta += std::chrono::duration<double>(t1 - t0).count();
+    callsA.push_back(std::chrono::duration<double>(t1 - t0).count());
     if (warmEach) {
       benchmark::DoNotOptimize(b.call("main", xb));
       t1 = std::chrono::steady_clock::now();
@@ -195,9 +207,21 @@ std::pair<double, double> alternate(benchmark::State &state, Module &a, Module &
     auto t2 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(ra);
     benchmark::DoNotOptimize(rb);
-    tb += std::chrono::duration<double>(t2 - t1).count();
+    callsB.push_back(std::chrono::duration<double>(t2 - t1).count());
   }
-  return {ta, tb};
+  for (double t : callsA) r.totalA += t;
+  for (double t : callsB) r.totalB += t;
+  r.medianA = median(std::move(callsA));
+  r.medianB = median(std::move(callsB));
+  return r;
+}
+
+/// alternateCalls' totals.
+template <typename InA, typename InB>
+std::pair<double, double> alternate(benchmark::State &state, Module &a, Module &b, InA inA, InB inB,
+                                    bool warmEach = false) {
+  Alternated r = alternateCalls(state, a, b, inA, inB, warmEach);
+  return {r.totalA, r.totalB};
 }
 
 /// Calls `a` and `b` on `in` alternately (see alternate).
@@ -236,12 +260,15 @@ static void BM_JitThreads(benchmark::State &state) {
   static auto two = bench::makeRuntime("*=jit", 2);
   auto m1 = load(*one, c);
   auto m2 = load(*two, c);
-  auto [t1, t2] = timeAlternating(state, *m1, *m2, filledInputs(c), /*warmEach=*/true);
-  double n = double(state.iterations());
-  state.counters["gflops_1_thread"] = c.flops * n / t1 / 1e9;
-  state.counters["gflops_2_threads"] = c.flops * n / t2 / 1e9;
-  if (peakGflops() > 0) state.counters["pct_of_core_peak_1_thread"] = 100.0 * c.flops * n / t1 / 1e9 / peakGflops();
-  state.counters["speedup_2_threads"] = t1 / t2;
+  std::vector<Tensor> in = filledInputs(c);
+  auto same = [&] { return in; };
+  Alternated r = alternateCalls(state, *m1, *m2, same, same, /*warmEach=*/true);
+  // Medians: this VM sometimes slows a whole stretch of calls (a vCPU
+  // taken away), which sums of calls count and medians do not.
+  state.counters["gflops_1_thread"] = c.flops / r.medianA / 1e9;
+  state.counters["gflops_2_threads"] = c.flops / r.medianB / 1e9;
+  if (peakGflops() > 0) state.counters["pct_of_core_peak_1_thread"] = 100.0 * c.flops / r.medianA / 1e9 / peakGflops();
+  state.counters["speedup_2_threads"] = r.medianA / r.medianB;
   state.SetLabel(std::string(c.name) + " " + shapes(c.inputs));
 }
 BENCHMARK(BM_JitThreads)->DenseRange(7, 14)->Unit(benchmark::kMicrosecond);

@@ -201,6 +201,36 @@ void HostExecutor::spawnBlocking(llvm::unique_function<void()> task) {
   impl_->cv.notify_one();
 }
 
+namespace {
+/// A parallel loop started by a thread outside the arena (a step run inline
+/// by Module::call, an eager op): the caller computes chunks itself while
+/// helper tasks on the arena's workers claim the others. Handing the whole
+/// loop to the arena instead (task_arena::execute from a thread without a
+/// slot) leaves the caller idle and often ran the loop on one worker: a
+/// 2-thread 56x56 3x3 conv called through Module::call took one thread's
+/// time on about half of its calls.
+struct CallerLoop {
+  llvm::function_ref<void(int64_t, int64_t)> body;  // used only for a claimed chunk
+  int64_t n, grain, chunks;
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+
+  /// Claims and runs chunks until none is left.
+  void work() {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      body(c * grain, std::min(n, (c + 1) * grain));
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(mu);
+        finished = true;
+        cv.notify_one();
+      }
+    }
+  }
+};
+}  // namespace
+
 void HostExecutor::parallelFor(int64_t n, int64_t grain,
                                llvm::function_ref<void(int64_t, int64_t)> body) {
   if (n <= 0) return;
@@ -209,7 +239,25 @@ void HostExecutor::parallelFor(int64_t n, int64_t grain,
     body(0, n);
     return;
   }
-  // The caller's writes happen before every chunk, every chunk before the
+  if (!onWorker()) {
+    auto loop = std::make_shared<CallerLoop>();
+    loop->body = body;
+    loop->n = n;
+    loop->grain = grain;
+    loop->chunks = (n + grain - 1) / grain;
+    int64_t helpers = std::min<int64_t>(threads_ - 1, loop->chunks - 1);
+    for (int64_t i = 0; i < helpers; ++i) spawn([loop] { loop->work(); });
+    loop->work();
+    // Chunks the helpers took may still run; a helper that starts later
+    // finds none left and never touches `body`.
+    for (int spin = 0; spin < 200 && loop->done.load(std::memory_order_acquire) < loop->chunks; ++spin)
+      std::this_thread::yield();
+    std::unique_lock<std::mutex> lock(loop->mu);
+    loop->cv.wait(lock, [&] { return loop->finished; });
+    return;
+  }
+  // On a worker: TBB splits the range and idle workers steal halves. The
+  // caller's writes happen before every chunk, every chunk before the
   // return (TBB guarantees it; the tsan* calls state it for ThreadSanitizer).
   auto run = [&] {
     WorkerScope scope(this);

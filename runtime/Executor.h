@@ -42,7 +42,9 @@ public:
   /// Runs `task` on the blocking pool.
   void spawnBlocking(llvm::unique_function<void()> task);
   /// Calls body(begin, end) over [0, n) in chunks of at least `grain`, on
-  /// this arena's workers (the caller helps); returns when all are done.
+  /// this arena's workers and the calling thread (on a worker, TBB's
+  /// parallel_for; from any other thread, the caller claims chunks beside
+  /// up to threads-1 helper tasks); returns when all are done.
   void parallelFor(int64_t n, int64_t grain, llvm::function_ref<void(int64_t, int64_t)> body);
   /// Waits until every task spawned so far (compute and blocking) has finished.
   void waitIdle();

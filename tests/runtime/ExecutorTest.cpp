@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -127,6 +129,48 @@ TEST(HostExecutor, ParallelForCoversTheRangeOnce) {
     for (int64_t i = b; i < e; ++i) hits[i]++;
   });
   for (auto &h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+// A loop started outside the arena (a step run inline by Module::call, an
+// eager op) runs on the calling thread and on the arena's workers at once:
+// each chunk waits until chunks have started on two threads, which never
+// happens if the caller only waits (or if one worker runs every chunk).
+TEST(HostExecutor, ParallelForOutsideTheArenaRunsOnTheCallerAndAWorker) {
+  HostExecutor ex(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<int> callerChunks{0}, workerChunks{0}, timedOut{0};
+  std::vector<std::atomic<int>> hits(16);
+  ex.parallelFor(16, 1, [&](int64_t b, int64_t e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.insert(std::this_thread::get_id());
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (threads.size() >= 2) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ++timedOut;
+        break;
+      }
+      std::this_thread::yield();
+    }
+    (std::this_thread::get_id() == caller ? callerChunks : workerChunks)++;
+    EXPECT_EQ(std::this_thread::get_id() != caller, ex.onWorker());
+    // A loop nested in a chunk covers its range too, on either thread.
+    std::atomic<int64_t> inner{0};
+    ex.parallelFor(100, 7, [&](int64_t ib, int64_t ie) { inner += ie - ib; });
+    EXPECT_EQ(inner.load(), 100);
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto &h : hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(timedOut.load(), 0);
+  EXPECT_GT(callerChunks.load(), 0);
+  EXPECT_GT(workerChunks.load(), 0);
 }
 
 TEST(HostExecutor, ExportedParallelForUsesTheCurrentExecutor) {
