@@ -167,6 +167,9 @@ constexpr int64_t kRegisterFusedColumnBytes = 64 * 1024;
 /// Fewest FMAs per load of a narrower register tile taken so that a conv
 /// computes in its register tiles (7 x 32 on AVX-512: 1.56).
 constexpr double kNarrowTileScore = 1.5;
+/// Elementwise ops, fills and row reductions that move at least this many
+/// bytes run in parallel tiles of their outer loops.
+constexpr int64_t kParallelMinBytes = 1 << 20;
 /// How many parallel tiles a big op aims at (enough for a few threads to
 /// balance).
 constexpr int64_t kParallelTasks = 8;
@@ -224,6 +227,35 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // tile that does not divide mc fits the registers better.
   p.rb = chooseRegisterTile(p.mc, p.nc, tuning, /*allowTail=*/true);
   return p;
+}
+
+/// Parallel tiles for an elementwise op, fill or row reduction over at
+/// least kParallelMinBytes: blocks of its outer loops (never the innermost,
+/// whose vectors stay whole), the outermost with more than one iteration
+/// and, when that gives too few tiles, the next one too. Empty when it
+/// should stay on the calling thread.
+SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds) {
+  double bytes = 0;  // no overflow on absurd shapes
+  for (Value v : llvm::concat<Value>(op.getDpsInputs(), op->getResults()))  // inits are the results' buffers
+    if (auto t = dyn_cast<ShapedType>(v.getType()); t && t.hasStaticShape())
+      bytes += double(t.getNumElements()) * double(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+  if (bytes < double(kParallelMinBytes)) return {};
+  SmallVector<int64_t> blocks(bounds.size(), 0);
+  int64_t tiles = 1;
+  for (size_t i = 0; i + 1 < bounds.size() && tiles < kParallelTasks; ++i) {
+    if (bounds[i] <= 1) continue;
+    // The fewest tiles of this loop, dividing it, that make kParallelTasks
+    // with those of the loops outside (a few more where none divides).
+    int64_t need = llvm::divideCeil(kParallelTasks, tiles);
+    int64_t t = 0;
+    for (int64_t c = std::min(need, bounds[i]); c <= std::min(bounds[i], 4 * need) && !t; ++c)
+      if (bounds[i] % c == 0) t = c;
+    if (!t) continue;  // e.g. a large prime: the next loop may divide
+    blocks[i] = bounds[i] / t;
+    tiles *= t;
+  }
+  if (tiles == 1) return {};
+  return blocks;
 }
 
 bool allStatic(linalg::LinalgOp op) {
@@ -1395,15 +1427,29 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         int64_t inner = bounds.back();
         int64_t width = reductionWidth(inner, lanes * 32 / uniformFloatBits(op));
         if (width == 0 || inner == width) return;  // short or ragged rows stay on loops
+        std::string h = tag();
+        if (SmallVector<int64_t> blocks = parallelRowBlocks(op, bounds); !blocks.empty()) {  // rows shared by the threads
+          h = schedule.tileForall(h, blocks);
+          for (size_t i = 0; i < blocks.size(); ++i)
+            if (blocks[i]) bounds[i] = blocks[i];
+        }
         SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
         for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;
         split.back() = width;
-        std::string h = schedule.tile(tag(), rows);
+        h = schedule.tile(h, rows);
         schedule.tileReduction(h, split);
         return;
       }
       if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {
-        elementwise(schedule, tag(), op.getStaticLoopRanges(), lanes);
+        SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+        std::string h = tag();
+        if (SmallVector<int64_t> blocks = parallelRowBlocks(op, bounds); !blocks.empty()) {
+          // Memory-bound: the threads' cores each stream their share.
+          h = schedule.tileForall(h, blocks);
+          for (size_t i = 0; i < blocks.size(); ++i)
+            if (blocks[i]) bounds[i] = blocks[i];
+        }
+        elementwise(schedule, h, bounds, lanes);
         return;
       }
     });

@@ -936,6 +936,24 @@ std::vector<Case> sweepCases() {
     e.name = "exp_f32_" + std::to_string(n);
     cs.push_back(e);
   }
+  // 1 MiB and more: rows shared among the threads (kiln-cpu-strategy),
+  // a broadcast operand sliced with them; row counts that 8 does not divide.
+  for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{300, 1000}, {300, 1000}}, {{3, 299, 333}, {3, 1, 333}}}) {
+    Case c = binary("add", F, a, b, [](double x, double y) { return x + y; }, F);
+    c.name = "add_parallel_" + shapeToString(a) + "_" + shapeToString(b);
+    cs.push_back(c);
+  }
+  {
+    Case e = unary("exp", F, {257, 1031}, [](double x) { return std::exp(x); });
+    e.name = "exp_parallel_257x1031";
+    cs.push_back(e);
+    Case r = reduce("reduce_sum", F, {2, 150, 1000}, 2, [](double a, double b) { return a + b; }, 0);
+    r.name = "reduce_sum_parallel_2x150x1000";
+    r.rtol = 1e-5;
+    r.atol = 1e-5;
+    cs.push_back(r);
+  }
   for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
            {{1, 17}, {5, 17}}, {{5, 1}, {5, 33}}, {{1, 1}, {9, 65}}, {{4, 1, 16}, {1, 3, 16}}}) {
     Case c = binary("mul", F, a, b, [](double x, double y) { return x * y; }, F);

@@ -113,6 +113,23 @@ func.func @elementwise(%a: tensor<4x1000xf32>, %b: tensor<4x1000xf32>) -> tensor
   return %e : tensor<4x1000xf32>
 }
 
+// Elementwise ops that move 1 MiB or more share their outer rows among
+// the threads (8 parallel tiles of 125 rows); smaller ones (@elementwise
+// above) stay on the calling thread.
+// AVX512-LABEL: func.func @elementwise_parallel
+// AVX512: scf.forall ({{.*}}) in (8)
+// AVX512: arith.addf {{.*}} : vector<32xf32>
+// AVX2-LABEL: func.func @elementwise_parallel
+// AVX2: scf.forall ({{.*}}) in (8)
+// AVX2: arith.addf {{.*}} : vector<16xf32>
+// OFF-LABEL: func.func @elementwise_parallel
+// OFF-NOT: scf.forall
+// OFF-LABEL: func.func @bools
+func.func @elementwise_parallel(%a: tensor<1000x1000xf32>, %b: tensor<1000x1000xf32>) -> tensor<1000x1000xf32> {
+  %s = tosa.add %a, %b : (tensor<1000x1000xf32>, tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
+  return %s : tensor<1000x1000xf32>
+}
+
 // i1 tensors are one byte per element in kiln's buffers: never vectorized
 // (a vector<Nxi1> load would read packed bits).
 // AVX512-LABEL: func.func @bools
@@ -127,12 +144,23 @@ func.func @bools(%a: tensor<64xi1>) -> tensor<64xi32> {
 // Row reductions: partial results in a vector across the row, one
 // horizontal reduction at the end (1000 = 125 x 8 on 8-wide vectors).
 // AVX512-LABEL: func.func @row_sums
+// AVX512-NOT: scf.forall
 // AVX512: scf.for {{.*}} to %c1000 step %c8 iter_args({{.*}}) -> (vector<8xf32>)
 // AVX512: arith.addf {{.*}} : vector<8xf32>
 // AVX512: vector.reduction <add>
 func.func @row_sums(%a: tensor<64x1000xf32>) -> tensor<64x1xf32> {
   %r = tosa.reduce_sum %a {axis = 1 : i32} : (tensor<64x1000xf32>) -> tensor<64x1xf32>
   return %r : tensor<64x1xf32>
+}
+
+// Row reductions over 1 MiB or more: rows shared among the threads.
+// AVX512-LABEL: func.func @row_sums_parallel
+// AVX512: scf.forall ({{.*}}) in (8)
+// AVX512: scf.for {{.*}} to %c1000 step %c8 iter_args({{.*}}) -> (vector<8xf32>)
+// AVX512: vector.reduction <add>
+func.func @row_sums_parallel(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> {
+  %r = tosa.reduce_sum %a {axis = 1 : i32} : (tensor<512x1000xf32>) -> tensor<512x1xf32>
+  return %r : tensor<512x1xf32>
 }
 
 // f64 rows (layer norms exported in double): the same, on vectors of half
