@@ -84,7 +84,7 @@ struct RuntimeOptions {
   /// pages (Linux) when the first function reading them is compiled or
   /// loaded from the disk cache: fewer TLB misses while they stream from
   /// memory on every call (ResNet-50: steady-state median 0.95x). Costs that
-  /// first call the copy (a "huge-pages" stage: 60-360 ms for ResNet-50's
+  /// first call the copy (a "huge-pages" stage: 190-280 ms for ResNet-50's
   /// 100 MB on the development VMs) and a second copy of those weights in
   /// memory (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or 1),
   /// else on.

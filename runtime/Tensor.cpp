@@ -256,6 +256,12 @@ bool HugePageSlabs::adopt(const Tensor &t) {
     size_t size = std::max(kSlabBytes, (bytes + kHugePage - 1) / kHugePage * kHugePage);
     void *p = nullptr;
     if (posix_memalign(&p, kHugePage, size) != 0 || !p) return false;  // stays where it is
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    // Before the first touch: the copies below then fault in huge pages
+    // directly, where collapsing 4 KiB pages afterwards copies every byte
+    // again (384 MB: 180-230 ms instead of 300-1570 ms here).
+    madvise(p, size, MADV_HUGEPAGE);
+#endif
     slab_ = std::shared_ptr<char>(static_cast<char *>(p), [](char *q) { std::free(q); });
     size_ = size;
     at = 0;
@@ -265,7 +271,8 @@ bool HugePageSlabs::adopt(const Tensor &t) {
   used_ = at + bytes;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   // The 2 MiB extents this copy touched (the slab is 2 MiB-aligned, so they
-  // lie inside it); extents collapsed before are skipped by the kernel.
+  // lie inside it), where a fault could not get a huge page; extents that
+  // are huge already are skipped by the kernel.
   size_t begin = at / kHugePage * kHugePage, end = (used_ + kHugePage - 1) / kHugePage * kHugePage;
   if (madvise(slab_.get() + begin, end - begin, MADV_COLLAPSE) != 0)
     madvise(slab_.get() + begin, end - begin, MADV_HUGEPAGE);

@@ -149,19 +149,19 @@ private:
 
 /// Memory for long-lived tensors read on every call (weights), backed by
 /// transparent huge pages where the OS allows: 2 MiB-aligned slabs, each
-/// holding many tensors (64-byte aligned), whose filled 2 MiB extents are
-/// collapsed into huge pages as they are filled (Linux >= 6.1,
-/// madvise(MADV_COLLAPSE); before that, MADV_HUGEPAGE asks the kernel to
-/// collapse them later). Weights stream from memory on every call (~100 MB
-/// per ResNet-50 inference); with 4 KiB pages every 4 KiB of a filter needs
-/// a TLB entry of its own and the hardware prefetchers stop at each page:
-/// ResNet-50's kernels took 0.95x their time with its weights in huge pages.
-/// Collapsing costs 1.4-5 ms per 2 MiB on the development VMs (a few hundred
-/// ms for ResNet-50's 100 MB on the development VMs, where every fresh huge
-/// page also faults in the host), which the compile service spends on a
-/// function's first call ("huge-pages" in its figures): moved in the
-/// background instead, calls ran at half speed meanwhile, for ~0.5 s,
-/// whatever the thread's priority. Thread-safe.
+/// holding many tensors (64-byte aligned), marked MADV_HUGEPAGE before their
+/// first touch so that copying into them faults in huge pages directly;
+/// extents that did not get one are collapsed after the copy (Linux >= 6.1,
+/// madvise(MADV_COLLAPSE)). Weights stream from memory on every call (~100
+/// MB per ResNet-50 inference); with 4 KiB pages every 4 KiB of a filter
+/// needs a TLB entry of its own and the hardware prefetchers stop at each
+/// page: ResNet-50's kernels took 0.95x their time with its weights in huge
+/// pages. The copy costs 1.7-2.2 ms per 2 MiB on the development VMs, where
+/// every fresh huge page also faults in the host (BERT-base's 435 MB: 0.73-0.96
+/// s; copying first and collapsing afterwards took 0.94-1.68 s), which the
+/// compile service spends on a function's first call ("huge-pages" in its
+/// figures): moved in the background instead, calls ran at half speed
+/// meanwhile, for ~0.5 s, whatever the thread's priority. Thread-safe.
 class HugePageSlabs {
 public:
   /// Slabs of this many bytes (a bigger tensor gets a slab of its own).
