@@ -938,6 +938,19 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     schedule.vectorize(rest, vec);
   }
 
+  /// `h` (the op `op`, loop ranges `bounds`) in the parallel tiles
+  /// parallelRowBlocks gives it, if any (memory-bound: each thread's core
+  /// streams its share); returns the op's handle inside them and leaves
+  /// `bounds` as the tile's.
+  static std::string parallelRows(Schedule &schedule, const std::string &h, linalg::LinalgOp op,
+                                  SmallVector<int64_t> &bounds) {
+    SmallVector<int64_t> blocks = parallelRowBlocks(op, bounds);
+    if (blocks.empty()) return h;
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (blocks[i]) bounds[i] = blocks[i];
+    return schedule.tileForall(h, blocks);
+  }
+
   /// The register tiles of `h` (a conv or matmul tile whose loop `rowDim`
   /// has `rows` iterations): tiled by `sizes(rt.m)`, decomposed (convs) and
   /// vectorized; with a tail the op is first split after the full tiles and
@@ -1427,12 +1440,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
         int64_t inner = bounds.back();
         int64_t width = reductionWidth(inner, lanes * 32 / uniformFloatBits(op));
         if (width == 0 || inner == width) return;  // short or ragged rows stay on loops
-        std::string h = tag();
-        if (SmallVector<int64_t> blocks = parallelRowBlocks(op, bounds); !blocks.empty()) {  // rows shared by the threads
-          h = schedule.tileForall(h, blocks);
-          for (size_t i = 0; i < blocks.size(); ++i)
-            if (blocks[i]) bounds[i] = blocks[i];
-        }
+        std::string h = parallelRows(schedule, tag(), op, bounds);
         SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
         for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;
         split.back() = width;
@@ -1442,13 +1450,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
       }
       if ((isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op)) {
         SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-        std::string h = tag();
-        if (SmallVector<int64_t> blocks = parallelRowBlocks(op, bounds); !blocks.empty()) {
-          // Memory-bound: the threads' cores each stream their share.
-          h = schedule.tileForall(h, blocks);
-          for (size_t i = 0; i < blocks.size(); ++i)
-            if (blocks[i]) bounds[i] = blocks[i];
-        }
+        std::string h = parallelRows(schedule, tag(), op, bounds);
         elementwise(schedule, h, bounds, lanes);
         return;
       }
