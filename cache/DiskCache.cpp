@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <random>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,22 +35,75 @@ constexpr auto kOrphanAge = std::chrono::hours(1);
 
 bool isHex(llvm::StringRef s) { return llvm::all_of(s, [](char c) { return llvm::isHexDigit(c) && !llvm::isUpper(c); }); }
 
-/// lstat: no symlink is ever followed inside the cache tree.
-bool lstatRegular(const std::string &path, struct stat &st) {
-  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+/// A file descriptor closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd &&o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd &operator=(Fd &&o) noexcept {
+    std::swap(fd, o.fd);
+    return *this;
+  }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  explicit operator bool() const { return fd >= 0; }
+};
+
+/// The directory `name` inside `parent`, never through a symlink
+/// (O_NOFOLLOW: a link at that name fails with ELOOP or ENOTDIR); with
+/// `create`, made (0700) when missing.
+Fd openDirAt(int parent, const char *name, bool create) {
+  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    if (::mkdirat(parent, name, 0700) != 0 && errno != EEXIST) return Fd();
+    fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  return Fd(fd);
 }
 
-/// Whether `path` is a regular file (not a link) starting with a kiln cache
-/// header: the only files the cache ever deletes.
-bool isOurEntry(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
+/// Whether a temporary file's name is one kiln writes: ".tmp.<pid>.<n>.<8 hex>".
+bool isOurTempName(llvm::StringRef name) {
+  if (!name.consume_front(".tmp.")) return false;
+  llvm::SmallVector<llvm::StringRef, 3> parts;
+  name.split(parts, '.');
+  return parts.size() == 3 && !parts[0].empty() && llvm::all_of(parts[0], llvm::isDigit) && !parts[1].empty() &&
+         llvm::all_of(parts[1], llvm::isDigit) && parts[2].size() == 8 && isHex(parts[2]);
+}
+
+/// Whether `name` in the directory `dirfd` is a file the cache may delete:
+/// a regular file (not a link) with no other hard link, owned by this user,
+/// that starts with a kiln cache header (for a temporary file of a killed
+/// writer: whatever prefix of one it got to write, possibly nothing).
+bool isOurs(int dirfd, const char *name, bool temporary) {
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return false;
   struct stat st;
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != ::geteuid())
+    return false;
   char magic[7] = {};
-  bool ours = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 7) == 7 &&
-              std::memcmp(magic, kMagic, 7) == 0;
-  ::close(fd);
-  return ours;
+  ssize_t n = ::read(fd.fd, magic, 7);
+  if (n == 7) return std::memcmp(magic, kMagic, 7) == 0;
+  return temporary && n >= 0 && n == st.st_size && std::memcmp(magic, kMagic, size_t(n)) == 0;
+}
+
+/// The cache's directory (which may be a link the user chose).
+Fd openRoot(const std::string &dir) { return Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); }
+
+/// <dir>/v1/<shard>, each level below the root opened without following a link.
+Fd openShard(const std::string &dir, const std::string &shard, bool create) {
+  Fd root = openRoot(dir);
+  if (!root) return Fd();
+  Fd layout = openDirAt(root.fd, kLayout, create);
+  if (!layout) return Fd();
+  return openDirAt(layout.fd, shard.c_str(), create);
+}
+
+/// Removes <dir>/v1/<shard>/<name> if it is a file the cache may delete (isOurs).
+bool removeIfOurs(const std::string &dir, const std::string &shard, const std::string &name, bool temporary) {
+  Fd d = openShard(dir, shard, /*create=*/false);
+  return d && isOurs(d.fd, name.c_str(), temporary) && ::unlinkat(d.fd, name.c_str(), 0) == 0;
 }
 
 template <typename T> void put(std::string &out, T v) {
@@ -188,15 +242,49 @@ std::unique_ptr<DiskCache> DiskCache::open(DiskCacheOptions options) {
     c->warnOnce("dir", "no compile cache directory was given; compiled code is cached in memory only");
     return c;
   }
-  std::string layout = c->dir_ + "/" + kLayout;
+  auto memoryOnly = [&](const std::string &why) {
+    c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' " + why + "; compiled code is cached in memory only");
+    return std::move(c);
+  };
+  // The directory itself may be a link the user chose; it is made private to
+  // its user (0700), and one that others can write is refused: an entry is
+  // native code that kiln runs (its checksum detects corruption, not forgery).
+  if (mode == CacheMode::kReadWrite && !llvm::sys::fs::is_directory(c->dir_))
+    if (auto ec = llvm::sys::fs::create_directories(c->dir_, /*IgnoreExisting=*/true, llvm::sys::fs::perms::owner_all)) {
+      c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' cannot be created (" + ec.message() +
+                             "); compiled code is cached in memory only");
+      return c;
+    }
+  Fd root = openRoot(c->dir_);
+  if (!root) {
+    if (mode == CacheMode::kReadWrite || errno != ENOENT)
+      return memoryOnly("cannot be opened (" + errnoText() + ")");
+    c->mode_ = CacheMode::kReadOnly;  // read-only and absent: nothing to find yet
+    return c;
+  }
+  struct stat st;
+  if (::fstat(root.fd, &st) != 0) return memoryOnly("cannot be read (" + errnoText() + ")");
+  if (st.st_uid != ::geteuid())
+    return memoryOnly("belongs to another user (uid " + std::to_string(st.st_uid) + ")");
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char perms[8];
+    std::snprintf(perms, sizeof(perms), "%04o", unsigned(st.st_mode & 07777));
+    return memoryOnly(std::string("can be written by other users (mode ") + perms +
+                      "; cached code is run as it is found: make it private with chmod 700)");
+  }
+  // Below it, no level may be a link: v1/ and its shards are real directories.
+  Fd layout = openDirAt(root.fd, kLayout, mode == CacheMode::kReadWrite);
+  if (!layout && errno != ENOENT)
+    return memoryOnly(std::string("has a '") + kLayout + "' that is not a directory of its own (" +
+                      (errno == ELOOP || errno == ENOTDIR ? std::string("a symbolic link or a file") : errnoText()) + ")");
   if (mode == CacheMode::kReadWrite) {
-    if (auto ec = llvm::sys::fs::create_directories(layout)) {
-      c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' cannot be created (" +
-                             ec.message() + "); compiled code is cached in memory only");
-      mode = llvm::sys::fs::is_directory(layout) ? CacheMode::kReadOnly : CacheMode::kOff;
-    } else if (::access(layout.c_str(), W_OK) != 0) {
-      c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' is not writable (" +
-                             errnoText() + "); using it read-only");
+    if (!layout) {
+      c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' cannot be created (" + errnoText() +
+                             "); compiled code is cached in memory only");
+      mode = CacheMode::kOff;
+    } else if (::faccessat(root.fd, kLayout, W_OK, AT_SYMLINK_NOFOLLOW) != 0 && ::faccessat(root.fd, kLayout, W_OK, 0) != 0) {
+      c->warnOnce("dir", "compile cache directory '" + c->dir_ + "' is not writable (" + errnoText() +
+                             "); using it read-only");
       mode = CacheMode::kReadOnly;
     }
   }
@@ -216,67 +304,81 @@ void DiskCache::warnOnce(const std::string &key, const std::string &message) {
   warn_(message);
 }
 
-void DiskCache::reject(const std::string &path, const std::string &why) {
+void DiskCache::reject(const std::string &digest, const std::string &why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.rejected;
   }
+  std::string path = pathFor(digest);
   warnOnce("reject:" + path, "compile cache entry '" + path + "' rejected (" + why +
                                  "); it is removed and the function recompiled");
   // Only files that carry a kiln header are removed; anything else at an
   // entry's path is left to be replaced by the next write (rename).
-  if (mode_.load() == CacheMode::kReadWrite && isOurEntry(path)) ::unlink(path.c_str());
+  if (mode_.load() == CacheMode::kReadWrite) removeIfOurs(dir_, digest.substr(0, 2), digest + kSuffix, false);
 }
+
+void DiskCache::remove(const CacheKeyParts &key, const std::string &why) { reject(key.digest(), why); }
 
 std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
   if (mode_.load() == CacheMode::kOff) return std::nullopt;
-  std::string path = pathFor(key.digest());
+  std::string digest = key.digest(), path = pathFor(digest), name = digest + kSuffix;
   auto miss = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.misses;
     return std::nullopt;
   };
-  // A regular file, not a link, FIFO or device, and not larger than the cache.
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT)
+  // Every level opened without following a link; the entry a regular file,
+  // not a link, FIFO or device, with no other hard link (its mtime is
+  // refreshed on a hit, which would touch the other name's file too), and
+  // not larger than the cache.
+  Fd dir = openShard(dir_, digest.substr(0, 2), /*create=*/false);
+  if (!dir) {
+    if (errno == ELOOP || errno == ENOTDIR)
+      warnOnce("kind:" + path, "compile cache directory '" + llvm::sys::path::parent_path(path).str() +
+                                   "' is not a directory of its own (a symbolic link or a file); it is skipped");
+    else if (errno != ENOENT)
       warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + errnoText() + ")");
     return miss();
   }
-  if (!S_ISREG(st.st_mode)) {
+  Fd fd(::openat(dir.fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ELOOP)
+      warnOnce("kind:" + path, "compile cache entry '" + path +
+                                   "' is not a regular file; it is skipped (and replaced by the next write)");
+    else if (errno != ENOENT)
+      warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + errnoText() + ")");
+    return miss();
+  }
+  struct stat st;
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     warnOnce("kind:" + path, "compile cache entry '" + path +
                                  "' is not a regular file; it is skipped (and replaced by the next write)");
     return miss();
   }
+  if (st.st_nlink != 1) {
+    warnOnce("kind:" + path, "compile cache entry '" + path + "' has " + std::to_string(st.st_nlink) +
+                                 " hard links (kiln writes one); it is skipped (and replaced by the next write)");
+    return miss();
+  }
   if (uint64_t(st.st_size) > std::max<uint64_t>(maxBytes_, kHeaderBytes)) {
-    reject(path, "it is larger than the cache's size cap");
+    reject(digest, "it is larger than the cache's size cap");
     return miss();
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + errnoText() + ")");
-    return miss();
-  }
-  auto buf = llvm::MemoryBuffer::getOpenFile(fd, path, st.st_size, /*RequiresNullTerminator=*/false);
-  ::close(fd);
+  auto buf = llvm::MemoryBuffer::getOpenFile(fd.fd, path, st.st_size, /*RequiresNullTerminator=*/false);
   if (!buf) {
     warnOnce("read:" + path, "compile cache entry '" + path + "' is unreadable (" + buf.getError().message() + ")");
     return miss();
   }
   auto entry = decode((*buf)->getBuffer());
   if (!entry) {
-    reject(path, llvm::toString(entry.takeError()));
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.misses;
-    return std::nullopt;
+    reject(digest, llvm::toString(entry.takeError()));
+    return miss();
   }
   if (std::string part = entry->key.firstDifference(key); !part.empty()) {
-    reject(path, "its key part '" + part + "' differs from the request");
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.misses;
-    return std::nullopt;
+    reject(digest, "its key part '" + part + "' differs from the request");
+    return miss();
   }
-  if (mode_.load() == CacheMode::kReadWrite) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  if (mode_.load() == CacheMode::kReadWrite) ::futimens(fd.fd, nullptr);  // the file just checked, not a name
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.hits;
   return std::move(*entry);
@@ -284,8 +386,7 @@ std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
 
 void DiskCache::store(const CachedFunction &entry) {
   if (mode_.load() != CacheMode::kReadWrite) return;
-  std::string path = pathFor(entry.key.digest());
-  std::string dir = llvm::sys::path::parent_path(path).str();
+  std::string digest = entry.key.digest(), path = pathFor(digest), name = digest + kSuffix;
   auto fail = [&](const std::string &what) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -295,26 +396,28 @@ void DiskCache::store(const CachedFunction &entry) {
     warnOnce("write", "cannot write the compile cache in '" + dir_ + "' (" + what +
                           "); compiled code is cached in memory only from now on");
   };
-  if (auto ec = llvm::sys::fs::create_directories(dir)) return fail(ec.message());
+  // The shard is opened level by level without following links and the
+  // temporary file and the rename happen inside it (openat/renameat): nothing
+  // is written outside the cache whatever links are planted in it.
+  Fd dir = openShard(dir_, digest.substr(0, 2), /*create=*/true);
+  if (!dir)
+    return fail(errno == ELOOP || errno == ENOTDIR
+                    ? "'" + llvm::sys::path::parent_path(path).str() + "' is not a directory of its own"
+                    : errnoText());
   static std::atomic<uint64_t> counter{0};
-  std::string tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter++) + "." + entry.key.digest().substr(0, 8);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  std::string tmp = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." + digest.substr(0, 8);
+  int fd = ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return fail(errnoText());
   std::string bytes = encode(entry);
   bool ok = writeAll(fd, bytes) && ::fsync(fd) == 0;
   std::string err = ok ? "" : errnoText();
   ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!ok || ::renameat(dir.fd, tmp.c_str(), dir.fd, name.c_str()) != 0) {
     if (err.empty()) err = errnoText();
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
     return fail(err);
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ::fsync(dir.fd);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.writes;
@@ -324,37 +427,50 @@ void DiskCache::store(const CachedFunction &entry) {
 
 std::vector<DiskCache::File> DiskCache::scan(std::vector<File> *orphans) const {
   // Exactly <dir>/v1/<2 hex>/<32 hex>.kiln: real directories and regular
-  // files only, never a symlink, never anything else in the tree.
+  // files only, never a symlink, never anything else in the tree; each level
+  // opened relative to the one above (openat, O_NOFOLLOW).
   std::vector<File> files;
   if (mode_.load() == CacheMode::kOff) return files;
-  std::string root = dir_ + "/" + kLayout;
   auto mtimeOf = [](const struct stat &st) {
     auto t = llvm::sys::toTimePoint(st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     auto now = std::chrono::system_clock::now();
     return t > now ? llvm::sys::TimePoint<>(now) : llvm::sys::TimePoint<>(t);  // future mtimes count as now
   };
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator shard(root, ec), end; shard != end && !ec; shard.increment(ec)) {
-    llvm::StringRef shardName = llvm::sys::path::filename(shard->path());
-    struct stat sst;
-    if (shardName.size() != 2 || !isHex(shardName) || ::lstat(shard->path().c_str(), &sst) != 0 ||
-        !S_ISDIR(sst.st_mode))
-      continue;
-    std::error_code ec2;
-    for (llvm::sys::fs::directory_iterator it(shard->path(), ec2), end2; it != end2 && !ec2; it.increment(ec2)) {
-      std::string path = it->path();
-      llvm::StringRef name = llvm::sys::path::filename(path);
+  Fd root = openRoot(dir_);
+  if (!root) return files;
+  Fd layout = openDirAt(root.fd, kLayout, false);
+  if (!layout) return files;
+  auto names = [](int dirfd) {  // the names in a directory (a dup of its fd is read)
+    std::vector<std::string> out;
+    int dup = ::dup(dirfd);
+    if (dup < 0) return out;
+    DIR *d = ::fdopendir(dup);
+    if (!d) {
+      ::close(dup);
+      return out;
+    }
+    while (struct dirent *e = ::readdir(d)) out.push_back(e->d_name);
+    ::closedir(d);
+    return out;
+  };
+  std::string root1 = dir_ + "/" + kLayout + "/";
+  for (const std::string &shard : names(layout.fd)) {
+    if (shard.size() != 2 || !isHex(shard)) continue;
+    Fd sdir = openDirAt(layout.fd, shard.c_str(), false);
+    if (!sdir) continue;
+    for (const std::string &name : names(sdir.fd)) {
       struct stat st;
-      if (!lstatRegular(path, st)) continue;
-      if (name.starts_with(".tmp.")) {
-        if (orphans && std::chrono::system_clock::now() - mtimeOf(st) > kOrphanAge)
-          orphans->push_back({path, uint64_t(st.st_size), mtimeOf(st)});
+      if (::fstatat(sdir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+      File f{shard, name, root1 + shard + "/" + name, uint64_t(st.st_size), mtimeOf(st)};
+      if (llvm::StringRef(name).starts_with(".tmp.")) {
+        if (orphans && isOurTempName(name) && std::chrono::system_clock::now() - f.mtime > kOrphanAge)
+          orphans->push_back(std::move(f));
         continue;
       }
       llvm::StringRef digest = name;
-      if (!digest.consume_back(kSuffix) || digest.size() != 32 || !isHex(digest) || !digest.starts_with(shardName))
+      if (!digest.consume_back(kSuffix) || digest.size() != 32 || !isHex(digest) || !digest.starts_with(shard))
         continue;
-      files.push_back({path, uint64_t(st.st_size), mtimeOf(st)});
+      files.push_back(std::move(f));
     }
   }
   return files;
@@ -366,11 +482,19 @@ std::vector<DiskEntryInfo> DiskCache::list() const {
   for (const File &f : scan()) {
     DiskEntryInfo info;
     info.path = f.path;
-    info.digest = llvm::sys::path::stem(f.path).str();
+    info.digest = llvm::sys::path::stem(f.name).str();
     info.bytes = f.bytes;
     info.ageSeconds = std::chrono::duration_cast<std::chrono::seconds>(now - f.mtime).count();
-    auto buf = llvm::MemoryBuffer::getFile(f.path, false, false);
-    if (!buf) {
+    Fd dir = openShard(dir_, f.shard, false);
+    Fd fd(dir ? ::openat(dir.fd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1);
+    struct stat st;
+    if (!fd || ::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      info.problem = fd ? "not a regular file" : errnoText();
+    } else if (st.st_nlink != 1) {
+      info.problem = "has other hard links";
+    } else if (uint64_t(st.st_size) > std::max<uint64_t>(maxBytes_, kHeaderBytes)) {
+      info.problem = "larger than the cache's size cap";
+    } else if (auto buf = llvm::MemoryBuffer::getOpenFile(fd.fd, f.path, st.st_size, false); !buf) {
       info.problem = buf.getError().message();
     } else if (auto e = decode((*buf)->getBuffer())) {
       info.valid = true;
@@ -396,19 +520,21 @@ void DiskCache::evictIfNeeded(const std::string &keep) {
   uint64_t total = 0;
   for (const File &f : files) total += f.bytes;
   if (total <= maxBytes_ && orphans.empty()) return;
-  std::string lockPath = dir_ + "/lock";
-  int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // another process is evicting
-    ::close(fd);
-    return;
-  }
+  Fd root = openRoot(dir_);
+  if (!root) return;
+  Fd lock(::openat(root.fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!lock) return;
+  if (::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) return;  // another process is evicting
   size_t evicted = 0, cleaned = 0;
   for (const File &f : orphans)  // writers killed before their rename
-    if (::unlink(f.path.c_str()) == 0) ++cleaned;
+    if (removeIfOurs(dir_, f.shard, f.name, /*temporary=*/true)) ++cleaned;
   // Only kiln entries count and can go: a foreign file with an entry's name
   // neither triggers eviction nor is removed.
-  files.erase(std::remove_if(files.begin(), files.end(), [](const File &f) { return !isOurEntry(f.path); }),
+  files.erase(std::remove_if(files.begin(), files.end(),
+                             [&](const File &f) {
+                               Fd dir = openShard(dir_, f.shard, false);
+                               return !dir || !isOurs(dir.fd, f.name.c_str(), false);
+                             }),
               files.end());
   total = 0;
   for (const File &f : files) total += f.bytes;
@@ -422,14 +548,13 @@ void DiskCache::evictIfNeeded(const std::string &keep) {
   for (const File &f : files) {
     if (total <= target) break;
     if (f.path == keep) continue;
-    if (::unlink(f.path.c_str()) == 0) {
+    if (removeIfOurs(dir_, f.shard, f.name, false)) {
       total -= f.bytes;
       ++evicted;
     }
   }
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
-  std::lock_guard<std::mutex> lock(mu_);
+  ::flock(lock.fd, LOCK_UN);
+  std::lock_guard<std::mutex> guard(mu_);
   stats_.evictions += evicted;
   stats_.orphansRemoved += cleaned;
 }
@@ -446,8 +571,8 @@ llvm::Expected<size_t> DiskCache::clear() {
   size_t n = 0;
   std::vector<File> orphans;
   for (const File &f : scan(&orphans))
-    if (isOurEntry(f.path) && ::unlink(f.path.c_str()) == 0) ++n;
-  for (const File &f : orphans) ::unlink(f.path.c_str());
+    if (removeIfOurs(dir_, f.shard, f.name, false)) ++n;
+  for (const File &f : orphans) removeIfOurs(dir_, f.shard, f.name, true);
   return n;
 }
 

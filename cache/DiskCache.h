@@ -15,6 +15,17 @@
 // exclusive flock on <dir>/lock. A directory that cannot be written (read-only,
 // full disk) degrades to lookups only, with one warning; no call fails.
 //
+// Nothing outside the directory is ever read, written, touched or deleted:
+// below <dir> (which may itself be a link the user chose) every level is
+// opened relative to the one above without following a link (openat,
+// O_NOFOLLOW), so a v1/ or shard that is a symlink is skipped, never
+// entered; an entry with another hard link is skipped (its mtime is never
+// refreshed); only regular files owned by this user that carry a kiln
+// header (temporary files: kiln's name pattern and a prefix of a header)
+// are deleted. The directory is created 0700, and one that other users can
+// write, or that belongs to another user, is refused (memory-only cache):
+// the checksum detects corruption, not forgery, and entries are native code.
+//
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
@@ -84,6 +95,9 @@ public:
   DiskCacheStats stats() const;
   std::vector<DiskEntryInfo> list() const;
   uint64_t totalBytes() const;
+  /// Drops the entry for `key` (one that decoded but cannot serve its key,
+  /// e.g. its plan disagrees with the module), with a warning naming `why`.
+  void remove(const CacheKeyParts &key, const std::string &why);
   /// Removes every entry; returns how many.
   llvm::Expected<size_t> clear();
   /// For a key: "hit <path>" or why it misses, naming the key part that
@@ -99,14 +113,14 @@ private:
   std::string pathFor(const std::string &digest) const;
   /// Entry files with sizes and mtimes, without reading them.
   struct File {
-    std::string path;
+    std::string shard, name, path;
     uint64_t bytes;
     llvm::sys::TimePoint<> mtime;
   };
   /// The tree's entries; with `orphans`, also stale temporary files.
   std::vector<File> scan(std::vector<File> *orphans = nullptr) const;
   void warnOnce(const std::string &key, const std::string &message);
-  void reject(const std::string &path, const std::string &why);
+  void reject(const std::string &digest, const std::string &why);
   /// Above the size cap: oldest entries go (never `keep`, never a file
   /// that is not a kiln entry); stale temporary files always go.
   void evictIfNeeded(const std::string &keep = "");

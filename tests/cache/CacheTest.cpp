@@ -261,7 +261,7 @@ TEST(DiskCache, EntriesThatAreNotRegularFilesAreSkipped) {
 
   // Temporary files of a killed writer are removed once stale, and counted.
   std::string orphan = llvm::sys::path::parent_path(path).str() + "/.tmp.99999.0.deadbeef";
-  writeFile(orphan, "half an entry");
+  writeFile(orphan, DiskCache::encode(sampleEntry()).substr(0, 100));  // half an entry
   struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 7200, 0}};
   ASSERT_EQ(::utimensat(AT_FDCWD, orphan.c_str(), old, 0), 0);
   CachedFunction e3 = sampleEntry();
@@ -269,6 +269,144 @@ TEST(DiskCache, EntriesThatAreNotRegularFilesAreSkipped) {
   c->store(e3);
   EXPECT_FALSE(llvm::sys::fs::exists(orphan));
   EXPECT_EQ(c->stats().orphansRemoved, 1u);
+}
+
+namespace {
+/// mtime in seconds, or -1.
+long long mtimeOf(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? (long long)st.st_mtim.tv_sec : -1;
+}
+void makeOld(const std::string &path, long long secondsAgo) {
+  struct timespec t[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - secondsAgo, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+}  // namespace
+
+// Issue 31 (1): <dir>/v1 that is a link to another cache's v1/ is never
+// entered: `clear` removes nothing there and nothing is written there.
+TEST(DiskCache, LinkedLayoutDirectoryIsNeverEntered) {
+  TempDir mine, other;
+  DiskCacheOptions o;
+  o.dir = other.path;
+  CachedFunction e = sampleEntry();
+  DiskCache::open(o)->store(e);
+  std::string theirs = entryPath(other.path, e.key.digest());
+  ASSERT_TRUE(llvm::sys::fs::exists(theirs));
+  ASSERT_EQ(::symlink((other.path + "/v1").c_str(), (mine.path + "/v1").c_str()), 0);
+  std::vector<std::string> warnings;
+  auto c = DiskCache::open(collectingWarnings(mine.path, warnings));
+  EXPECT_EQ(c->mode(), cache::CacheMode::kOff);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not a directory of its own"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(bool(c->clear()));
+  EXPECT_TRUE(c->list().empty());
+  EXPECT_FALSE(c->load(e.key).has_value());
+  CachedFunction e2 = sampleEntry();
+  e2.key.signature = "9x4xf32";
+  c->store(e2);
+  EXPECT_TRUE(llvm::sys::fs::exists(theirs));
+  EXPECT_EQ(entryFiles(other.path).size(), 1u);  // nothing new in the link's target
+}
+
+// Issue 31 (2): a shard directory that is a link is never followed by load
+// or store: no temporary file or entry appears in its target, and an entry
+// planted there is not loaded.
+TEST(DiskCache, LinkedShardIsNeverFollowed) {
+  TempDir cache, outside;
+  CachedFunction e = sampleEntry();
+  std::string digest = e.key.digest();
+  llvm::sys::fs::create_directories(cache.path + "/v1");
+  ASSERT_EQ(::symlink(outside.path.c_str(), (cache.path + "/v1/" + digest.substr(0, 2)).c_str()), 0);
+  std::vector<std::string> warnings;
+  auto c = DiskCache::open(collectingWarnings(cache.path, warnings));
+  ASSERT_EQ(c->mode(), cache::CacheMode::kReadWrite);
+  c->store(e);
+  std::error_code ec;
+  int inOutside = 0;
+  for (llvm::sys::fs::directory_iterator it(outside.path, ec), end; it != end && !ec; it.increment(ec)) ++inOutside;
+  EXPECT_EQ(inOutside, 0) << "the store wrote through the linked shard";
+  EXPECT_EQ(c->stats().writeErrors, 1u);
+  // An entry planted in the link's target is not loaded from there.
+  writeFile(outside.path + "/" + digest + ".kiln", DiskCache::encode(e));
+  auto c2 = DiskCache::open(collectingWarnings(cache.path, warnings));
+  EXPECT_FALSE(c2->load(e.key).has_value());
+  EXPECT_EQ(c2->stats().hits, 0u);
+}
+
+// Issue 31 (3): an entry that is a hard link to a file outside the cache is
+// skipped: that file's mtime is never rewritten, and it is never deleted.
+TEST(DiskCache, HardLinkedEntryIsNotTouched) {
+  TempDir cache, outside;
+  CachedFunction e = sampleEntry();
+  std::string precious = outside.path + "/precious";
+  writeFile(precious, DiskCache::encode(e));
+  makeOld(precious, 86400);
+  long long before = mtimeOf(precious);
+  std::string path = entryPath(cache.path, e.key.digest());
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  ASSERT_EQ(::link(precious.c_str(), path.c_str()), 0);
+  std::vector<std::string> warnings;
+  auto c = DiskCache::open(collectingWarnings(cache.path, warnings));
+  EXPECT_FALSE(c->load(e.key).has_value());
+  EXPECT_EQ(mtimeOf(precious), before);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.back().find("hard links"), std::string::npos) << warnings.back();
+  EXPECT_EQ(*c->clear(), 0u);
+  EXPECT_TRUE(llvm::sys::fs::exists(precious));
+  c->store(e);  // the write replaces the name, not the file behind it
+  EXPECT_TRUE(c->load(e.key).has_value());
+  EXPECT_EQ(mtimeOf(precious), before);
+}
+
+// Issue 31 (4): clear and eviction delete only temporary files kiln wrote:
+// its name pattern, owned by this user, holding a prefix of an entry.
+TEST(DiskCache, ForeignTemporaryFilesAreKept) {
+  TempDir cache;
+  DiskCacheOptions o;
+  o.dir = cache.path;
+  auto c = DiskCache::open(o);
+  CachedFunction e = sampleEntry();
+  c->store(e);
+  std::string shard = llvm::sys::path::parent_path(entryPath(cache.path, e.key.digest())).str();
+  std::string prefix = DiskCache::encode(e).substr(0, 64);
+  std::vector<std::string> kept = {shard + "/.tmp.notes", shard + "/.tmp.1.2.deadbeef.txt",
+                                   shard + "/.tmp.99999.0.deadbeef"};  // the last: kiln's name, not its bytes
+  writeFile(kept[0], prefix);
+  writeFile(kept[1], prefix);
+  writeFile(kept[2], "user data");
+  std::string ours = shard + "/.tmp.99999.1.deadbeef", empty = shard + "/.tmp.99999.2.deadbeef";
+  writeFile(ours, prefix);
+  writeFile(empty, "");
+  for (const std::string &f : kept) makeOld(f, 7200);
+  makeOld(ours, 7200);
+  makeOld(empty, 7200);
+  ASSERT_TRUE(bool(c->clear()));
+  for (const std::string &f : kept) EXPECT_TRUE(llvm::sys::fs::exists(f)) << f;
+  EXPECT_FALSE(llvm::sys::fs::exists(ours));
+  EXPECT_FALSE(llvm::sys::fs::exists(empty));
+}
+
+// Issue 31 (12): the directory is private to its user: created 0700, and
+// one that others can write is refused (its entries are code kiln runs).
+TEST(DiskCache, DirectoryIsPrivateAndOneWritableByOthersIsRefused) {
+  TempDir tmp;
+  std::string dir = tmp.path + "/new/cache";
+  DiskCacheOptions o;
+  o.dir = dir;
+  auto c = DiskCache::open(o);
+  ASSERT_EQ(c->mode(), cache::CacheMode::kReadWrite);
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  std::vector<std::string> warnings;
+  auto shared = DiskCache::open(collectingWarnings(dir, warnings));
+  EXPECT_EQ(shared->mode(), cache::CacheMode::kOff);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("can be written by other users (mode 0777"), std::string::npos) << warnings[0];
+  shared->store(sampleEntry());
+  EXPECT_TRUE(entryFiles(dir).empty());
 }
 
 TEST(DiskCache, UnwritableDirectoryDegradesToMemory) {
@@ -414,6 +552,58 @@ TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
   auto m2 = KILN_TAKE(rt2->loadModule(mlp, "mlp"));
   ASSERT_TRUE(bool(m2->call("main", {x})));
   EXPECT_EQ(rt2->compileService().stats().diskHits, 1u);
+}
+
+// Issue 31 (12): an entry whose checksum is valid but whose plan disagrees
+// with the module it is stored for (edited and re-summed) is dropped and
+// recompiled with a warning, not run and not kept.
+TEST(CompileCache, ForgedEntryThatCannotServeItsKeyIsRecompiled) {
+  TempDir tmp;
+  const std::string mlp = models::findBuiltinModel("mlp")->mlir;
+  Tensor x = test::randomTensor({3, 64}, 4);
+  std::vector<Tensor> want;
+  {
+    auto rt = runtimeAt(tmp.path);
+    auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
+    want = KILN_TAKE(m->call("main", {x}));
+  }
+  auto files = entryFiles(tmp.path);
+  ASSERT_EQ(files.size(), 1u);
+  auto original = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(files[0]))->getBuffer()));
+  std::string resultType = want[0].type().str();
+  ASSERT_NE(original.plan.find("\"" + resultType + "\""), std::string::npos) << original.plan;
+  for (int forgery = 0; forgery < 2; ++forgery) {
+    SCOPED_TRACE(forgery ? "the plan's input type" : "the plan's and the entry's result types");
+    CachedFunction forged = original;
+    if (forgery == 0) {
+      std::string wrong = "1000x1000xf32";
+      size_t at = forged.plan.rfind("\"" + resultType + "\"");
+      forged.plan.replace(at + 1, resultType.size(), wrong);
+      forged.results[0] = TensorType{DType::f32, {1000, 1000}};
+    } else {
+      size_t at = forged.plan.find("\"3x64xf32\"");
+      ASSERT_NE(at, std::string::npos) << forged.plan;
+      forged.plan.replace(at + 1, 8, "3x65xf32");
+    }
+    writeFile(files[0], DiskCache::encode(forged));
+    std::vector<std::string> warnings;
+    RuntimeOptions o;
+    o.cacheDir = tmp.path;
+    o.cacheMode = kiln::CacheMode::kReadWrite;
+    o.placement.measure = false;
+    o.warnings = [&warnings](const std::string &w) { warnings.push_back(w); };
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
+    auto got = KILN_TAKE(m->call("main", {x}));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(0, std::memcmp(got[0].rawData(), want[0].rawData(), want[0].byteSize()));
+    EXPECT_EQ(rt->compileService().stats().compiles, 1u);
+    bool warned = false;
+    for (const std::string &w : warnings) warned |= w.find("cannot serve @main") != std::string::npos;
+    EXPECT_TRUE(warned) << (warnings.empty() ? "no warning" : warnings[0]);
+    auto rewritten = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(files[0]))->getBuffer()));
+    EXPECT_EQ(rewritten.plan, original.plan);  // replaced by the recompiled entry
+  }
 }
 
 TEST(CompileCache, RacingThreadsCompileOnce) {
