@@ -11,6 +11,44 @@
 #include "llvm/Support/raw_ostream.h"
 
 namespace kiln::jit {
+namespace {
+
+/// Why a cache entry's plan cannot serve a call of `sig` with `inputs` and
+/// `weights` (its checksum protects against corruption, not against an
+/// entry edited and re-summed), or "" when it agrees with them.
+std::string planDisagreement(const lowering::ExecPlan &plan, const FunctionSignature &sig,
+                             llvm::ArrayRef<TensorType> inputs, llvm::ArrayRef<Tensor> weights,
+                             llvm::ArrayRef<TensorType> results) {
+  for (size_t v = 0; v < plan.values.size(); ++v) {
+    const lowering::PlanValue &pv = plan.values[v];
+    if (pv.kind == lowering::PlanValue::kInput &&
+        (pv.index < 0 || size_t(pv.index) >= inputs.size() || pv.type != inputs[pv.index]))
+      return "its plan's input " + std::to_string(pv.index) + " is tensor<" + pv.type.str() + ">, the call's " +
+             (pv.index >= 0 && size_t(pv.index) < inputs.size() ? "tensor<" + inputs[pv.index].str() + ">" : "nothing");
+    if (pv.kind == lowering::PlanValue::kWeight &&
+        (pv.index < 0 || size_t(pv.index) >= weights.size() || pv.type != weights[pv.index].type()))
+      return "its plan's weight " + std::to_string(pv.index) + " (tensor<" + pv.type.str() +
+             ">) is not the module's";
+  }
+  if (plan.results.size() != results.size() || results.size() != sig.results.size())
+    return "it has " + std::to_string(plan.results.size()) + " results, @" + sig.name + " returns " +
+           std::to_string(sig.results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    int id = plan.results[i];
+    if (id < 0 || size_t(id) >= plan.values.size() || plan.values[id].type != results[i])
+      return "its plan's result " + std::to_string(i) + " is not its declared tensor<" + results[i].str() + ">";
+    const TensorType &declared = sig.results[i];
+    bool ok = declared.dtype == results[i].dtype && declared.shape.size() == results[i].shape.size();
+    for (size_t d = 0; ok && d < declared.shape.size(); ++d)
+      ok = declared.shape[d] == kDynamic || declared.shape[d] == results[i].shape[d];
+    if (!ok)
+      return "its result " + std::to_string(i) + " is tensor<" + results[i].str() + ">, @" + sig.name +
+             " returns tensor<" + declared.str() + ">";
+  }
+  return "";
+}
+
+}  // namespace
 
 CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOptions options)
     : target_(std::move(target)), options_(std::move(options)),
@@ -52,7 +90,8 @@ llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program 
 
 llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::Program &program,
                                                                       llvm::StringRef function,
-                                                                      llvm::ArrayRef<TensorType> inputTypes) {
+                                                                      llvm::ArrayRef<TensorType> inputTypes,
+                                                                      const CancellationToken *cancel) {
   const FunctionSignature *sig = program.lookup(function);
   if (!sig) return noSuchFunction(function, program.functions());
   if (auto err = checkInputs(*sig, inputTypes)) return std::move(err);
@@ -86,7 +125,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
     trace->add(std::move(e), lookupStart, Clock::now());
   }
   if (producer) {
-    auto produced = produce(program, function, inputTypes, *key);
+    auto produced = produce(program, function, inputTypes, *key, cancel);
     std::lock_guard<std::mutex> lock(mu_);
     inFlight_.erase(digest);
     if (!produced) {  // not cached: a later call retries
@@ -120,7 +159,8 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
 llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Program &program,
                                                                  llvm::StringRef function,
                                                                  llvm::ArrayRef<TensorType> types,
-                                                                 const cache::CacheKeyParts &key) {
+                                                                 const cache::CacheKeyParts &key,
+                                                                 const CancellationToken *cancel) {
   auto t0 = Clock::now();
   if (auto entry = disk_->load(key)) {
     // Warm start: the objects from disk, the weights from this program; no MLIR pass runs.
@@ -134,6 +174,8 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
     if (!weights) problem = toStatus(weights.takeError()).str();
     else if (!plan) problem = toStatus(plan.takeError()).str();
     else if (!typesMatch) problem = "its types do not match the module";
+    else if (const FunctionSignature *sig = program.lookup(function))
+      problem = planDisagreement(*plan, *sig, types, *weights, entry->results);
     if (problem.empty()) {
       std::vector<llvm::SmallVector<char, 0>> objects;
       for (const std::string &o : entry->objects) objects.emplace_back(o.begin(), o.end());
@@ -155,12 +197,14 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       }
       problem = toStatus(loaded.takeError()).str();
     }
+    // An entry that cannot serve its key goes: it would fail every later run.
+    disk_->remove(key, "it cannot serve @" + function.str() + " (" + key.signature + "): " + problem);
     if (options_.warn)
       options_.warn("compile cache entry for @" + function.str() + " (" + key.signature +
                     ") cannot be used (" + problem + "); compiling instead");
   }
   t0 = Clock::now();
-  auto compiled = compiler_.compile(program, function, types, options_.placement, options_.faults);
+  auto compiled = compiler_.compile(program, function, types, options_.placement, options_.faults, cancel);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compiles;

@@ -74,8 +74,12 @@ public:
   /// Runnable code for `function` of `program` at `inputTypes`, bound to the
   /// program's weights. Blocks while compiling; call it from a thread that
   /// may block (not an executor worker).
+  /// A `cancel` past its deadline stops a compile this call started between
+  /// kernels (kCancelled; nothing is cached, a later call compiles again);
+  /// callers waiting on that compile get the same error.
   llvm::Expected<Compiled> getOrCompile(lowering::Program &program, llvm::StringRef function,
-                                        llvm::ArrayRef<TensorType> inputTypes);
+                                        llvm::ArrayRef<TensorType> inputTypes,
+                                        const CancellationToken *cancel = nullptr);
   /// The full cache key of that request.
   llvm::Expected<cache::CacheKeyParts> cacheKey(lowering::Program &program, llvm::StringRef function,
                                                 llvm::ArrayRef<TensorType> inputTypes);
@@ -90,7 +94,8 @@ public:
 private:
   /// Memory miss: disk, else compile (and store).
   llvm::Expected<Compiled> produce(lowering::Program &program, llvm::StringRef function,
-                                   llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key);
+                                   llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key,
+                                   const CancellationToken *cancel);
   /// Moves `code`'s big weights into huge pages (the first time any code
   /// binds them), its first-call figures saying how long that took.
   void hugePageWeights(CompiledFunction &code);

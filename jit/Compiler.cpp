@@ -82,7 +82,8 @@ void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
 
 llvm::Expected<std::shared_ptr<CompiledFunction>>
 Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
-                  const ops::PlacementOptions &placement, const FaultInjection &faults) {
+                  const ops::PlacementOptions &placement, const FaultInjection &faults,
+                  const CancellationToken *cancel) {
   const lowering::KernelOracle &oracle = registryOracle();
   auto t0 = Clock::now();
   auto out = std::make_shared<CompiledFunction>();
@@ -100,6 +101,8 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   while (true) {
     // Stage times add up over the rounds (a fallback, a partition after
     // measuring); same-named stages are merged at the end.
+    if (cancel && cancel->cancelled())
+      return error(ErrorCode::kCancelled, "@%s: compile stopped (%s)", function.str().c_str(), cancel->reason());
     out->stats.kernelsShared = 0;
     out->objects.clear();
     std::shared_ptr<TraceRecorder> trace = trace_ ? trace_() : nullptr;
@@ -147,9 +150,17 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       }
       jobOf[i] = it->second;
     }
+    // A deadline stops the compile between kernels (one kernel's own
+    // compile is not interrupted): the remaining jobs are skipped.
+    std::atomic<int> skipped{0};
     auto runJob = [&](size_t j) {
       Job &job = jobs[j];
       const lowering::PlanStep &s = out->plan.steps[job.step];
+      if (cancel && cancel->cancelled()) {
+        job.error = cancel->reason();
+        ++skipped;
+        return;
+      }
       for (const std::string &op : s.ops)
         if (faults.failClustersWith.count(op)) {
           job.error = "injected failure (op " + op + ")";
@@ -190,6 +201,9 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     int threads = std::min<int>(threads_, int(jobs.size()));
     runShared(jobs.size(), threads - 1, runJob);
     out->stats.compileThreads = std::max(1, threads);
+    if (skipped.load())
+      return error(ErrorCode::kCancelled, "@%s: compile stopped (%s) with %zu of %zu kernels compiled",
+                   function.str().c_str(), cancel->reason(), jobs.size() - size_t(skipped.load()), jobs.size());
 
     std::set<std::string> failedOps;
     std::string failure;
@@ -374,7 +388,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
         llvm::SmallVector<void *, 4> outs;
         for (unsigned i = 0; i < ctx.numInputs(); ++i) in.push_back(ctx.in(i));
         for (unsigned i = 0; i < ctx.numOutputs(); ++i) outs.push_back(ctx.out(i));
-        return def->compute(kernels::KernelArgs{in, inTypes, outs, outTypes, attrs, ctx.executor()});
+        return def->run(kernels::KernelArgs{in, inTypes, outs, outTypes, attrs, ctx.executor()});
       };
       name = "kernel:" + choice->name;
       kind = StepKind::kKernel;

@@ -107,7 +107,8 @@ public:
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
   compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
-          const ops::PlacementOptions &placement, const FaultInjection &faults = {});
+          const ops::PlacementOptions &placement, const FaultInjection &faults = {},
+          const CancellationToken *cancel = nullptr);
 
   /// The same code bound to other weights (a module with the same graph and
   /// other weight values): shares the loaded code, gets its own executable.

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <map>
 #include <sstream>
 
 namespace kiln::lowering {
@@ -107,6 +108,85 @@ std::string stringAttr(Operation *op, llvm::StringRef name) {
   auto a = op->getAttrOfType<StringAttr>(name);
   return a ? a.str() : std::string();
 }
+
+/// Whether operand `index` of `user` is data an elementwise op reads (any
+/// tensor value may stand there), not an operand TOSA needs constant (a
+/// shift, a zero point, a shape, a pad value).
+bool takesDataOperand(Operation *user, unsigned index) {
+  if (isa<tosa::AddOp, tosa::SubOp, tosa::MaximumOp, tosa::MinimumOp, tosa::PowOp, tosa::IntDivOp, tosa::EqualOp,
+          tosa::GreaterOp, tosa::GreaterEqualOp, tosa::LogicalAndOp, tosa::LogicalOrOp, tosa::LogicalXorOp,
+          tosa::BitwiseAndOp, tosa::BitwiseOrOp, tosa::BitwiseXorOp, tosa::LogicalLeftShiftOp,
+          tosa::LogicalRightShiftOp, tosa::ArithmeticRightShiftOp, tosa::SelectOp>(user))
+    return true;
+  return isa<tosa::MulOp>(user) && index < 2;  // not the shift
+}
+
+/// Constants of at most this many elements may become a cluster's arguments.
+constexpr int64_t kLiftedConstantElements = 256;
+
+/// Moves `callee`'s small data constants (read only as elementwise operands)
+/// out into arguments, in body order; with `call`, the call passes a copy
+/// of each (in kiln_fn, where it becomes a constant of the plan).
+void liftConstants(func::FuncOp callee, func::CallOp call) {
+  llvm::SmallVector<Operation *> liftable;
+  for (Operation &op : callee.getBody().front()) {
+    auto c = dyn_cast<tosa::ConstOp>(op);
+    if (!c || c->use_empty()) continue;
+    auto t = dyn_cast<RankedTensorType>(c.getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() > kLiftedConstantElements) continue;
+    if (llvm::all_of(c->getUses(), [](OpOperand &u) { return takesDataOperand(u.getOwner(), u.getOperandNumber()); }))
+      liftable.push_back(c);
+  }
+  for (Operation *c : liftable) {
+    unsigned index = callee.getNumArguments();
+    if (failed(callee.insertArgument(index, c->getResult(0).getType(), DictionaryAttr(), c->getLoc()))) return;
+    c->getResult(0).replaceAllUsesWith(callee.getArgument(index));
+    if (call) {
+      OpBuilder b(call);
+      Operation *copy = b.clone(*c);
+      call->insertOperands(call->getNumOperands(), copy->getResult(0));
+    }
+    c->erase();
+  }
+}
+
+/// Clusters that differ only in small data constants (20,000 independent
+/// `x + c_i`, a stack of layers with their own scales) take those constants
+/// as arguments, so that they are identical and compile once (the compiler
+/// shares code between clusters with one fingerprint). A cluster like no
+/// other keeps its constants in its code, where they fold.
+void shareClustersDifferingInConstants(SymbolTable &symbols, func::FuncOp fn) {
+  struct Cluster {
+    func::FuncOp callee;
+    func::CallOp call;
+    std::string exact;
+  };
+  std::map<std::string, std::vector<Cluster>> byLifted;
+  auto text = [](Operation *op) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    op->print(os, OpPrintingFlags().printGenericOpForm());
+    return s;
+  };
+  for (Operation &op : fn.getBody().front()) {
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call || !call.getCallee().starts_with(kClusterPrefix)) continue;
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee) continue;
+    auto clone = cast<func::FuncOp>(callee->clone());
+    clone.setSymName("kiln_cluster");  // names aside
+    std::string exact = text(clone);
+    liftConstants(clone, nullptr);
+    std::string lifted = text(clone);
+    clone->erase();
+    if (lifted != exact) byLifted[lifted].push_back({callee, call, exact});
+  }
+  for (auto &[lifted, group] : byLifted) {
+    if (group.size() < 2 || llvm::all_of(group, [&](const Cluster &c) { return c.exact == group[0].exact; }))
+      continue;
+    for (Cluster &c : group) liftConstants(c.callee, c.call);
+  }
+}
 }  // namespace
 
 std::string opSignature(llvm::StringRef op, llvm::ArrayRef<TensorType> inputs, const ops::AttrMap &attrs,
@@ -141,6 +221,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
     return std::move(err);
 
   auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
+  SymbolTable symbols(module);  // lookups by name in O(1): graphs may have 20,000 clusters
+  shareClustersDifferingInConstants(symbols, fn);
   auto out = std::make_unique<PartitionedFunction>();
   out->function = spec.function;
   out->inputTypes = spec.inputTypes;
@@ -197,7 +279,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
     if (isFreeOp(&op)) continue;
     PlanStep step;
     if (auto call = dyn_cast<func::CallOp>(op); call && call.getCallee().starts_with(kClusterPrefix)) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       step.kind = PlanStep::kJit;
       step.name = call.getCallee().drop_front(strlen("kiln_")).str();  // "cluster0"
       for (Value v : call.getOperands()) {

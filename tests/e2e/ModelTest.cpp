@@ -546,3 +546,93 @@ TEST(Models, BuiltinResnet50AgreesOnJitKernelsAndMixed) {
   EXPECT_TRUE(test::allClose(outs[1], outs[0], 1e-3, 1e-3));
   EXPECT_TRUE(test::allClose(outs[2], outs[0], 1e-3, 1e-3));
 }
+
+// Issue 31 (16): a wide graph of independent elementwise ops that differ
+// only in a small constant compiles one kernel, not one per op: the
+// constants become the clusters' arguments (plan constants), and every
+// output is still its own op's.
+TEST(Models, ClustersDifferingOnlyInConstantsShareOneKernel) {
+  const int n = 300;
+  std::string text = "func.func @main(%a: tensor<4x8xf32>) -> (";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "tensor<4x8xf32>";
+  text += ") {\n";
+  for (int i = 0; i < n; ++i) {
+    std::string k = std::to_string(i);
+    text += "  %c" + k + " = \"tosa.const\"() <{values = dense<" + k + ".5> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>\n";
+    // Every third op multiplies instead: two kinds of kernel.
+    text += "  %r" + k + " = " + (i % 3 ? "tosa.add %a, %c" + k : "tosa.mul %a, %c" + k + ", %shift") +
+            " : (tensor<4x8xf32>, tensor<1x1xf32>" + (i % 3 ? "" : ", tensor<1xi8>") + ") -> tensor<4x8xf32>\n";
+    if (i == 0)
+      text = text.substr(0, text.rfind("  %r0")) +
+             "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n" +
+             text.substr(text.rfind("  %r0"));
+  }
+  text += "  return ";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "%r" + std::to_string(i);
+  text += " : ";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "tensor<4x8xf32>";
+  text += "\n}\n";
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.placement.measure = false;
+  auto rt = KILN_TAKE(Runtime::create(o));
+  auto m = KILN_TAKE(rt->loadModule(text, "wide.mlir"));
+  ASSERT_TRUE(m);
+  Tensor x = test::randomTensor({4, 8}, 5);
+  auto out = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(out.size(), size_t(n));
+  for (int i = 0; i < n; ++i)
+    for (int e = 0; e < 32; ++e) {
+      float c = float(i) + 0.5f, v = x.data<float>()[e];
+      ASSERT_FLOAT_EQ(out[size_t(i)].data<float>()[e], i % 3 ? v + c : v * c) << "output " << i;
+    }
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  EXPECT_EQ(fn->stats.kernelsCompiled, 2);  // one add kernel, one mul kernel
+  EXPECT_EQ(fn->stats.kernelsShared, n - 2);
+}
+
+// Issue 31 (16): a deadline stops a compile that runs past it (between
+// kernels), with a "cancelled" error; nothing is cached, and a call without
+// the deadline compiles and runs.
+TEST(Models, ADeadlineStopsACompile) {
+  // 60 distinct kernels (each input its own shape): seconds of compile.
+  const int n = 60;
+  std::string text = "func.func @main(";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "%a" + std::to_string(i) + ": tensor<" + std::to_string(i + 1) + "x8xf32>";
+  text += ") -> (";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "tensor<" + std::to_string(i + 1) + "x8xf32>";
+  text += ") {\n";
+  for (int i = 0; i < n; ++i) {
+    std::string k = std::to_string(i), t = "tensor<" + std::to_string(i + 1) + "x8xf32>";
+    text += "  %r" + k + " = tosa.exp %a" + k + " : (" + t + ") -> " + t + "\n";
+  }
+  text += "  return ";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "%r" + std::to_string(i);
+  text += " : ";
+  for (int i = 0; i < n; ++i) text += std::string(i ? ", " : "") + "tensor<" + std::to_string(i + 1) + "x8xf32>";
+  text += "\n}\n";
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.placement.measure = false;
+  o.compileThreads = 1;
+  auto rt = KILN_TAKE(Runtime::create(o));
+  auto m = KILN_TAKE(rt->loadModule(text, "distinct.mlir"));
+  ASSERT_TRUE(m);
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < n; ++i) inputs.push_back(test::randomTensor({i + 1, 8}, unsigned(i)));
+  auto token = std::make_shared<CancellationToken>();
+  token->setTimeout(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  auto futures = m->callAsync("main", inputs, token);
+  auto first = futures[0].awaitValue();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(bool(first));
+  Status s = toStatus(first.takeError());
+  EXPECT_EQ(s.code, ErrorCode::kCancelled) << s.message;
+  EXPECT_NE(s.message.find("compile stopped (deadline exceeded) with"), std::string::npos) << s.message;
+  EXPECT_LT(seconds, 2.0);  // one kernel's compile past the deadline at most, not all 60
+  EXPECT_EQ(m->numCompiled(), 0u);
+  auto out = KILN_TAKE(m->call("main", inputs));
+  ASSERT_EQ(out.size(), size_t(n));
+  EXPECT_FLOAT_EQ(out[3].data<float>()[5], std::exp(inputs[3].data<float>()[5]));
+}
