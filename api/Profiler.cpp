@@ -1,5 +1,6 @@
 #include "api/Profiler.h"
 
+#include "runtime/FileIO.h"
 #include "runtime/Executable.h"
 #include "runtime/MachinePeak.h"
 
@@ -36,14 +37,10 @@ std::pair<double, double> machinePeaks(const RuntimeOptions &o, const std::strin
     }
   std::pair<double, double> peaks = {measureFmaPeakGflops(o.maxVectorBits), measureMemoryBandwidthGBs()};
   if (!path.empty() && o.cacheMode == CacheMode::kReadWrite && llvm::sys::fs::is_directory(o.cacheDir)) {
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(tmp, ec);
-      if (!ec)
-        os << json{{"target", key}, {"fma_gflops_per_core", peaks.first}, {"bandwidth_gbs", peaks.second}}.dump(1, ' ', false, json::error_handler_t::replace);
-    }
-    if (llvm::sys::fs::rename(tmp, path)) llvm::sys::fs::remove(tmp);
+    // Best effort: a cache directory that cannot take it measures again next time.
+    llvm::consumeError(writeFileReplacing(
+        path, json{{"target", key}, {"fma_gflops_per_core", peaks.first}, {"bandwidth_gbs", peaks.second}}.dump(
+                  1, ' ', false, json::error_handler_t::replace)));
   }
   return peaks;
 }

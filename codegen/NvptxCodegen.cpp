@@ -193,6 +193,12 @@ llvm::Expected<std::vector<char>> NvptxCodegen::assemble(llvm::StringRef ptx) co
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << ptx;
+    os.close();
+    if (os.has_error()) {  // a full temporary directory: an error, not LLVM's fatal handler
+      std::string why = os.error().message();
+      os.clear_error();
+      return error(ErrorCode::kIO, "cannot write a temporary PTX file: %s", why.c_str());
+    }
   }
   if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-kernels", "cubin", out.path))
     return error(ErrorCode::kIO, "cannot create a temporary file: %s", ec.message().c_str());

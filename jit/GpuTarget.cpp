@@ -1,4 +1,5 @@
 #include "jit/GpuTarget.h"
+#include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
 #include "lowering/Passes.h"
@@ -180,9 +181,8 @@ llvm::Expected<TargetObject> GpuTarget::compile(lowering::Program &program, lowe
   if (!lowered) return lowered.takeError();
   auto dump = [&](const char *stage, llvm::StringRef text) {
     if (options_.dumpIRDir.empty()) return;
-    std::error_code ec;
-    llvm::raw_fd_ostream os(options_.dumpIRDir + "/" + cluster.function + "." + stage, ec);
-    if (!ec) os << text;
+    // Best effort (a full disk skips it), never through a link at the name.
+    llvm::consumeError(writeFileReplacing(options_.dumpIRDir + "/" + cluster.function + "." + stage, text));
   };
   if (!options_.dumpIRDir.empty()) {
     std::string ir;

@@ -1,6 +1,7 @@
 #include "jit/HostTarget.h"
 #include "jit/RuntimeSymbols.h"
 #include "codegen/LLVMPasses.h"
+#include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
 #include "runtime/Executor.h"
@@ -101,9 +102,8 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
   // --dump-ir: the LLVM stages after the MLIR ones (<fn>.1-4.*.mlir), so
   // that the files sort in pipeline order.
   auto dump = [&](const char *stage, llvm::StringRef text) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(options_.dumpIRDir + "/" + cluster.function + "." + stage, ec);
-    if (!ec) os << text;
+    // Best effort (a full disk skips it), never through a link at the name.
+    llvm::consumeError(writeFileReplacing(options_.dumpIRDir + "/" + cluster.function + "." + stage, text));
   };
   codegen::ObjectDumps dumps;
   if (!options_.dumpIRDir.empty()) {

@@ -14,6 +14,7 @@
 #include "tools/Import.h"
 
 #include "api/Kiln.h"
+#include "runtime/FileIO.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -23,6 +24,8 @@
 #include "llvm/Support/Program.h"
 
 #include <cstdlib>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <optional>
 
 namespace kiln::tools {
@@ -98,6 +101,24 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
   std::vector<std::string> dirs = searchDirs();
   ImportResult result;
   result.output = output;
+  if (ext != ".onnx" && ext != ".pt2")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot import '%s': kiln imports .onnx and .pt2 (torch.export) files; "
+                                   "MLIR files (.mlir, .mlirbc) load directly",
+                                   input.str().c_str());
+  Existing existing = options.force ? Existing::kReplace : Existing::kRefuse;
+  struct stat st;
+  if (!options.force && ::lstat(output.c_str(), &st) == 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "'%s' already exists; kiln import does not overwrite it (--force replaces it)",
+                                   output.c_str());
+  // The tools write a fresh file beside the output, which is renamed over
+  // the name only once kiln has loaded it.
+  std::string finalOutput = output;
+  auto tmpOutput = createTemporaryBeside(output);
+  if (!tmpOutput) return tmpOutput.takeError();
+  output = *tmpOutput;
+  llvm::scope_exit removeTmpOutput([&] { ::unlink(output.c_str()); });
 
   if (ext == ".onnx") {
     auto importer = findTool("torch-mlir-import-onnx", dirs);
@@ -171,8 +192,9 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
   if (!rt) return rt.takeError();
   auto module = (*rt)->loadModuleFromFile(output);
   if (!module)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "imported '%s' to '%s', but kiln cannot load it: %s",
-                                   input.str().c_str(), output.c_str(), llvm::toString(module.takeError()).c_str());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "imported '%s', but kiln cannot load the result: %s",
+                                   input.str().c_str(), llvm::toString(module.takeError()).c_str());
+  if (auto err = renameReplacing(output, finalOutput, existing)) return std::move(err);
   for (const FunctionSignature &f : (*module)->functions()) {
     std::string sig = "@" + f.name + "(";
     for (size_t i = 0; i < f.args.size(); ++i) sig += (i ? ", " : "") + f.args[i].type.str();

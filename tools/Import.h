@@ -14,6 +14,10 @@ struct ImportOptions {
   std::string input;   // model.onnx or model.pt2
   std::string output;  // "" = the input's name with .mlir; .mlirbc = bytecode
   unsigned timeoutSeconds = 1800;
+  /// Replace an existing output (without it, an existing name is an error).
+  /// Either way the result is written beside the name and renamed over it:
+  /// a link at the output's name is replaced, never written through.
+  bool force = false;
 };
 
 struct ImportResult {

@@ -80,7 +80,7 @@ def export(name, folder, kiln):
     onnx = os.path.join(folder, "model.onnx")
     try:
         torch.onnx.export(model, x, onnx, opset_version=17, dynamo=False)
-        r = subprocess.run([kiln, "import", onnx, "-o", os.path.join(folder, "onnx.mlir")],
+        r = subprocess.run([kiln, "import", "--force", onnx, "-o", os.path.join(folder, "onnx.mlir")],
                            capture_output=True, text=True)
         print(f"  {name}: onnx -> kiln import: {'ok' if r.returncode == 0 else r.stderr.strip()[:300]}", flush=True)
     except Exception as e:
