@@ -139,27 +139,46 @@ llvm::Expected<std::vector<TensorType>> padShape(llvm::ArrayRef<TensorType> in, 
   return std::vector<TensorType>{out};
 }
 llvm::Error padCompute(const KernelArgs &a) {
+  // Data movement by element size, so every dtype the shape function takes
+  // (f16 and bf16 too, which have no compute type) is written in full.
   auto pad = *a.attrs.getInts("padding");
   double value = a.attrs.getFloatOr("pad_const", 0);
   const TensorType &o = a.outputTypes[0], &t = a.inputTypes[0];
   auto is = rowMajorStrides(t.shape);
-  dispatch(o.dtype, [&](auto tag) {
-    using S = Store<decltype(tag)>;
-    const S *x = static_cast<const S *>(a.inputs[0]);
-    S *y = static_cast<S *>(a.outputs[0]);
-    S fill = S(value);
-    forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
-      int64_t off = 0;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        int64_t src = idx[d] - pad[2 * d];
-        if (src < 0 || src >= t.shape[d]) {
-          y[i] = fill;
-          return;
-        }
-        off += src * is[d];
+  size_t es = dtypeSize(o.dtype);
+  char fill[8] = {};
+  switch (o.dtype) {
+  case DType::f16: {
+    uint16_t h = floatToHalf(float(value));
+    std::memcpy(fill, &h, 2);
+    break;
+  }
+  case DType::bf16: {
+    uint16_t h = floatToBf16(float(value));
+    std::memcpy(fill, &h, 2);
+    break;
+  }
+  default:
+    if (!dispatch(o.dtype, [&](auto tag) {
+          using S = Store<decltype(tag)>;
+          S v = S(value);
+          std::memcpy(fill, &v, sizeof(S));
+        }))
+      return noComputeType(o.dtype);
+  }
+  const char *x = static_cast<const char *>(a.inputs[0]);
+  char *y = static_cast<char *>(a.outputs[0]);
+  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t src = idx[d] - pad[2 * d];
+      if (src < 0 || src >= t.shape[d]) {
+        std::memcpy(y + i * es, fill, es);
+        return;
       }
-      y[i] = x[off];
-    });
+      off += src * is[d];
+    }
+    std::memcpy(y + i * es, x + off * es, es);
   });
   return llvm::Error::success();
 }

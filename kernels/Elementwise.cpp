@@ -81,7 +81,7 @@ llvm::Expected<std::vector<TensorType>> unaryShape(llvm::ArrayRef<TensorType> in
 
 template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
   int64_t n = a.outputTypes[0].numElements();
-  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+  if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;
     const S *x = static_cast<const S *>(a.inputs[0]);
@@ -90,7 +90,8 @@ template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
       parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = S(Op::template apply<T>(T(x[i])));
       });
-  });
+  }))
+    return noComputeType(a.inputTypes[0].dtype);
   return llvm::Error::success();
 }
 
@@ -108,7 +109,7 @@ llvm::Expected<std::vector<TensorType>> clampShape(llvm::ArrayRef<TensorType> in
 llvm::Error clampCompute(const KernelArgs &a) {
   double lo = a.attrs.getFloatOr("min_val", 0), hi = a.attrs.getFloatOr("max_val", 0);
   int64_t n = a.outputTypes[0].numElements();
-  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+  if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;
     const S *x = static_cast<const S *>(a.inputs[0]);
@@ -117,7 +118,8 @@ llvm::Error clampCompute(const KernelArgs &a) {
     parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = x[i] < l ? l : (x[i] > h ? h : x[i]);
     });
-  });
+  }))
+    return noComputeType(a.inputTypes[0].dtype);
   return llvm::Error::success();
 }
 
@@ -194,7 +196,7 @@ template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
   const TensorType &o = a.outputTypes[0];
   if constexpr (std::is_same_v<Op, IntDiv>) {
     int64_t zeroAt = -1;
-    dispatch(a.inputTypes[1].dtype, [&](auto tag) {
+    (void)dispatch(a.inputTypes[1].dtype, [&](auto tag) {  // integers only (the shape function)
       using T = decltype(tag);
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         const T *y = static_cast<const T *>(a.inputs[1]);
@@ -211,7 +213,7 @@ template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
     sa = broadcastStrides(a.inputTypes[0].shape, o.shape);
     sb = broadcastStrides(a.inputTypes[1].shape, o.shape);
   }
-  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+  if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (typeInDomain<Op::dom, T>()) {
     using S = Store<T>;
@@ -237,7 +239,8 @@ template <typename Op> llvm::Error binaryCompute(const KernelArgs &a) {
         z[i] = R(Op::template apply<T>(T(x[offsetOf(i, o.shape, sa)]), T(y[offsetOf(i, o.shape, sb)])));
     });
     }
-  });
+  }))
+    return noComputeType(a.inputTypes[0].dtype);
   return llvm::Error::success();
 }
 
@@ -292,7 +295,7 @@ double loadAsDouble(DType t, const void *base, int64_t i) {
   default: break;
   }
   double v = 0;
-  dispatch(t, [&](auto tag) {
+  (void)dispatch(t, [&](auto tag) {  // every other dtype has a compute type
     using S = Store<decltype(tag)>;
     v = double(static_cast<const S *>(base)[i]);
   });
@@ -314,7 +317,7 @@ llvm::Error castCompute(const KernelArgs &a) {
       case DType::bf16: static_cast<uint16_t *>(out)[i] = floatToBf16(float(v)); break;
       case DType::i1: static_cast<uint8_t *>(out)[i] = v != 0; break;
       default:
-        dispatch(to, [&](auto tag) {
+        (void)dispatch(to, [&](auto tag) {  // f16, bf16 handled above
           using T = decltype(tag);
           using S = Store<T>;
           if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {

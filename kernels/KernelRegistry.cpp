@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <new>
+
 
 namespace kiln::kernels {
 
@@ -93,6 +95,15 @@ KernelRegistry &registry() {
   return r;
 }
 
+llvm::Error KernelDef::run(const KernelArgs &args) const {
+  try {
+    return compute(args);
+  } catch (const std::bad_alloc &) {
+    return error(ErrorCode::kResourceExhausted, "%s (%s): out of memory for the kernel's temporary buffers",
+                 op.c_str(), impl.c_str());
+  }
+}
+
 llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef<Tensor> inputs,
                                               const AttrMap &attrs, HostExecutor &executor) {
   std::vector<TensorType> types;
@@ -111,11 +122,13 @@ llvm::Expected<std::vector<Tensor>> runKernel(llvm::StringRef op, llvm::ArrayRef
   std::vector<Tensor> outputs;
   std::vector<void *> out;
   for (const TensorType &t : choice->results) {
-    outputs.push_back(Tensor::empty(t.dtype, t.shape));
+    auto o = Tensor::allocate(t.dtype, t.shape, op.str() + "'s result");
+    if (!o) return o.takeError();
+    outputs.push_back(std::move(*o));
     out.push_back(outputs.back().rawData());
   }
   KernelArgs args{in, types, out, choice->results, attrs, executor};
-  if (auto err = choice->def->compute(args)) return withContext(std::move(err), op.str() + ": ");
+  if (auto err = choice->def->run(args)) return withContext(std::move(err), op.str() + ": ");
   return outputs;
 }
 

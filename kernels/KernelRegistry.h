@@ -59,6 +59,11 @@ struct KernelDef {
   std::vector<DType> dtypes = {};
   /// "conv2d_f32_im2col_eigen": op, the dtype of the first operand, implementation.
   std::string nameFor(llvm::ArrayRef<TensorType> inputs) const;
+  /// compute(), with memory that runs out inside it (a std::bad_alloc from
+  /// a kernel's own buffers, Eigen's temporaries) as a kResourceExhausted
+  /// error naming the op instead of the process's end. Every caller runs
+  /// kernels through this.
+  llvm::Error run(const KernelArgs &args) const;
 };
 
 /// A kernel chosen for one use of an op, with its result types.

@@ -13,12 +13,19 @@ namespace kiln::kernels::util {
 
 /// Calls f(T{}) for the C++ type of `t` (the dtype table's compute type);
 /// i1 maps to bool (stored as uint8_t). False for f16, bf16.
-template <typename F> bool dispatch(DType t, F &&f) { return visitComputeType(t, std::forward<F>(f)); }
+template <typename F> [[nodiscard]] bool dispatch(DType t, F &&f) { return visitComputeType(t, std::forward<F>(f)); }
 
 /// Storage type: bool is stored as uint8_t.
 template <typename T> using Store = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 
 inline llvm::Error fail(const llvm::Twine &msg) { return makeError(Status{ErrorCode::kInvalidArgument, msg.str(), {}}); }
+/// A compute function reached with a dtype that has no compute type (f16,
+/// bf16 are storage only): an error, never an output left unwritten. Shape
+/// functions refuse such dtypes first; this is the backstop.
+inline llvm::Error noComputeType(DType t) {
+  return makeError(Status{ErrorCode::kInternal,
+                          std::string("kernel reached with ") + std::string(dtypeName(t)) + ", which it cannot compute", {}});
+}
 
 /// Kernels implement TOSA's default NaN handling, nan_mode = PROPAGATE (a
 /// NaN operand makes the result NaN; argmax picks the first NaN), as the

@@ -59,7 +59,7 @@ llvm::Expected<std::vector<TensorType>> reduceShape(llvm::ArrayRef<TensorType> i
 
 template <Kind K> llvm::Error reduceCompute(const KernelArgs &a) {
   Geometry g = geometry(a.inputTypes[0], a.attrs.getIntOr("axis", 0));
-  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+  if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;
     using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
@@ -76,7 +76,8 @@ template <Kind K> llvm::Error reduceCompute(const KernelArgs &a) {
         y[s] = S(T(acc));
       }
     });
-  });
+  }))
+    return noComputeType(a.inputTypes[0].dtype);
   return llvm::Error::success();
 }
 
@@ -97,7 +98,7 @@ llvm::Expected<std::vector<TensorType>> argmaxShape(llvm::ArrayRef<TensorType> i
 llvm::Error argmaxCompute(const KernelArgs &a) {
   Geometry g = geometry(a.inputTypes[0], a.attrs.getIntOr("axis", 0));
   int32_t *y = static_cast<int32_t *>(a.outputs[0]);
-  dispatch(a.inputTypes[0].dtype, [&](auto tag) {
+  if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using S = Store<decltype(tag)>;
     const S *x = static_cast<const S *>(a.inputs[0]);
     parallel(a.executor, g.outer * g.inner, 256, [&](int64_t b, int64_t e) {
@@ -116,7 +117,8 @@ llvm::Error argmaxCompute(const KernelArgs &a) {
         y[s] = int32_t(best);
       }
     });
-  });
+  }))
+    return noComputeType(a.inputTypes[0].dtype);
   return llvm::Error::success();
 }
 
