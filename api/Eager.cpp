@@ -288,6 +288,12 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       s.message = "input " + std::to_string(i) + " failed: " + s.message;
       return fail(op.name, inputs, std::move(s));
     }
+  // The same check graph calls make: booleans hold 0 or 1, else a kernel
+  // and generated code would read them differently.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]->type_.dtype == DType::i1 && inputs[i]->ready_.valid())
+      if (auto err = checkBooleans(inputs[i]->ready_, "input " + std::to_string(i)))
+        return fail(op.name, inputs, toStatus(std::move(err)));
   if (trace_) return record(op, inputs, makeAttrs());
 
   uint64_t key = attrHash;
@@ -315,7 +321,9 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     allReady = (ready[i] = readyTensor(inputs[i]->ready_, inputs[i]->pending_)) != nullptr;
   if (allReady && e->outType.numElements() <= inlineLimit_) {
     bump(counters_->inlineRuns);
-    Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
+    auto allocated = Tensor::allocate(e->outType.dtype, e->outType.shape, "the result");
+    if (!allocated) return fail(op.name, inputs, toStatus(allocated.takeError()));
+    Tensor out = std::move(*allocated);
     // Profiles see inline ops too (one relaxed load when none records).
     std::shared_ptr<TraceRecorder> trace = runtime_.executor().trace();
     Clock::time_point start = trace ? Clock::now() : Clock::time_point();
@@ -335,7 +343,7 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
       for (size_t i = 0; i < inputs.size(); ++i) in[i] = ready[i]->rawData();
       void *o[1] = {out.rawData()};
       HostExecutor &ex = runtime_.executor();
-      if (llvm::Error err = e->kernel->compute(kernels::KernelArgs{
+      if (llvm::Error err = e->kernel->run(kernels::KernelArgs{
               llvm::ArrayRef<const void *>(in, inputs.size()), e->inputTypes, o, e->outType, e->attrs, ex}))
         return fail(op.name, inputs, toStatus(std::move(err)));
       return EagerTensor(std::move(out));
@@ -387,13 +395,18 @@ EagerTensor Context::dispatch(OpHandle::Impl &op, Inputs inputs, uint64_t attrHa
     }
     Entry *e = p->entry;
     if (e->kernel) {  // the kernel and output type chosen at dispatch
-      Tensor out = Tensor::empty(e->outType.dtype, e->outType.shape);
+      auto allocated = Tensor::allocate(e->outType.dtype, e->outType.shape, "the result");
+      if (!allocated) {
+        p->result->setError(withContext(allocated.takeError(), "kiln eager: " + p->op + ": "));
+        return;
+      }
+      Tensor out = std::move(*allocated);
       llvm::SmallVector<const void *, 8> ptrs;
       for (const Tensor &t : in) ptrs.push_back(t.rawData());
       void *o[1] = {out.rawData()};
       std::shared_ptr<TraceRecorder> trace = p->executor->trace();
       Clock::time_point start = trace ? Clock::now() : Clock::time_point();
-      llvm::Error err = e->kernel->compute(kernels::KernelArgs{ptrs, e->inputTypes, o, e->outType, e->attrs, *p->executor});
+      llvm::Error err = e->kernel->run(kernels::KernelArgs{ptrs, e->inputTypes, o, e->outType, e->attrs, *p->executor});
       if (trace) {
         TraceEvent ev;
         ev.name = "eager-kernel:" + p->op;

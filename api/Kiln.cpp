@@ -95,6 +95,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.executor = rt->executor_;
   service.warn = o.warnings;
   service.hugePageWeights = o.hugePageWeights.value_or(true);
+  if (o.memoryLimitBytes) rt->memoryLimit_ = holdTensorMemoryLimit(o.memoryLimitBytes);
   service.trace = [executor = rt->executor_] { return executor->trace(); };
   service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {
     executor->spawnBlocking(std::move(task));
@@ -225,10 +226,10 @@ llvm::Expected<cache::CacheKeyParts> Module::cacheKey(llvm::StringRef function,
 }
 
 llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
-Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes) {
+Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes, const CancellationToken *cancel) {
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputTypes);
   if (Impl::Compiled fn = impl_->find(function, sig)) return fn;
-  auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes);
+  auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes, cancel);
   if (!code) return code.takeError();
   std::unique_lock<std::shared_mutex> lock(impl_->tableMu);
   auto &bucket = impl_->tables[function][sig.hash()];
@@ -280,7 +281,7 @@ std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm:
       --impl_->firstCallsInFlight;
       impl_->idle.notify_all();
     });
-    auto compiled = compile(fn, types);
+    auto compiled = compile(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
     if (!compiled) {
       Status status = toStatus(compiled.takeError());
       for (auto &r : results) r->setError(status);

@@ -87,6 +87,7 @@ private:
   RuntimeOptions options_;
   std::shared_ptr<HostExecutor> executor_;
   std::shared_ptr<jit::CompileService> service_;
+  std::shared_ptr<void> memoryLimit_;  // this runtime's share of the tensor memory limit (TensorMemoryLimit)
 };
 
 class Module {
@@ -107,8 +108,11 @@ public:
                                                std::shared_ptr<CancellationToken> cancel = nullptr);
   /// Compiles (or finds) `function` for these input types without running it
   /// (blocks; call it from a thread that may block, not an executor worker).
+  /// A `cancel` past its deadline stops the compile between kernels
+  /// (kCancelled).
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>> compile(llvm::StringRef function,
-                                                                      llvm::ArrayRef<TensorType> inputTypes);
+                                                                      llvm::ArrayRef<TensorType> inputTypes,
+                                                                      const CancellationToken *cancel = nullptr);
 
   /// Number of distinct (function, signature) compilations so far.
   size_t numCompiled() const;

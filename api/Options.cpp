@@ -5,6 +5,21 @@
 #include <cstdlib>
 
 namespace kiln {
+
+std::optional<uint64_t> parseByteSize(llvm::StringRef text) {
+  text = text.trim();
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    char c = text.back() | 0x20;
+    if (c == 'k' || c == 'm' || c == 'g') {
+      scale = c == 'k' ? 1ull << 10 : c == 'm' ? 1ull << 20 : 1ull << 30;
+      text = text.drop_back();
+    }
+  }
+  uint64_t v;
+  if (text.empty() || text.getAsInteger(10, v) || v == 0 || v > UINT64_MAX / scale) return std::nullopt;
+  return v * scale;
+}
 namespace {
 /// The value of an environment variable, or null when unset or empty.
 const char *env(const char *name) {
@@ -63,6 +78,12 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     const char *p = env("KILN_PERF");
     o.jitSymbols = p && llvm::StringRef(p) == "1";
   }
+  if (o.memoryLimitBytes == 0)
+    if (const char *m = env("KILN_MEMORY_LIMIT")) {
+      auto bytes = parseByteSize(m);
+      if (!bytes) return error(ErrorCode::kInvalidArgument, "KILN_MEMORY_LIMIT='%s': expected bytes, e.g. 512M or 2G", m);
+      o.memoryLimitBytes = *bytes;
+    }
   if (!o.hugePageWeights) {
     const char *h = env("KILN_HUGE_PAGES");
     if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")

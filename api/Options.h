@@ -38,6 +38,10 @@ using WarningSink = std::function<void(const std::string &message)>;
 /// Prints "kiln: warning: <message>" to stderr.
 void warnToStderr(const std::string &message);
 
+/// "512M", "2G", "65536" (K, M, G: powers of 1024) as bytes; nullopt for
+/// anything else or zero.
+std::optional<uint64_t> parseByteSize(llvm::StringRef text);
+
 struct RuntimeOptions {
   /// Worker threads for the executor (0 = the machine's cores).
   int threads = 0;
@@ -89,11 +93,20 @@ struct RuntimeOptions {
   /// memory (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or 1),
   /// else on.
   std::optional<bool> hugePageWeights;
+  /// Most bytes of tensor memory (inputs read by kiln, outputs, execution
+  /// arenas, eager results, kernel outputs) the process may hold; 0 = no
+  /// limit beyond what the system gives (RLIMIT_AS, cgroup memory.max and
+  /// physical memory are always respected). An allocation past it fails
+  /// with a kResourceExhausted error naming its size and purpose. The limit
+  /// is process-wide: with several runtimes alive the smallest wins. 0 here =
+  /// $KILN_MEMORY_LIMIT (bytes, or with a K, M or G suffix), else none.
+  uint64_t memoryLimitBytes = 0;
   /// Longest a call may run, in seconds (0 = no limit): its execution is
   /// cancelled at the deadline (between steps, and inside loops of unknown
   /// length) and the call returns a "cancelled" error saying the deadline
-  /// passed; the runtime stays usable. Compiling a first call is not
-  /// interrupted. Calls given their own CancellationToken use its deadline.
+  /// passed; the runtime stays usable. The deadline also stops the compile
+  /// of a first call (between kernels: one kernel's LLVM compile is not
+  /// interrupted). Calls given their own CancellationToken use its deadline.
   double callTimeoutSeconds = 0;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
@@ -114,7 +127,7 @@ struct RuntimeOptions {
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
-  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE. What `explicitOptions` sets wins. Errors
+  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE, $KILN_MEMORY_LIMIT. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }

@@ -103,7 +103,7 @@ public:
     for (const Tensor &t : out_) outPtrs_.push_back(t.rawData());
   }
   void operator()() {
-    if (llvm::Error err = def_.compute(
+    if (llvm::Error err = def_.run(
             kernels::KernelArgs{inPtrs_, alt_.inputs, outPtrs_, alt_.results, alt_.attrs, executor_}))
       failure_ = toStatus(std::move(err)).message;
   }

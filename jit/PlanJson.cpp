@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 #include <optional>
 
 namespace kiln::jit {
@@ -108,7 +110,10 @@ llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {
       std::string bytes = llvm::fromHex(v.at("constant").get<std::string>());
       if (val.kind == lowering::PlanValue::kConstant) {
         if (bytes.size() != val.type.byteSize()) return bad("constant size does not match its type");
-        val.constant = Tensor::fromHost(val.type.dtype, val.type.shape, bytes.data());
+        auto c = Tensor::allocate(val.type.dtype, val.type.shape, "a plan constant");
+        if (!c) return c.takeError();
+        if (!bytes.empty()) std::memcpy(c->rawData(), bytes.data(), bytes.size());
+        val.constant = std::move(*c);
       }
       p.values.push_back(std::move(val));
     }

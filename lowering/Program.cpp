@@ -1,11 +1,14 @@
 #include "lowering/Program.h"
+#include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "lowering/ProgramImpl.h"
 #include "lowering/Passes.h"
 #include "lowering/Pipelines.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -273,6 +276,35 @@ static std::string describeRewrites(const std::map<std::string, int64_t> &before
          llvm::formatv("{0:f1}", ms).str() + " ms" + (changes.empty() ? "" : " (" + changes + ")");
 }
 
+/// Rank-0 dense_resource constants become plain dense constants holding the
+/// same bytes. MLIR 22's memref.global lowering reads a rank-0 initial
+/// value's element through ElementsAttr iteration, which dense_resource does
+/// not provide: such a constant left in generated code (a callee's, which
+/// weight hoisting does not reach) stopped the process with SIGTRAP. A blob
+/// with no data or the wrong size is left for the weights' checks to name.
+static void inlineScalarBlobs(ModuleOp module) {
+  auto plain = [](ElementsAttr value) -> DenseElementsAttr {
+    auto r = dyn_cast_or_null<DenseResourceElementsAttr>(value);
+    if (!r || r.getType().getRank() != 0) return {};
+    AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    Type et = r.getType().getElementType();
+    if (!blob || !et.isIntOrIndexOrFloat()) return {};
+    ArrayRef<char> bytes = blob->getData();
+    size_t width = et.isInteger(1) ? 1 : (et.getIntOrFloatBitWidth() + 7) / 8;
+    if (bytes.size() != width) return {};
+    if (et.isInteger(1))
+      return DenseElementsAttr::get(r.getType(), bytes[0] != 0);
+    return DenseElementsAttr::getFromRawBuffer(r.getType(), bytes);
+  };
+  module.walk([&](Operation *op) {
+    if (auto c = dyn_cast<tosa::ConstOp>(op)) {
+      if (DenseElementsAttr d = plain(c.getValuesAttr())) c.setValuesAttr(d);
+    } else if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      if (DenseElementsAttr d = plain(dyn_cast<ElementsAttr>(c.getValue()))) c.setValueAttr(d);
+    }
+  });
+}
+
 llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
   Impl &I = *this;
   // Only dialects kiln lowers may appear.
@@ -291,6 +323,8 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
         return failure(r.wasInterrupted());
       }))
     return err;
+
+  inlineScalarBlobs(*I.module);
 
   // Graph rewrites that hold for every specialization run once, at load:
   // what the weights' plan (Program::weights) sees is what compiles.
@@ -359,10 +393,14 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
     if (size != bytes)
       return error(ErrorCode::kInvalidArgument, "weight of type %s holds %zu bytes, expected %zu",
                                      type.str().c_str(), size, bytes);
-    if (reinterpret_cast<uintptr_t>(data) % elemSize == 0)  // zero-copy
+    if (reinterpret_cast<uintptr_t>(data) % elemSize == 0) {  // zero-copy
       t = Tensor::wrap(type.dtype, type.shape, const_cast<char *>(data), ctx);
-    else
-      t = Tensor::fromHost(type.dtype, type.shape, data);
+      return llvm::Error::success();
+    }
+    auto copy = Tensor::allocate(type.dtype, type.shape, "a weight");
+    if (!copy) return copy.takeError();
+    t = std::move(*copy);
+    if (bytes) std::memcpy(t.rawData(), data, bytes);
     return llvm::Error::success();
   };
   if (auto r = dyn_cast<DenseResourceElementsAttr>(value)) {
@@ -373,13 +411,19 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
     ArrayRef<char> data = blob->getData();
     if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
   } else if (auto d = dyn_cast<DenseElementsAttr>(value)) {
+    auto allocate = [&]() -> llvm::Error {
+      auto a = Tensor::allocate(type.dtype, type.shape, "a constant");
+      if (!a) return a.takeError();
+      t = std::move(*a);
+      return llvm::Error::success();
+    };
     if (type.dtype == DType::i1) {
-      t = Tensor::empty(DType::i1, type.shape);
+      if (auto err = allocate()) return std::move(err);
       uint8_t *out = t.data<uint8_t>();
       for (bool b : d.getValues<bool>()) *out++ = b;
     } else if (d.isSplat()) {
       ArrayRef<char> one = d.getRawData();
-      t = Tensor::empty(type.dtype, type.shape);
+      if (auto err = allocate()) return std::move(err);
       for (int64_t i = 0; i < t.numElements(); ++i)
         std::memcpy(t.data<char>() + i * elemSize, one.data(), elemSize);
     } else {
@@ -533,6 +577,16 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
 }
 
 namespace {
+/// IR dumps are for reading: one that cannot be written (a full disk) is
+/// skipped, and never written through a link at its name.
+void dumpFile(const std::string &path, llvm::StringRef text) { llvm::consumeError(writeFileReplacing(path, text)); }
+std::string printed(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
 /// --dump-ir-passes: MLIR's IR-printing instrumentation writes the module
 /// after every pass that changed it, as DIR/NN.<pass>.mlir.
 class PassDumps : public PassManager::IRPrinterConfig {
@@ -542,9 +596,10 @@ public:
   void printAfterIfEnabled(Pass *pass, Operation *, PrintCallbackFn print) override {
     char number[16];
     std::snprintf(number, sizeof number, "%02d", ++count_);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(dir_ + "/" + number + "." + pass->getArgument().str() + ".mlir", ec);
-    if (!ec) print(os);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    print(os);
+    dumpFile(dir_ + "/" + number + "." + pass->getArgument().str() + ".mlir", text);
   }
 
 private:
@@ -557,9 +612,7 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
                                     StageTimes &times, llvm::StringRef dumpDir, bool dumpEveryPass) {
   int stageIndex = 0;
   if (!dumpDir.empty()) {  // what the pipeline starts from
-    std::error_code ec;
-    llvm::raw_fd_ostream os((llvm::Twine(dumpDir) + "/" + fn + ".0.input.mlir").str(), ec);
-    if (!ec) module.print(os);
+    dumpFile((llvm::Twine(dumpDir) + "/" + fn + ".0.input.mlir").str(), printed(module));
   }
   for (const PipelineStage &stage : stages) {
     auto t0 = Clock::now();
@@ -581,9 +634,7 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
     if (!dumpDir.empty()) {
       std::string path = (llvm::Twine(dumpDir) + "/" + fn.str() + "." +
                           llvm::Twine(++stageIndex) + "." + stage.name + ".mlir").str();
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      if (!ec) module.print(os);
+      dumpFile(path, printed(module));
     }
   }
   return llvm::Error::success();

@@ -63,6 +63,8 @@ struct Executable::Execution {
   std::unique_ptr<std::atomic<const Status *>[]> poison;
   std::vector<void *> buffers;
   void *arena = nullptr;
+  size_t arenaBytes = 0;  // what `arena` holds (counted as tensor memory)
+  Status arenaError;      // why the arena could not be allocated
   std::atomic<int32_t> remaining{0};
   std::vector<Tensor> inputs, outputTensors;
   std::vector<AsyncValueRef<Tensor>> outputs;
@@ -94,17 +96,22 @@ struct Executable::Execution {
       : pending(new std::atomic<int32_t>[e.steps_.size()]),
         poison(new std::atomic<const Status *>[e.steps_.size()]),
         buffers(e.buffers_.size(), nullptr) {
-    if (e.stats_.arenaBytes)
-      arena = std::aligned_alloc(kBufferAlignment,
-                                 (e.stats_.arenaBytes + kBufferAlignment - 1) / kBufferAlignment *
-                                     kBufferAlignment);
+    if (e.stats_.arenaBytes) {
+      auto a = allocateTensorMemory(e.stats_.arenaBytes, "one execution's intermediate buffers (its arena)");
+      if (!a) {
+        arenaError = toStatus(a.takeError());
+        return;
+      }
+      arena = *a;
+      arenaBytes = e.stats_.arenaBytes;
+    }
     for (size_t b = 0; b < e.buffers_.size(); ++b) {
       const BufferDesc &d = e.buffers_[b];
       if (d.kind == BufferKind::kConstant) buffers[b] = d.constant.rawData();
       if (d.kind == BufferKind::kIntermediate) buffers[b] = static_cast<char *>(arena) + d.offset;
     }
   }
-  ~Execution() { std::free(arena); }
+  ~Execution() { releaseTensorMemory(arena, arenaBytes); }
 
   const Status *recordError(Status status) {
     std::lock_guard<std::mutex> lock(errorMu);
@@ -121,7 +128,7 @@ Executable::~Executable() {
   for (Execution *ex : pool_) delete ex;
 }
 
-Executable::Execution *Executable::acquire() const {
+Executable::Execution *Executable::acquire(Status *why) const {
   {
     std::lock_guard<std::mutex> lock(poolMu_);
     if (!pool_.empty()) {
@@ -130,7 +137,11 @@ Executable::Execution *Executable::acquire() const {
       return ex;
     }
   }
-  return new Execution(*this);
+  auto *ex = new Execution(*this);
+  if (ex->arenaError.message.empty()) return ex;
+  *why = std::move(ex->arenaError);
+  delete ex;
+  return nullptr;
 }
 
 void Executable::release(Execution *ex) const {
@@ -157,12 +168,12 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
                                                        ExecuteOptions options) const {
   std::vector<AsyncValueRef<Tensor>> results;
   results.reserve(outputs_.size());
-  auto failAll = [&](const std::string &msg) {
+  auto failWith = [&](const Status &status) {
     results.clear();
-    for (size_t i = 0; i < outputs_.size(); ++i)
-      results.push_back(makeErrorValue<Tensor>(Status{ErrorCode::kInvalidArgument, msg, {}}));
+    for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeErrorValue<Tensor>(status));
     return results;
   };
+  auto failAll = [&](const std::string &msg) { return failWith(Status{ErrorCode::kInvalidArgument, msg, {}}); };
   if (inputs.size() != inputs_.size())
     return failAll("executable takes " + std::to_string(inputs_.size()) + " inputs, got " +
                    std::to_string(inputs.size()));
@@ -174,29 +185,31 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
   // Booleans are one byte holding 0 or 1: generated code and kernels would
   // read any other byte differently.
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].dtype() == DType::i1) {
-      const auto *p = static_cast<const uint8_t *>(inputs[i].rawData());
-      for (int64_t e = 0; e < inputs[i].numElements(); ++e)
-        if (p[e] > 1)
-          return failAll("input " + std::to_string(i) + " (tensor<" + inputs[i].type().str() + ">) holds " +
-                         std::to_string(p[e]) + " at element " + std::to_string(e) +
-                         ": booleans must be 0 or 1");
-    }
+    if (auto err = checkBooleans(inputs[i], "input " + std::to_string(i)))
+      return failAll(toStatus(std::move(err)).message);
   for (size_t i = 0; i < outputs_.size(); ++i) results.push_back(makeUnavailable<Tensor>());
   if (steps_.empty()) return results;
 
-  Execution *ex = acquire();
+  // Memory first: outputs, then an execution (its arena); either failing
+  // is this call's error (kResourceExhausted, naming the size), nothing else.
+  std::vector<Tensor> outputTensors;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const BufferDesc &d = buffers_[outputs_[i]];
+    auto t = Tensor::allocate(d.type.dtype, d.type.shape, "output " + std::to_string(i));
+    if (!t) return failWith(toStatus(t.takeError()));
+    outputTensors.push_back(std::move(*t));
+  }
+  Status why;
+  Execution *ex = acquire(&why);
+  if (!ex) return failWith(std::move(why));
   ex->exe = shared_from_this();
   ex->executor = &executor;
   ex->cancel = std::move(options.cancel);
   ex->serial = options.serialSteps;
   ex->inputs.assign(inputs.begin(), inputs.end());
   for (size_t i = 0; i < inputs.size(); ++i) ex->buffers[inputs_[i]] = inputs[i].rawData();
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    const BufferDesc &d = buffers_[outputs_[i]];
-    ex->outputTensors.push_back(Tensor::empty(d.type.dtype, d.type.shape));
-    ex->buffers[outputs_[i]] = ex->outputTensors.back().rawData();
-  }
+  ex->outputTensors = std::move(outputTensors);
+  for (size_t i = 0; i < outputs_.size(); ++i) ex->buffers[outputs_[i]] = ex->outputTensors[i].rawData();
   ex->outputs = results;
   for (size_t s = 0; s < steps_.size(); ++s) {
     ex->pending[s].store(steps_[s].numPredecessors, std::memory_order_relaxed);

@@ -214,7 +214,8 @@ private:
   friend class StepCompletion;
   struct Execution;
   Executable() = default;
-  Execution *acquire() const;
+  /// A pooled or new execution; null (and `why`) when its arena cannot be allocated.
+  Execution *acquire(Status *why) const;
   void release(Execution *ex) const;
   void runFrom(Execution *ex, int step) const;
   void finishStep(Execution *ex, int step, const Status *error, int &next) const;

@@ -1,6 +1,8 @@
 #include "runtime/Npy.h"
 #include "runtime/Error.h"
+#include "runtime/FileIO.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -10,17 +12,109 @@ namespace {
 
 const char kMagic[] = "\x93NUMPY";
 
-// Value of `'key': <value>` in the header dict, up to the next top-level ',' or '}'.
-llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
-  std::string pat = "'" + key.str() + "'";
-  size_t pos = header.find(pat);
-  if (pos == llvm::StringRef::npos) return {};
-  llvm::StringRef rest = header.drop_front(pos + pat.size()).ltrim();
-  if (!rest.consume_front(":")) return {};
-  rest = rest.ltrim();
-  if (rest.starts_with("(")) return rest.substr(0, rest.find(')') + 1);
-  return rest.substr(0, rest.find_first_of(",}")).trim();
-}
+/// The header dict, parsed as the Python literal it is (NumPy reads it with
+/// ast.literal_eval and insists on exactly these three keys): string keys,
+/// values that are strings, True/False or tuples of non-negative integers.
+/// Anything else -- another key, a duplicate, a NUL, text after the dict --
+/// is refused, as NumPy refuses it.
+struct NpyHeader {
+  std::string descr;
+  bool fortranOrder = false;
+  Shape shape;
+};
+
+class HeaderParser {
+public:
+  explicit HeaderParser(llvm::StringRef text) : s_(text) {}
+
+  llvm::Expected<NpyHeader> parse() {
+    NpyHeader h;
+    bool haveDescr = false, haveOrder = false, haveShape = false;
+    skipSpace();
+    if (!eat('{')) return fail("the header is not a dict");
+    skipSpace();
+    while (!eat('}')) {
+      std::string key;
+      if (auto err = string(key)) return std::move(err);
+      skipSpace();
+      if (!eat(':')) return fail("':' expected after '" + key + "'");
+      skipSpace();
+      if (key == "descr") {
+        if (haveDescr) return fail("'descr' appears twice");
+        haveDescr = true;
+        if (auto err = string(h.descr)) return std::move(err);
+      } else if (key == "fortran_order") {
+        if (haveOrder) return fail("'fortran_order' appears twice");
+        haveOrder = true;
+        if (s_.consume_front("True")) h.fortranOrder = true;
+        else if (s_.consume_front("False")) h.fortranOrder = false;
+        else return fail("'fortran_order' is not True or False");
+      } else if (key == "shape") {
+        if (haveShape) return fail("'shape' appears twice");
+        haveShape = true;
+        if (auto err = tuple(h.shape)) return std::move(err);
+      } else {
+        return fail("unexpected key '" + key + "' (a .npy header has exactly 'descr', 'fortran_order' and 'shape')");
+      }
+      skipSpace();
+      if (eat(',')) {
+        skipSpace();
+        continue;
+      }
+      skipSpace();
+      if (!eat('}')) return fail("',' or '}' expected after the value of '" + key + "'");
+      break;
+    }
+    skipSpace();
+    if (!s_.empty()) return fail("unexpected text after the header dict");
+    if (!haveDescr || !haveOrder || !haveShape)
+      return fail(std::string("the header has no '") + (!haveDescr ? "descr" : !haveOrder ? "fortran_order" : "shape") +
+                  "'");
+    return h;
+  }
+
+private:
+  llvm::Error fail(const llvm::Twine &why) { return error(ErrorCode::kIO, "%s", why.str().c_str()); }
+  bool eat(char c) { return s_.consume_front(llvm::StringRef(&c, 1)); }
+  // Python whitespace between tokens (the header ends with spaces and '\n').
+  void skipSpace() { s_ = s_.ltrim(" \t\n\r\f\v"); }
+  llvm::Error string(std::string &out) {
+    if (s_.empty() || (s_[0] != '\'' && s_[0] != '"')) return fail("a quoted string expected");
+    char quote = s_[0];
+    size_t end = s_.find(quote, 1);
+    if (end == llvm::StringRef::npos) return fail("unterminated string");
+    llvm::StringRef body = s_.substr(1, end - 1);
+    // Plain printable text only: NumPy's keys and dtype strings need no
+    // escapes, and a backslash or control byte is not worth interpreting.
+    for (char c : body)
+      if (static_cast<unsigned char>(c) < 0x20 || c == '\\' || static_cast<unsigned char>(c) >= 0x7f)
+        return fail("unexpected byte in a header string");
+    out = body.str();
+    s_ = s_.drop_front(end + 1);
+    return llvm::Error::success();
+  }
+  llvm::Error tuple(Shape &out) {
+    if (!eat('(')) return fail("'shape' is not a tuple");
+    skipSpace();
+    bool trailingComma = false;
+    while (!eat(')')) {
+      size_t digits = 0;
+      while (digits < s_.size() && llvm::isDigit(s_[digits])) ++digits;
+      int64_t d;
+      if (!digits || digits > 18 || s_.substr(0, digits).getAsInteger(10, d))
+        return fail("'shape' holds something that is not a non-negative integer");
+      out.push_back(d);
+      s_ = s_.drop_front(digits);
+      skipSpace();
+      trailingComma = eat(',');
+      skipSpace();
+      if (!trailingComma && !s_.starts_with(")")) return fail("',' or ')' expected in 'shape'");
+    }
+    if (out.size() == 1 && !trailingComma) return fail("'shape' (n) is not a tuple; a 1-d shape is written (n,)");
+    return llvm::Error::success();
+  }
+  llvm::StringRef s_;
+};
 
 }  // namespace
 
@@ -46,30 +140,25 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   }
   if (headerStart + headerLen > bytes.size()) return fail("truncated header");
   llvm::StringRef header = bytes.substr(headerStart, headerLen);
-  llvm::StringRef descr = dictValue(header, "descr").trim("'\" ");
+  if (header.contains('\0')) return fail("the header holds a NUL byte");
+  auto parsed = HeaderParser(header).parse();
+  if (!parsed) return fail("bad header: " + toStatus(parsed.takeError()).message);
+  llvm::StringRef descr = parsed->descr;
   auto dtype = dtypeFromNpyDescr(descr);
   if (!dtype) return fail("unsupported dtype '" + descr + "'");
   if (descr.starts_with(">")) return fail("big-endian data is not supported");
-  if (dictValue(header, "fortran_order") != "False")
-    return fail("Fortran-ordered arrays are not supported");
-  llvm::StringRef shapeValue = dictValue(header, "shape");
-  if (shapeValue.empty()) return fail("the header has no 'shape'");
-  llvm::StringRef shapeText = shapeValue.trim("() ");
-  Shape shape;
-  llvm::SmallVector<llvm::StringRef, 6> parts;
-  shapeText.split(parts, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef p : parts) {
-    int64_t d;
-    if (p.trim().getAsInteger(10, d) || d < 0) return fail("bad shape '" + shapeText + "'");
-    shape.push_back(d);
-  }
+  if (parsed->fortranOrder) return fail("Fortran-ordered arrays are not supported");
+  Shape shape = parsed->shape;
   llvm::StringRef payload = bytes.drop_front(headerStart + headerLen);
   size_t need = TensorType{*dtype, shape}.byteSize();  // saturates: never wraps to a small size
   if (need == SIZE_MAX) return fail("shape " + shapeToString(shape) + " has more bytes than 64 bits can count");
   if (payload.size() != need)
     return fail("payload has " + llvm::Twine(payload.size()) + " bytes, shape " + shapeToString(shape) + " needs " +
                 llvm::Twine(need));
-  return Tensor::fromHost(*dtype, shape, payload.data());
+  auto t = Tensor::allocate(*dtype, shape, name.str());
+  if (!t) return t.takeError();
+  if (need) std::memcpy(t->rawData(), payload.data(), need);
+  return t;
 }
 
 llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
@@ -108,15 +197,9 @@ std::string serializeNpy(const Tensor &t) {
 }
 
 llvm::Error writeNpy(llvm::StringRef path, const Tensor &t) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec) return error(ErrorCode::kIO, "cannot write '%s': %s", path.str().c_str(), ec.message().c_str());
-  os << serializeNpy(t);
-  os.close();
-  if (os.has_error())
-    return error(ErrorCode::kIO, "cannot write '%s': %s", path.str().c_str(),
-                                   os.error().message().c_str());
-  return llvm::Error::success();
+  // A temporary file beside the name, renamed over it: a link, FIFO or hard
+  // link at `path` is replaced, never written through.
+  return writeFileReplacing(path, serializeNpy(t));
 }
 
 }  // namespace kiln

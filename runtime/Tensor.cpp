@@ -1,12 +1,21 @@
 #include "runtime/Tensor.h"
 #include "runtime/Error.h"
+#include "runtime/Poison.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <optional>
+#include <set>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace kiln {
 
@@ -18,13 +27,131 @@ uint64_t physicalMemoryBytes() {
   return bytes;
 }
 
+namespace {
+std::atomic<uint64_t> gTensorBytes{0};
+std::atomic<uint64_t> gTensorLimit{0};
+/// Allocations at least this big are checked against what is available
+/// before malloc (which, with overcommit, would not fail).
+constexpr uint64_t kCheckedBytes = uint64_t(64) << 20;
+/// runtime/Poison.h: the byte new tensor memory is filled with, or -1.
+std::atomic<int> gPoison{[] {
+  const char *v = std::getenv("KILN_POISON_MEMORY");
+  if (!v || !*v) return -1;
+  long b = std::strtol(v, nullptr, 0);
+  return b >= 0 && b <= 255 ? int(b) : -1;
+}()};
+void poison(void *p, size_t bytes) {
+  int b = gPoison.load(std::memory_order_relaxed);
+  if (b >= 0 && p) std::memset(p, b, bytes);
+}
+
+/// A number from a one-line file (cgroup v2), or nullopt ("max", absent).
+std::optional<uint64_t> readNumber(const char *path) {
+  FILE *f = std::fopen(path, "re");
+  if (!f) return std::nullopt;
+  unsigned long long v = 0;
+  int n = std::fscanf(f, "%llu", &v);
+  std::fclose(f);
+  if (n != 1) return std::nullopt;
+  return uint64_t(v);
+}
+
+/// Bytes of address space this process has mapped (/proc/self/statm).
+std::optional<uint64_t> mappedBytes() {
+  FILE *f = std::fopen("/proc/self/statm", "re");
+  if (!f) return std::nullopt;
+  unsigned long long pages = 0;
+  int n = std::fscanf(f, "%llu", &pages);
+  std::fclose(f);
+  if (n != 1) return std::nullopt;
+  return uint64_t(pages) * uint64_t(::sysconf(_SC_PAGE_SIZE));
+}
+
+/// Why at most `limit` more bytes can be had, for messages.
+struct Headroom {
+  uint64_t bytes;
+  const char *why;
+};
+
+/// MemAvailable from /proc/meminfo: what can be had without swapping.
+std::optional<uint64_t> availableMemory() {
+  FILE *f = std::fopen("/proc/meminfo", "re");
+  if (!f) return std::nullopt;
+  char line[256];
+  std::optional<uint64_t> out;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long kb;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+      out = uint64_t(kb) * 1024;
+      break;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
+Headroom headroom() {
+  Headroom h{physicalMemoryBytes(), "this machine's memory"};
+  auto lower = [&](uint64_t bytes, const char *why) {
+    if (bytes < h.bytes) h = {bytes, why};
+  };
+  if (auto avail = availableMemory()) lower(*avail, "the memory available now (MemAvailable)");
+  struct rlimit rl;
+  std::optional<uint64_t> mapped;
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (mapped = mappedBytes()))
+    lower(uint64_t(rl.rlim_cur) > *mapped ? uint64_t(rl.rlim_cur) - *mapped : 0,
+          "what the address-space limit (ulimit -v) leaves");
+  if (::getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (mapped || (mapped = mappedBytes())))
+    lower(uint64_t(rl.rlim_cur) > *mapped ? uint64_t(rl.rlim_cur) - *mapped : 0,
+          "what the data-size limit (ulimit -d) leaves");
+  if (auto max = readNumber("/sys/fs/cgroup/memory.max")) {
+    uint64_t used = readNumber("/sys/fs/cgroup/memory.current").value_or(0);
+    lower(*max > used ? *max - used : 0, "what the cgroup's memory.max leaves");
+  }
+  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed)) {
+    uint64_t used = gTensorBytes.load(std::memory_order_relaxed);
+    lower(limit > used ? limit - used : 0, "what kiln's tensor memory limit leaves");
+  }
+  return h;
+}
+
+llvm::Error exhausted(uint64_t bytes, llvm::StringRef what, const char *why, uint64_t left) {
+  return error(ErrorCode::kResourceExhausted, "%s needs %llu bytes (%.1f MiB), more than %s (%llu bytes)",
+               what.str().c_str(), (unsigned long long)bytes, double(bytes) / (1 << 20), why,
+               (unsigned long long)left);
+}
+}  // namespace
+
+uint64_t allocatableBytes() { return headroom().bytes; }
+uint64_t tensorMemoryInUse() { return gTensorBytes.load(std::memory_order_relaxed); }
+void setTensorMemoryLimit(uint64_t bytes) { gTensorLimit.store(bytes, std::memory_order_relaxed); }
+uint64_t tensorMemoryLimit() { return gTensorLimit.load(std::memory_order_relaxed); }
+
+std::shared_ptr<void> holdTensorMemoryLimit(uint64_t bytes) {
+  struct Held {
+    std::mutex mu;
+    std::multiset<uint64_t> limits;
+    uint64_t base = 0;  // the limit when none was held
+  };
+  static Held *held = new Held();  // never destroyed: handles may outlive statics
+  std::lock_guard<std::mutex> lock(held->mu);
+  if (held->limits.empty()) held->base = gTensorLimit.load(std::memory_order_relaxed);
+  auto it = held->limits.insert(bytes);
+  gTensorLimit.store(*held->limits.begin(), std::memory_order_relaxed);
+  return std::shared_ptr<void>(nullptr, [it](void *) {
+    std::lock_guard<std::mutex> lock(held->mu);
+    held->limits.erase(it);
+    gTensorLimit.store(held->limits.empty() ? held->base : *held->limits.begin(), std::memory_order_relaxed);
+  });
+}
+
 llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what) {
-  if (bytes <= physicalMemoryBytes()) return llvm::Error::success();
   if (bytes >= uint64_t(kSizeOverflow))
     return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
-  return error(ErrorCode::kResourceExhausted, "%s needs %llu bytes, more than this machine's %llu bytes of memory",
-                                 what.str().c_str(), (unsigned long long)bytes,
-                                 (unsigned long long)physicalMemoryBytes());
+  if (bytes <= physicalMemoryBytes() / 64) return llvm::Error::success();  // small: no files read
+  Headroom h = headroom();
+  if (bytes <= h.bytes) return llvm::Error::success();
+  return exhausted(bytes, what, h.why, h.bytes);
 }
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
@@ -83,13 +210,81 @@ void freeBlock(void *p) {
 }
 }  // namespace
 
+llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what) {
+  if (bytes >= uint64_t(kSizeOverflow) - 2 * kBufferAlignment)
+    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
+  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed)) {
+    uint64_t used = gTensorBytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (used > limit) {
+      gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+      return exhausted(bytes, what, "what kiln's tensor memory limit leaves",
+                       limit > used - bytes ? limit - (used - bytes) : 0);
+    }
+  } else {
+    gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  if (bytes >= kCheckedBytes) {  // overcommit would let it "succeed" and the OOM killer decide later
+    Headroom h = headroom();
+    if (bytes > h.bytes) {
+      gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+      return exhausted(bytes, what, h.why, h.bytes);
+    }
+  }
+  void *p = std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment +
+                                                     (bytes ? 0 : kBufferAlignment));
+  if (!p) {
+    gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+    Headroom h = headroom();
+    return exhausted(bytes, what, h.bytes < bytes ? h.why : "the memory the system would give (allocation failed)",
+                     h.bytes);
+  }
+  poison(p, bytes);
+  return p;
+}
+
+void setTensorMemoryPoison(int byte) { gPoison.store(byte >= 0 && byte <= 255 ? byte : -1, std::memory_order_relaxed); }
+
+void releaseTensorMemory(void *p, size_t bytes) {
+  if (!p) return;
+  std::free(p);
+  gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
 void *Buffer::operator new(size_t bytes) { return alignedBlock(bytes); }
 void Buffer::operator delete(void *p) { freeBlock(p); }
 
 llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
+  auto b = tryAllocate(bytes, "a buffer");
+  if (!b) llvm::report_bad_alloc_error(("kiln: " + toStatus(b.takeError()).message).c_str());
+  return std::move(*b);
+}
+
+llvm::Expected<llvm::IntrusiveRefCntPtr<Buffer>> Buffer::tryAllocate(size_t bytes, llvm::StringRef what) {
   // The header lives in the block's first 64 bytes; the data follows.
-  void *block = alignedBlock(bytes > SIZE_MAX - kBufferAlignment ? SIZE_MAX : kBufferAlignment + (bytes ? bytes : 1));
+  if (bytes > SIZE_MAX - 4 * kBufferAlignment)
+    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
+  size_t blockBytes = kBufferAlignment + (bytes ? bytes : 1);
+  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed)) {
+    uint64_t used = gTensorBytes.load(std::memory_order_relaxed);
+    if (used + bytes > limit)
+      return exhausted(bytes, what, "what kiln's tensor memory limit leaves", limit > used ? limit - used : 0);
+  }
+  if (bytes >= kCheckedBytes) {  // overcommit would let it "succeed" and the OOM killer decide later
+    Headroom h = headroom();
+    if (bytes > h.bytes) return exhausted(bytes, what, h.why, h.bytes);
+  }
+  void *raw = std::malloc(blockBytes + kBufferAlignment + sizeof(void *));
+  if (!raw) {
+    Headroom h = headroom();
+    return exhausted(bytes, what, h.bytes < bytes ? h.why : "the memory the system would give (allocation failed)",
+                     h.bytes);
+  }
+  uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + sizeof(void *) + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
+  reinterpret_cast<void **>(p)[-1] = raw;
+  void *block = reinterpret_cast<void *>(p);
+  gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
   Buffer *b = ::new (block) Buffer(static_cast<char *>(block) + kBufferAlignment, bytes, true, nullptr);
+  poison(b->data(), bytes);
   return llvm::IntrusiveRefCntPtr<Buffer>(b);
 }
 
@@ -108,7 +303,9 @@ llvm::IntrusiveRefCntPtr<Buffer> Buffer::wrap(void *data, size_t bytes,
   return llvm::IntrusiveRefCntPtr<Buffer>(new Buffer(data, bytes, false, std::move(keepAlive)));
 }
 
-Buffer::~Buffer() = default;  // owned data shares the header's block, freed by operator delete
+Buffer::~Buffer() {  // owned data shares the header's block, freed by operator delete
+  if (owned_) gTensorBytes.fetch_sub(size_, std::memory_order_relaxed);
+}
 
 bool TensorType::isStatic() const {
   for (int64_t d : shape)
@@ -122,12 +319,43 @@ std::string TensorType::str() const {
   return s + std::string(dtypeName(dtype));
 }
 
-Tensor Tensor::empty(DType dtype, llvm::ArrayRef<int64_t> shape) {
+llvm::Error checkBooleans(const Tensor &t, llvm::StringRef what) {
+  if (!t.valid() || t.dtype() != DType::i1) return llvm::Error::success();
+  const auto *p = static_cast<const uint8_t *>(t.rawData());
+  for (int64_t e = 0, n = t.numElements(); e < n; ++e)
+    if (p[e] > 1)
+      return error(ErrorCode::kInvalidArgument, "%s (tensor<%s>) holds %u at element %lld: booleans must be 0 or 1",
+                   what.str().c_str(), t.type().str().c_str(), unsigned(p[e]), (long long)e);
+  return llvm::Error::success();
+}
+
+llvm::Expected<Tensor> Tensor::allocate(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) {
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0)
+      return error(ErrorCode::kInvalidArgument, "%s: dimension %zu of shape [%s] is %s; a tensor's dimensions are >= 0",
+                   what.str().c_str(), d, llvm::join(llvm::map_range(shape, [](int64_t x) { return std::to_string(x); }), ", ").c_str(),
+                   shape[d] == kDynamic ? "dynamic (-1)" : std::to_string(shape[d]).c_str());
   Tensor t;
   t.type_.dtype = dtype;
   t.type_.shape.assign(shape.begin(), shape.end());
-  t.buffer_ = Buffer::allocate(t.byteSize());
+  size_t bytes = t.byteSize();
+  if (bytes == SIZE_MAX)
+    return error(ErrorCode::kResourceExhausted, "%s (tensor<%s>) has more bytes than 64 bits can count",
+                 what.str().c_str(), t.type_.str().c_str());
+  auto b = Buffer::tryAllocate(bytes, (what + " (tensor<" + t.type_.str() + ">)").str());
+  if (!b) return b.takeError();
+  t.buffer_ = std::move(*b);
   return t;
+}
+
+Tensor Tensor::empty(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  auto t = allocate(dtype, shape);
+  if (!t) {
+    Status s = toStatus(t.takeError());
+    if (s.code == ErrorCode::kInvalidArgument) throw std::invalid_argument("kiln::Tensor::empty: " + s.message);
+    throw std::bad_alloc();
+  }
+  return std::move(*t);
 }
 
 Tensor Tensor::fromHost(DType dtype, llvm::ArrayRef<int64_t> shape, const void *data) {

@@ -33,8 +33,31 @@ constexpr size_t kBufferAlignment = 64;
 
 /// Bytes of physical memory on this machine (an upper bound for buffers).
 uint64_t physicalMemoryBytes();
-/// An error when `bytes` of buffers cannot possibly be allocated here.
+/// What this process may still allocate, read now: the least of physical
+/// memory, the address space RLIMIT_AS leaves (ulimit -v), RLIMIT_DATA's,
+/// the cgroup's memory.max less its memory.current, and what is left under
+/// the tensor memory limit (setTensorMemoryLimit).
+uint64_t allocatableBytes();
+/// An error (kResourceExhausted, naming the size and `what`) when `bytes`
+/// more cannot be allocated now (allocatableBytes).
 llvm::Error checkAllocatable(uint64_t bytes, llvm::StringRef what);
+
+/// Tensor memory: bytes of host tensor buffers and execution arenas alive
+/// now, process-wide, and a limit on them (0: none). The limit is
+/// process-wide: RuntimeOptions::memoryLimitBytes sets it, the smallest
+/// limit any runtime asked for wins. Thread-safe.
+uint64_t tensorMemoryInUse();
+void setTensorMemoryLimit(uint64_t bytes);
+uint64_t tensorMemoryLimit();
+/// A limit held while the returned handle lives (a Runtime's): the limit in
+/// force is the smallest held, or setTensorMemoryLimit's when none is.
+std::shared_ptr<void> holdTensorMemoryLimit(uint64_t bytes);
+/// Allocates `bytes` of tensor memory (64-byte aligned) counted against the
+/// limit, or fails with kResourceExhausted naming the size and `what`
+/// (under the limit, RLIMIT_AS, a cgroup's limit or plain exhaustion).
+/// Release with releaseTensorMemory(p, bytes).
+llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what);
+void releaseTensorMemory(void *p, size_t bytes);
 
 /// Number of elements of a static shape (1 for rank 0). Saturates: a shape
 /// whose count overflows gives kSizeOverflow, never a wrapped small number.
@@ -49,8 +72,12 @@ llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic = false
 
 class Buffer : public llvm::ThreadSafeRefCountedBase<Buffer> {
 public:
-  /// Allocates `bytes` of 64-byte-aligned, uninitialized memory.
+  /// Allocates `bytes` of 64-byte-aligned, uninitialized memory; aborts
+  /// (LLVM's bad-alloc handler) when none is left: for sizes kiln chose.
   static llvm::IntrusiveRefCntPtr<Buffer> allocate(size_t bytes);
+  /// The same, or an error (kResourceExhausted, naming the size and `what`)
+  /// when the memory cannot be had: for every size that comes from outside.
+  static llvm::Expected<llvm::IntrusiveRefCntPtr<Buffer>> tryAllocate(size_t bytes, llvm::StringRef what);
   /// Wraps memory owned elsewhere; `keepAlive` is held until the buffer dies.
   static llvm::IntrusiveRefCntPtr<Buffer> wrap(void *data, size_t bytes,
                                                std::shared_ptr<const void> keepAlive);
@@ -105,7 +132,16 @@ struct TensorType {
 class Tensor {
 public:
   Tensor() = default;
-  /// A new tensor with uninitialized contents; shape must be static.
+  /// A new tensor with uninitialized contents, or an error: a negative or
+  /// dynamic dimension (kInvalidArgument), or memory that cannot be had
+  /// (kResourceExhausted, naming the size and `what`).
+  static llvm::Expected<Tensor> allocate(DType dtype, llvm::ArrayRef<int64_t> shape,
+                                         llvm::StringRef what = "a tensor");
+  /// allocate() as a C++ value: a bad shape throws std::invalid_argument
+  /// and memory that cannot be had std::bad_alloc (both with allocate()'s
+  /// message in what() for the first); the process is never aborted. kiln's
+  /// own code uses it only for shapes it checked; sizes from a user or a
+  /// model go through allocate().
   static Tensor empty(DType dtype, llvm::ArrayRef<int64_t> shape);
   /// A new tensor holding a copy of `data` (row-major, numElements*dtypeSize bytes).
   static Tensor fromHost(DType dtype, llvm::ArrayRef<int64_t> shape, const void *data);
@@ -179,6 +215,12 @@ private:
   std::shared_ptr<char> slab_;
   size_t size_ = 0, used_ = 0;
 };
+
+/// Booleans (i1) are one byte holding 0 or 1: generated code reads the low
+/// bit and kernels any non-zero byte, so any other byte would make them
+/// disagree. An error naming `what` and the first bad element; success for
+/// other dtypes. Graph calls and eager dispatch both check their inputs.
+llvm::Error checkBooleans(const Tensor &t, llvm::StringRef what);
 
 /// f16 / bf16 conversions used by tests, printing and npy I/O.
 float halfToFloat(uint16_t h);

@@ -13,10 +13,12 @@
 #include "api/Kiln.h"
 #include "api/Profiler.h"
 #include "tools/Import.h"
+#include "runtime/FileIO.h"
 #include "runtime/Npy.h"
 #include "tools/models/BuiltinModels.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -25,6 +27,12 @@
 #include <algorithm>
 #include <optional>
 #include <chrono>
+#include <cerrno>
+#include <csignal>
+#include <new>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -39,10 +47,14 @@ int fail(const std::string &msg) {
   std::fprintf(stderr, "kiln: error: %s\n", msg.c_str());
   return 1;
 }
+/// A command line kiln cannot take: one line, exit 1, like a parse error.
+int usage(const std::string &msg) { return fail(msg + " (see kiln --help)"); }
 
 /// Deterministic inputs: floats in [-1, 1), integers in [0, 8), booleans.
-kiln::Tensor randomTensor(const kiln::TensorType &type, unsigned seed) {
-  kiln::Tensor t = kiln::Tensor::empty(type.dtype, type.shape);
+llvm::Expected<kiln::Tensor> randomTensor(const kiln::TensorType &type, unsigned seed, const std::string &what) {
+  auto allocated = kiln::Tensor::allocate(type.dtype, type.shape, what);
+  if (!allocated) return allocated.takeError();
+  kiln::Tensor t = std::move(*allocated);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
   for (int64_t i = 0; i < t.numElements(); ++i) {
@@ -77,6 +89,7 @@ struct CommonOptions {
   int threads = 0;        // --threads N: executor workers (0 = the machine's cores)
   int warmup = 0;         // --warmup N: untimed calls after the first
   bool serial = false;    // profile --serial: one step at a time
+  std::string memoryLimit;  // --memory-limit BYTES[K|M|G]
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
@@ -87,6 +100,11 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
   options.cacheDir = o.cacheDir;
   options.device = o.device;
   options.gpuArch = o.gpuArch;
+  if (!o.memoryLimit.empty()) {
+    auto bytes = kiln::parseByteSize(o.memoryLimit);
+    if (!bytes) return llvm::createStringError("--memory-limit %s: expected bytes, e.g. 512M or 2G", o.memoryLimit.c_str());
+    options.memoryLimitBytes = *bytes;
+  }
   if (!o.dumpIR.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(o.dumpIR))
       return llvm::createStringError("--dump-ir %s: %s", o.dumpIR.c_str(), ec.message().c_str());
@@ -198,16 +216,26 @@ int runCommand(const std::string &model, const std::string &function,
 
   // Inputs: ARG=FILE.npy where ARG is a position or an argument name.
   std::vector<kiln::Tensor> inputs(sig->args.size());
+  std::vector<bool> bound(sig->args.size(), false);
   for (const std::string &spec : inputSpecs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos)
       return fail("--input '" + spec + "' is not ARG=FILE.npy");
     std::string arg = spec.substr(0, eq), file = spec.substr(eq + 1);
+    if (arg.empty()) return usage("--input '" + spec + "' names no argument (ARG=FILE.npy, ARG a position or a name)");
+    if (file.empty()) return usage("--input '" + spec + "' names no file");
     int index = -1;
-    for (size_t i = 0; i < sig->args.size(); ++i)
-      if (sig->args[i].name == arg || std::to_string(i) == arg) index = int(i);
+    for (size_t i = 0; i < sig->args.size(); ++i)  // a position, else a name (unnamed arguments have none)
+      if (std::to_string(i) == arg) index = int(i);
+    for (size_t i = 0; index < 0 && i < sig->args.size(); ++i)
+      if (!sig->args[i].name.empty() && sig->args[i].name == arg) index = int(i);
     if (index < 0)
       return fail("--input " + arg + ": @" + function + " has no argument '" + arg + "'");
+    if (inputs[index].valid() || bound[index])
+      return usage("--input " + arg + ": argument " + std::to_string(index) +
+                   (sig->args[index].name.empty() ? "" : " ('" + sig->args[index].name + "')") +
+                   " is given twice");
+    bound[index] = true;
     auto t = kiln::readNpy(file);
     if (!t) return fail("--input " + arg + ": " + llvm::toString(t.takeError()));
     inputs[index] = *t;
@@ -221,7 +249,9 @@ int runCommand(const std::string &model, const std::string &function,
     if (auto err = kiln::checkAllocatable(type.byteSize(), "random input " + std::to_string(i) + " (tensor<" +
                                                                type.str() + ">)"))
       return fail(llvm::toString(std::move(err)));
-    inputs[i] = randomTensor(type, unsigned(1234 + i));
+    auto random = randomTensor(type, unsigned(1234 + i), "random input " + std::to_string(i));
+    if (!random) return fail(llvm::toString(random.takeError()));
+    inputs[i] = std::move(*random);
     std::printf("input %zu%s: random tensor<%s>%s\n", i,
                 sig->args[i].name.empty() ? "" : (" (" + sig->args[i].name + ")").c_str(),
                 type.str().c_str(), sig->args[i].type.isStatic() ? "" : " (dynamic dims set to 1)");
@@ -334,10 +364,7 @@ int runCommand(const std::string &model, const std::string &function,
                                 {"kernels.txt", prof.table(SIZE_MAX)},
                                 {"report.html", prof.htmlReport()}}) {
         std::string path = *profileDir + "/" + name;
-        std::error_code ec;
-        llvm::raw_fd_ostream os(path, ec);
-        if (ec) return fail("cannot write '" + path + "': " + ec.message());
-        os << text;
+        if (auto err = kiln::writeFileReplacing(path, text)) return fail(llvm::toString(std::move(err)));
       }
       std::printf("wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing), %s/kernels.txt and "
                   "%s/report.html\n",
@@ -457,7 +484,33 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
 
 }  // namespace
 
-int main(int argc, char **argv) {
+/// Memory that runs out outside kiln's own tensor allocations (which are
+/// errors naming their size): inside LLVM or MLIR while compiling, a thread
+/// stack, a container. Nothing can continue then; the process says so and
+/// exits 1 instead of aborting with "std::bad_alloc" or "LLVM ERROR".
+[[noreturn]] void outOfMemory(const char *where, const char *detail = "") {
+  // No allocation here: this runs when there is none to be had.
+  char limit[96] = "";
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    std::snprintf(limit, sizeof limit, " (the address-space limit, ulimit -v, is %llu MiB)",
+                  (unsigned long long)(rl.rlim_cur >> 20));
+  char msg[640];
+  int n = std::snprintf(msg, sizeof msg,
+                        "kiln: error: out of memory %s%s%s: this run needs more memory than the process may have; "
+                        "raise the limit or use fewer --threads\n",
+                        where, detail, limit);
+  if (n > 0) (void)!::write(2, msg, size_t(std::min<int>(n, int(sizeof msg) - 1)));
+  ::_exit(1);
+}
+
+int runMain(int argc, char **argv) {
+  std::set_new_handler([] { outOfMemory("(an allocation failed)"); });
+  llvm::install_bad_alloc_error_handler(
+      [](void *, const char *reason, bool) { outOfMemory("in LLVM: ", reason); });
+  // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported as
+  // kiln errors, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"kiln: a JIT-compiling ML runtime (MLIR -> LLVM ORC)"};
   app.require_subcommand(1);
 
@@ -496,6 +549,9 @@ int main(int argc, char **argv) {
     cmd->add_option("--gpu-arch", common.gpuArch, "GPU architecture to compile for, e.g. sm_90 (default: the GPU's)");
     cmd->add_option("--threads", common.threads, "executor threads that run steps and parallel loops (default: the machine's cores)")
         ->check(CLI::Range(0, 1024));
+    cmd->add_option("--memory-limit", common.memoryLimit,
+                    "most tensor memory kiln may hold, e.g. 512M or 2G (default: $KILN_MEMORY_LIMIT, else what the "
+                    "system gives); past it a call fails saying what needed how much");
   };
   addCommon(run);
   run->add_option("--warmup", common.warmup, "untimed calls after the first, before the timed ones")
@@ -513,6 +569,7 @@ int main(int argc, char **argv) {
       "import", "convert an ONNX file or a saved torch.export program (.pt2) to MLIR kiln loads (needs torch-mlir)");
   importCmd->add_option("model", importOptions.input, "model.onnx or model.pt2")->required();
   importCmd->add_option("--output,-o", importOptions.output, "output file (.mlir text, .mlirbc bytecode; default: MODEL.mlir)");
+  importCmd->add_flag("--force,-f", importOptions.force, "replace an existing output file");
 
   std::string profileDir;
   CLI::App *profile = app.add_subcommand("profile", "run a model and profile its kernels (per-kernel table, trace)");
@@ -588,4 +645,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  int rc = runMain(argc, argv);
+  // What was printed must have reached stdout (a full disk or /dev/full):
+  // a clear error and a failing exit, not silence.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "kiln: error: cannot write standard output: %s\n", std::strerror(errno));
+    return rc ? rc : 1;
+  }
+  return rc;
 }

@@ -3,6 +3,7 @@
 #include "api/Eager.h"
 
 #include "kernels/KernelRegistry.h"
+#include "runtime/Poison.h"
 
 #include "cache/DiskCache.h"
 #include "tests/TestRuntime.h"
@@ -391,4 +392,66 @@ TEST(Eager, JitPlacedOpsReportFaultsToo) {
   auto ok = ctx.intdiv(a, Tensor::fromVector<int32_t>(DType::i32, {3}, {2, 7, -3})).value();
   ASSERT_TRUE(bool(ok));
   EXPECT_EQ(ok->data<int32_t>()[2], 3);
+}
+
+// Issue 31 (10): eager calls check booleans as graph calls do: a byte other
+// than 0 or 1 is an error, not a value the kernel and the JIT read apart.
+TEST(Eager, BooleanInputsHoldZeroOrOne) {
+  Context ctx(test::sharedRuntime());
+  Tensor c = Tensor::fromVector<uint8_t>(DType::i1, {3}, std::vector<uint8_t>{0, 1, 2});
+  Tensor a = Tensor::fromVector<float>(DType::f32, {3}, {1, 2, 3}), b = Tensor::fromVector<float>(DType::f32, {3}, {4, 5, 6});
+  EXPECT_NE(errorOf(ctx.execute("tosa.select", {c, a, b})).find("input 0 (tensor<3xi1>) holds 2 at element 2: booleans must be 0 or 1"),
+            std::string::npos);
+  Tensor ok = Tensor::fromVector<uint8_t>(DType::i1, {3}, std::vector<uint8_t>{0, 1, 1});
+  EXPECT_NE(errorOf(ctx.execute("tosa.logical_xor", {ok, c})).find("input 1"), std::string::npos);
+  EXPECT_NE(errorOf(ctx.execute("tosa.logical_or", {c, ok})).find("input 0"), std::string::npos);
+  Tensor sel = get(ctx.execute("tosa.select", {ok, a, b}));
+  ASSERT_TRUE(sel.valid());
+  EXPECT_EQ(sel.toVector<float>(), (std::vector<float>{4, 2, 3}));
+}
+
+// Issue 31 (9): the f16 and bf16 pad kernel writes every element: two calls
+// on differently poisoned memory give the same bytes, the input inside and
+// the pad value around it.
+TEST(Eager, PadOfHalfFloatsWritesEveryElement) {
+  Context ctx(test::sharedRuntime());
+  for (DType d : {DType::f16, DType::bf16}) {
+    std::vector<uint16_t> in = {0x3c00, 0x4000};  // f16 1, 2
+    if (d == DType::bf16) in = {0x3f80, 0x4000};  // bf16 1, 2
+    Tensor x = Tensor::fromVector<uint16_t>(d, {2}, in);
+    ops::AttrMap pad;
+    pad.set("padding", std::vector<int64_t>{1, 2});
+    std::vector<std::vector<uint16_t>> got;
+    for (int poison : {0xff, 0x5a}) {
+      setTensorMemoryPoison(poison);
+      Tensor y = get(ctx.execute("tosa.pad", {x}, pad));
+      setTensorMemoryPoison(-1);
+      ASSERT_TRUE(y.valid());
+      got.push_back(y.toVector<uint16_t>());
+    }
+    EXPECT_EQ(got[0], got[1]) << dtypeName(d);
+    EXPECT_EQ(got[0], (std::vector<uint16_t>{0, in[0], in[1], 0, 0})) << dtypeName(d);
+  }
+}
+
+// Issue 31 (14): an eager result past the runtime's memory limit is an
+// error naming its size, not an 8.6 GB allocation; the limit goes with the
+// runtime.
+TEST(Eager, ResultsPastTheMemoryLimitAreErrors) {
+  uint64_t before = tensorMemoryLimit();
+  {
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    o.memoryLimitBytes = uint64_t(256) << 20;
+    auto rt = llvm::cantFail(Runtime::create(o));
+    EXPECT_EQ(tensorMemoryLimit(), o.memoryLimitBytes);
+    Context ctx(*rt);
+    Tensor x = Tensor::fromVector<float>(DType::f32, {5}, {1, 2, 3, 4, 5});
+    ops::AttrMap pad;
+    pad.set("padding", std::vector<int64_t>{2147483647, 0});
+    std::string msg = errorOf(ctx.execute("tosa.pad", {x}, pad));
+    EXPECT_NE(msg.find("needs 8589934608 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tensor memory limit"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(tensorMemoryLimit(), before);
 }
