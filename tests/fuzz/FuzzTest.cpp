@@ -16,6 +16,9 @@
 // (default 1: CI runs the same cases every time). Two children at a time.
 #include "api/Eager.h"
 #include "api/Kiln.h"
+#include "cache/DiskCache.h"
+#include "jit/CompileService.h"
+#include "kernels/KernelRegistry.h"
 #include "runtime/Npy.h"
 #include "tests/TestUtil.h"
 #include "tools/models/BuiltinModels.h"
@@ -26,11 +29,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -211,6 +217,7 @@ llvm::Expected<std::unique_ptr<Runtime>> childRuntime(const std::string &cacheDi
   options.threads = 1;
   options.compileThreads = 1;
   options.callTimeoutSeconds = 2;
+  options.memoryLimitBytes = uint64_t(1) << 30;  // tensors past it are errors (issue 31)
   if (!measure) options.placement.measure = false;
   options.warnings = [](const std::string &) {};
   return Runtime::create(options);
@@ -519,6 +526,191 @@ TEST(Fuzz, CorruptCacheEntriesAreRecompiled) {
 
 namespace {
 
+/// A file outside the trees under test, and what it must still be.
+struct Sentinel {
+  std::string path, bytes;
+  int64_t mtime = 0;
+};
+Sentinel makeSentinel(const std::string &path, const std::string &bytes) {
+  { std::ofstream(path, std::ios::binary) << bytes; }
+  struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 86400, 0}};
+  ::utimensat(AT_FDCWD, path.c_str(), old, 0);
+  struct stat st;
+  ::stat(path.c_str(), &st);
+  return {path, bytes, int64_t(st.st_mtim.tv_sec)};
+}
+std::string checkSentinel(const Sentinel &s) {
+  struct stat st;
+  if (::lstat(s.path.c_str(), &st) != 0) return s.path + " was deleted";
+  auto buf = llvm::MemoryBuffer::getFile(s.path, false, false);
+  if (!buf || (*buf)->getBuffer() != s.bytes) return s.path + " was rewritten";
+  if (int64_t(st.st_mtim.tv_sec) != s.mtime) return s.path + " had its mtime changed";
+  return "";
+}
+
+}  // namespace
+
+// Hostile trees (issue 31): a disk cache with symlinked levels, entries that
+// are hard links or symlinks to files outside, foreign temporary files and
+// forged entries (types edited, checksum recomputed), and an output folder
+// whose names are links, hard links and FIFOs. A forked child runs the model
+// through that cache, writes its outputs and clears the cache; files outside
+// (sentinels) must be untouched, the result must equal the intact run's, and
+// nothing may hang or crash.
+TEST(Fuzz, HostileCacheAndOutputTreesTouchNothingOutside) {
+  const models::BuiltinModel *mlp = models::findBuiltinModel("mlp");
+  ASSERT_TRUE(mlp && !mlp->mlir.empty());
+  const uint64_t seed = uint64_t(envInt("KILN_FUZZ_SEED", 1));
+  const int64_t cases = std::max<int64_t>(8, envInt("KILN_FUZZ_CASES", kSanitized ? 60 : 240) / 10);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-fuzz-hostile", dir));
+  std::string root = dir.str().str();
+  std::vector<Tensor> inputs;
+  {
+    Tensor x = Tensor::empty(DType::f32, {1, 64});
+    std::vector<float> v = models::deterministicValues(64, 7, 1.0f);
+    std::memcpy(x.rawData(), v.data(), v.size() * sizeof(float));
+    inputs.push_back(std::move(x));
+  }
+  // The intact run: its result and its entry, to forge from.
+  std::string goodCache = root + "/good", refPath = root + "/ref.npy";
+  ASSERT_EQ(inChild([&] { return runCached(mlp->mlir, goodCache, inputs, refPath); }), kCalled);
+  auto ref = readNpy(refPath);
+  ASSERT_TRUE(bool(ref));
+  std::string entryRel, entryBytes;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(goodCache, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).ends_with(".kiln")) {
+      entryRel = it->path().substr(goodCache.size());
+      entryBytes = (*llvm::MemoryBuffer::getFile(it->path()))->getBuffer().str();
+    }
+  ASSERT_FALSE(entryRel.empty());
+  auto good = cache::DiskCache::decode(entryBytes);
+  ASSERT_TRUE(bool(good));
+  std::string shardRel = llvm::sys::path::parent_path(entryRel).str();  // "/v1/xx"
+
+  std::mt19937_64 rng(seed * 7919);
+  int failures = 0;
+  for (int64_t i = 0; i < cases; ++i) {
+    std::string c = root + "/case" + std::to_string(i), cacheDir = c + "/cache", outDir = c + "/out",
+                outside = c + "/outside";
+    llvm::sys::fs::create_directories(outside);
+    llvm::sys::fs::create_directories(outDir);
+    std::vector<Sentinel> sentinels;
+    std::string what;
+    // The cache: one hostile feature.
+    switch (rng() % 7) {
+    case 0: {  // v1 is a link to another cache holding the entry
+      std::string other = outside + "/other-cache";
+      llvm::sys::fs::create_directories(other + shardRel);
+      sentinels.push_back(makeSentinel(other + entryRel, entryBytes));
+      llvm::sys::fs::create_directories(cacheDir);
+      ::symlink((other + "/v1").c_str(), (cacheDir + "/v1").c_str());
+      what = "v1 links to another cache";
+      break;
+    }
+    case 1: {  // the entry's shard is a link to a folder outside
+      llvm::sys::fs::create_directories(cacheDir + "/v1");
+      sentinels.push_back(makeSentinel(outside + "/" + llvm::sys::path::filename(entryRel).str(), entryBytes));
+      ::symlink(outside.c_str(), (cacheDir + shardRel).c_str());
+      what = "the shard links outside";
+      break;
+    }
+    case 2: {  // the entry is a hard link to a file outside
+      llvm::sys::fs::create_directories(cacheDir + shardRel);
+      sentinels.push_back(makeSentinel(outside + "/hard", entryBytes));
+      ::link((outside + "/hard").c_str(), (cacheDir + entryRel).c_str());
+      what = "the entry is a hard link";
+      break;
+    }
+    case 3: {  // the entry is a symlink to a file outside
+      llvm::sys::fs::create_directories(cacheDir + shardRel);
+      sentinels.push_back(makeSentinel(outside + "/soft", entryBytes));
+      ::symlink((outside + "/soft").c_str(), (cacheDir + entryRel).c_str());
+      what = "the entry is a symlink";
+      break;
+    }
+    case 4: {  // foreign and hard-linked temporary files, old
+      llvm::sys::fs::create_directories(cacheDir + shardRel);
+      for (const char *name : {"/.tmp.notes", "/.tmp.1.2.deadbeef", "/.tmp.3.4.cafebabe"}) {
+        std::string p = cacheDir + shardRel + name;
+        { std::ofstream(p) << (name[6] == 'n' ? entryBytes.substr(0, 40) : std::string("user data")); }
+        struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 7200, 0}};
+        ::utimensat(AT_FDCWD, p.c_str(), old, 0);
+      }
+      sentinels.push_back(makeSentinel(outside + "/tmp-target", entryBytes.substr(0, 40)));
+      ::unlink((cacheDir + shardRel + "/.tmp.3.4.cafebabe").c_str());
+      ::link((outside + "/tmp-target").c_str(), (cacheDir + shardRel + "/.tmp.3.4.cafebabe").c_str());
+      what = "foreign temporary files";
+      break;
+    }
+    default: {  // a forged entry: types edited, checksum recomputed
+      cache::CachedFunction forged = *good;
+      std::string in = "\"" + inputs[0].type().str() + "\"", out = "\"" + ref->type().str() + "\"";
+      if (rng() % 2 && forged.plan.find(in) != std::string::npos) {
+        forged.plan.replace(forged.plan.find(in), in.size(), "\"1x65xf32\"");
+        what = "forged: the plan's input type";
+      } else {
+        forged.results[0].shape.back() += 1 + int64_t(rng() % 1000);
+        if (size_t at = forged.plan.rfind(out); at != std::string::npos)
+          forged.plan.replace(at, out.size(), "\"" + forged.results[0].str() + "\"");
+        what = "forged: the result types";
+      }
+      llvm::sys::fs::create_directories(cacheDir + shardRel);
+      std::ofstream(cacheDir + entryRel, std::ios::binary) << cache::DiskCache::encode(forged);
+      break;
+    }
+    }
+    // The output name: a link, a dangling link, a hard link or a FIFO.
+    std::string out0 = outDir + "/out0.npy";
+    switch (rng() % 4) {
+    case 0:
+      sentinels.push_back(makeSentinel(outside + "/out-target", "precious"));
+      ::symlink((outside + "/out-target").c_str(), out0.c_str());
+      what += ", out0.npy a symlink";
+      break;
+    case 1:
+      ::symlink((outside + "/created-by-kiln").c_str(), out0.c_str());
+      what += ", out0.npy a dangling symlink";
+      break;
+    case 2:
+      sentinels.push_back(makeSentinel(outside + "/out-hard", "precious"));
+      ::link((outside + "/out-hard").c_str(), out0.c_str());
+      what += ", out0.npy a hard link";
+      break;
+    default:
+      ::mkfifo(out0.c_str(), 0644);
+      what += ", out0.npy a FIFO";
+      break;
+    }
+    int status = inChild([&] {
+      int rc = runCached(mlp->mlir, cacheDir, inputs, out0);
+      auto rt = childRuntime(cacheDir, false);  // and a clear of that cache
+      if (rt) llvm::consumeError((*rt)->compileService().disk().clear().takeError());
+      return rc;
+    });
+    std::string problem;
+    if (status != kCalled) problem = "exit status " + std::to_string(status);
+    for (const Sentinel &s : sentinels)
+      if (problem.empty()) problem = checkSentinel(s);
+    if (problem.empty() && llvm::sys::fs::exists(outside + "/created-by-kiln")) problem = "a dangling link's target was created";
+    if (problem.empty()) {
+      auto got = readNpy(out0);
+      if (!got || got->byteSize() != ref->byteSize() || std::memcmp(got->rawData(), ref->rawData(), ref->byteSize()))
+        problem = "a different result";
+      if (!got) llvm::consumeError(got.takeError());
+    }
+    if (!problem.empty()) {
+      ++failures;
+      ADD_FAILURE() << "case " << i << " (" << what << "): " << problem;
+    }
+  }
+  std::printf("fuzz hostile trees: %lld cases, %d failures\n", (long long)cases, failures);
+  llvm::sys::fs::remove_directories(root);
+}
+
+namespace {
+
 /// One eager fuzz sequence: random tensors (dtypes, ranks, empty and odd
 /// shapes) through random typed ops with random attributes (zero, negative
 /// and huge strides, pads, kernels, axes, permutations and shapes), each
@@ -528,7 +720,8 @@ int eagerSequence(eager::Context &ctx, std::mt19937_64 &rng) {
   auto pick = [&](int64_t n) { return int64_t(rng() % uint64_t(n)); };
   static const int64_t kOdd[] = {0, 1, 2, 3, -1, -2, 7, 65536, int64_t(1) << 40, INT64_MAX, INT64_MIN};
   auto odd = [&] { return pick(4) ? pick(4) : kOdd[pick(std::size(kOdd))]; };
-  static const DType kTypes[] = {DType::f32, DType::f32, DType::f32, DType::i32, DType::i8, DType::i1};
+  static const DType kTypes[] = {DType::f32, DType::f32, DType::f32, DType::i32, DType::i8, DType::i1,
+                                 DType::f16, DType::bf16, DType::f64, DType::i64, DType::i16, DType::u8};
   std::vector<eager::EagerTensor> pool;
   for (int i = 0; i < 3; ++i) {
     std::vector<int64_t> shape(size_t(pick(5)));
@@ -547,6 +740,36 @@ int eagerSequence(eager::Context &ctx, std::mt19937_64 &rng) {
     std::vector<int64_t> list(size_t(pick(5)));
     for (int64_t &v : list) v = odd();
     eager::EagerTensor r;
+    // Any op with a kernel, on one to three operands, with random values
+    // for the attributes kernels read (issue 31: random attributes and
+    // dtypes, under the child's memory limit).
+    if (pick(3) == 0) {
+      static const std::vector<std::string> kOps = kernels::registry().ops();
+      ops::AttrMap attrs;
+      auto randomList = [&] {
+        std::vector<int64_t> l(size_t(pick(9)));
+        for (int64_t &v : l) v = pick(3) ? pick(4) : odd();
+        return l;
+      };
+      for (const char *name : {"padding", "multiples", "perms", "new_shape", "shape", "kernel", "stride", "pad",
+                               "dilation", "start", "size"})
+        if (pick(2)) attrs.set(name, randomList());
+      for (const char *name : {"axis", "shift"})
+        if (pick(2)) attrs.set(name, odd());
+      for (const char *name : {"pad_const", "min_val", "max_val"})
+        if (pick(2)) attrs.set(name, double(odd()));
+      std::vector<eager::EagerTensor> operands = {a};
+      for (int64_t k = pick(3); k > 0; --k) operands.push_back(k == 1 ? b : c);
+      r = ctx.execute(kOps[size_t(pick(int64_t(kOps.size())))], operands, attrs);
+      auto v = r.value();
+      if (v) {
+        ++values;
+        if (v->byteSize() < (1u << 20)) pool.push_back(r);
+      } else {
+        llvm::consumeError(v.takeError());
+      }
+      continue;
+    }
     switch (pick(16)) {
     case 0: r = ctx.add(a, b); break;
     case 1: r = ctx.mul(a, b); break;
