@@ -631,8 +631,9 @@ trace(Context &ctx, const std::function<std::vector<EagerTensor>(Context &, llvm
   }
   std::vector<lowering::GraphBuilder::Value> results;
   for (const EagerTensor &o : outs) results.push_back(value[o.traceId_]);
-  std::string text = g.str();
-  auto program = g.finish(results);
+  if (auto err = g.setResults(results)) return std::move(err);
+  std::string text = g.str();  // with its func.return: the text loads again
+  auto program = g.finish();
   if (!program) return program.takeError();
   auto module = ctx.runtime().loadProgram(std::move(*program));
   if (!module) return module.takeError();

@@ -370,6 +370,12 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
     if (sig.unsupported.empty()) sig.unsupported = recursion(*I.module, fn);
     I.functions.push_back(std::move(sig));
   }
+  // A module with nothing to call (an empty file, only private functions)
+  // is refused here, not at its first call.
+  if (I.functions.empty())
+    return error(ErrorCode::kInvalidArgument,
+                 "'%s' has no public function to call (kiln calls a module's public func.func ops)",
+                 bufferName.str().c_str());
   return llvm::Error::success();
 }
 

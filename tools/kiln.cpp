@@ -135,8 +135,8 @@ llvm::Expected<std::unique_ptr<kiln::Module>> loadModel(kiln::Runtime &rt, const
     return rt.loadProgram(std::move(*program));
   }
   if (!llvm::sys::fs::exists(model))
-    return llvm::createStringError("'%s' is neither a file nor a built-in model (built-in: mlp, cnn)",
-                                   model.c_str());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "'%s' is neither a file nor a built-in model (built-in: %s)",
+                                   model.c_str(), llvm::join(kiln::models::builtinModelNames(), ", ").c_str());
   return rt.loadModuleFromFile(model);
 }
 

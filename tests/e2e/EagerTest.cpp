@@ -195,6 +195,13 @@ TEST(Eager, TraceCapturesAnMlpThatMatchesEagerExecution) {
   auto graphOut = traced->call({x});
   ASSERT_TRUE(bool(graphOut)) << llvm::toString(graphOut.takeError());
   EXPECT_TRUE(test::allClose(test::asDoubles((*graphOut)[0]), test::asDoubles(eagerOut), 1e-5, 1e-7));
+  // The recorded text is a whole module: it loads again and computes the
+  // same (issue 32: it had no func.return).
+  auto reloaded = test::sharedRuntime().loadModule(traced->mlir, "traced.mlir");
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError()) << "\n" << traced->mlir;
+  auto textOut = (*reloaded)->call("main", {x});
+  ASSERT_TRUE(bool(textOut)) << llvm::toString(textOut.takeError());
+  EXPECT_TRUE(test::allClose(test::asDoubles((*textOut)[0]), test::asDoubles(eagerOut), 1e-5, 1e-7));
 
   // Tracing errors are reported, not crashes.
   auto bad = trace(ctx, [](Context &c, llvm::ArrayRef<EagerTensor> in) {
