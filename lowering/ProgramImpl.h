@@ -120,15 +120,26 @@ struct Program::Impl {
 
   /// Runs `body` with MLIR diagnostics captured; on failure the error says
   /// `what` failed and lists the diagnostics with their source locations.
+  /// The error's Status::location is the first error diagnostic's.
   template <typename F> llvm::Error diagnose(ErrorCode code, llvm::StringRef what, F &&body) {
-    std::string text;
+    std::string text, firstLocation;
     llvm::raw_string_ostream os(text);
     SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
-    if (succeeded(body())) return llvm::Error::success();
+    // Registered after the printer, so asked first; it only looks.
+    DiagnosticEngine::HandlerID id = ctx->getDiagEngine().registerHandler([&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && firstLocation.empty()) {
+        firstLocation = locationString(d.getLocation());
+        if (firstLocation == "<unknown location>") firstLocation.clear();
+      }
+      return failure();
+    });
+    LogicalResult result = body();
+    ctx->getDiagEngine().eraseHandler(id);
+    if (succeeded(result)) return llvm::Error::success();
     std::string msg = text;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     if (msg.empty()) msg = "(no diagnostic was emitted)";
-    return error(code, "%s:\n%s", what.str().c_str(), msg.c_str());
+    return errorAt(code, firstLocation, "%s:\n%s", what.str().c_str(), msg.c_str());
   }
 
   /// The MLIR of `fn`, or an error when partitioning or a lowering already

@@ -40,8 +40,11 @@ struct Status {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
   std::string location;
-  /// "message" or "location: message" — what users read.
-  std::string str() const { return location.empty() ? message : location + ": " + message; }
+  /// "message" or "location: message" — what users read (the message alone
+  /// when it names the location already, as MLIR's diagnostics do).
+  std::string str() const {
+    return location.empty() || message.find(location) != std::string::npos ? message : location + ": " + message;
+  }
 };
 
 class KilnError : public llvm::ErrorInfo<KilnError> {

@@ -104,6 +104,19 @@ TEST(Errors, ShapesThatDisagreeInsideTheGraph) {
   EXPECT_EQ(ok[0].data<float>()[5], 10.0f);
 }
 
+// Issue 32: errors carry their location as a field, not only in the text.
+TEST(Errors, StatusLocationIsSet) {
+  auto bad = test::sharedRuntime().loadModule("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                                              "  %b = \"tosa.bogus\"(%a) : (tensor<4xf32>) -> tensor<4xf32>\n"
+                                              "  return %b : tensor<4xf32>\n}\n",
+                                              "located.mlir");
+  ASSERT_FALSE(bool(bad));
+  Status s = toStatus(bad.takeError());
+  EXPECT_EQ(s.location, "located.mlir:2:8") << s.message;
+  EXPECT_EQ(s.str(), s.message);  // the diagnostics name it already: not twice
+  EXPECT_EQ(s.message.rfind("cannot load MLIR from 'located.mlir':", 0), 0u) << s.message;
+}
+
 TEST(Errors, MissingFunctionListsWhatExists) {
   auto m = KILN_TAKE(test::sharedRuntime().loadModule(kAdd, "add.mlir"));
   ASSERT_TRUE(m);
