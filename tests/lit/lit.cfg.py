@@ -60,3 +60,8 @@ _chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shut
 if _chromium:
     config.available_features.add("chromium")
     config.substitutions.append(("%chromium", _chromium))
+
+# Builds under a sanitizer (KILN_SANITIZE): the runtime reserves terabytes of
+# address space, so tests that set `ulimit -v` cannot run there.
+if getattr(config, "kiln_sanitize", ""):
+    config.available_features.add("sanitizer")
