@@ -29,7 +29,9 @@
 #include <chrono>
 #include <cerrno>
 #include <csignal>
+#include <exception>
 #include <new>
+#include <system_error>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <cstring>
@@ -506,6 +508,26 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
 
 int runMain(int argc, char **argv) {
   std::set_new_handler([] { outOfMemory("(an allocation failed)"); });
+  // A thread that cannot be created for want of memory (its stack does not
+  // fit the address-space limit) ends in std::terminate with a system_error:
+  // the same one line. Any other uncaught exception still aborts.
+  static std::terminate_handler previous = std::set_terminate([] {
+    if (std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::bad_alloc &) {
+        outOfMemory("(an allocation failed)");
+      } catch (const std::system_error &s) {
+        if (s.code() == std::errc::resource_unavailable_try_again || s.code() == std::errc::not_enough_memory)
+          outOfMemory("(a thread could not be created)");
+      } catch (const std::runtime_error &r) {  // TBB's "pthread_create has failed: ..."
+        if (std::strstr(r.what(), "pthread_create")) outOfMemory("(a thread could not be created)");
+      } catch (...) {
+      }
+    }
+    if (previous) previous();
+    std::abort();
+  });
   llvm::install_bad_alloc_error_handler(
       [](void *, const char *reason, bool) { outOfMemory("in LLVM: ", reason); });
   // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported as
@@ -623,6 +645,29 @@ int runMain(int argc, char **argv) {
     return fail(e.what() + std::string(" (see kiln --help)"));
   }
   common.optLevel = optLevel;
+  // Compiling needs memory beyond what the libraries map: under an
+  // address-space limit that leaves less, a run would fail at some
+  // allocation inside LLVM or MLIR (not all of which are checked), so it is
+  // refused at once with the same one line.
+  if (*run || *profile || *prewarm) {
+    constexpr uint64_t kCompileHeadroomBytes = uint64_t(160) << 20;
+    struct rlimit rl;
+    if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      uint64_t mapped = 0;
+      if (FILE *f = std::fopen("/proc/self/statm", "re")) {
+        unsigned long long pages = 0;
+        if (std::fscanf(f, "%llu", &pages) == 1) mapped = uint64_t(pages) * uint64_t(::sysconf(_SC_PAGE_SIZE));
+        std::fclose(f);
+      }
+      if (mapped && uint64_t(rl.rlim_cur) < mapped + kCompileHeadroomBytes) {
+        char detail[160];
+        std::snprintf(detail, sizeof detail, ": the limit leaves %llu MiB beyond kiln's libraries, it needs at least %llu MiB",
+                      (unsigned long long)((uint64_t(rl.rlim_cur) > mapped ? uint64_t(rl.rlim_cur) - mapped : 0) >> 20),
+                      (unsigned long long)(kCompileHeadroomBytes >> 20));
+        outOfMemory("(before starting)", detail);
+      }
+    }
+  }
   if (*run) return runCommand(model, function, inputs, outputDir, iterations, explain, common);
   if (*importCmd) {
     auto r = kiln::tools::importModel(importOptions);
