@@ -56,15 +56,12 @@ std::optional<uint64_t> readNumber(const char *path) {
   return uint64_t(v);
 }
 
-/// Bytes of address space this process has mapped (/proc/self/statm).
+/// Bytes of address space this process has mapped (the first number of
+/// /proc/self/statm, in pages).
 std::optional<uint64_t> mappedBytes() {
-  FILE *f = std::fopen("/proc/self/statm", "re");
-  if (!f) return std::nullopt;
-  unsigned long long pages = 0;
-  int n = std::fscanf(f, "%llu", &pages);
-  std::fclose(f);
-  if (n != 1) return std::nullopt;
-  return uint64_t(pages) * uint64_t(::sysconf(_SC_PAGE_SIZE));
+  auto pages = readNumber("/proc/self/statm");
+  if (!pages) return std::nullopt;
+  return *pages * uint64_t(::sysconf(_SC_PAGE_SIZE));
 }
 
 /// Why at most `limit` more bytes can be had, for messages.
@@ -119,6 +116,37 @@ llvm::Error exhausted(uint64_t bytes, llvm::StringRef what, const char *why, uin
   return error(ErrorCode::kResourceExhausted, "%s needs %llu bytes (%.1f MiB), more than %s (%llu bytes)",
                what.str().c_str(), (unsigned long long)bytes, double(bytes) / (1 << 20), why,
                (unsigned long long)left);
+}
+
+/// Counts `bytes` of tensor memory as held, or fails (nothing counted):
+/// past the tensor memory limit, or, for allocations of kCheckedBytes or
+/// more, past what can be had now (overcommit would let malloc "succeed"
+/// and the OOM killer decide later). Undo with gTensorBytes -= bytes.
+llvm::Error reserveTensorBytes(uint64_t bytes, llvm::StringRef what) {
+  if (bytes > SIZE_MAX - 4 * kBufferAlignment)  // the block and its alignment would wrap
+    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
+  uint64_t used = gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed); limit && used + bytes > limit) {
+    gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+    return exhausted(bytes, what, "what kiln's tensor memory limit leaves", limit > used ? limit - used : 0);
+  }
+  if (bytes >= kCheckedBytes) {
+    Headroom h = headroom();
+    if (bytes > h.bytes) {
+      gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+      return exhausted(bytes, what, h.why, h.bytes);
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// The error for `bytes` reserved but not given by malloc (the reservation
+/// is released here).
+llvm::Error allocationFailed(uint64_t bytes, llvm::StringRef what) {
+  gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
+  Headroom h = headroom();
+  return exhausted(bytes, what, h.bytes < bytes ? h.why : "the memory the system would give (allocation failed)",
+                   h.bytes);
 }
 }  // namespace
 
@@ -196,14 +224,20 @@ static_assert(sizeof(Buffer) <= kBufferAlignment, "the buffer header must fit in
 namespace {
 /// malloc (thread-cached, fast for small blocks) with manual 64-byte
 /// alignment; the raw pointer sits just before the aligned address.
-void *alignedBlock(size_t bytes) {
-  if (bytes > SIZE_MAX - 2 * kBufferAlignment - sizeof(void *))  // never wrap to a small block
-    llvm::report_bad_alloc_error("kiln: a buffer larger than the address space was requested");
+/// Null when malloc has none.
+void *tryAlignedBlock(size_t bytes) {
   void *raw = std::malloc(bytes + kBufferAlignment + sizeof(void *));
-  if (!raw) llvm::report_bad_alloc_error("kiln: out of host memory");
+  if (!raw) return nullptr;
   uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + sizeof(void *) + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
   reinterpret_cast<void **>(p)[-1] = raw;
   return reinterpret_cast<void *>(p);
+}
+void *alignedBlock(size_t bytes) {
+  if (bytes > SIZE_MAX - 2 * kBufferAlignment - sizeof(void *))  // never wrap to a small block
+    llvm::report_bad_alloc_error("kiln: a buffer larger than the address space was requested");
+  void *block = tryAlignedBlock(bytes);
+  if (!block) llvm::report_bad_alloc_error("kiln: out of host memory");
+  return block;
 }
 void freeBlock(void *p) {
   if (p) std::free(reinterpret_cast<void **>(p)[-1]);
@@ -211,33 +245,10 @@ void freeBlock(void *p) {
 }  // namespace
 
 llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what) {
-  if (bytes >= uint64_t(kSizeOverflow) - 2 * kBufferAlignment)
-    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
-  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed)) {
-    uint64_t used = gTensorBytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    if (used > limit) {
-      gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
-      return exhausted(bytes, what, "what kiln's tensor memory limit leaves",
-                       limit > used - bytes ? limit - (used - bytes) : 0);
-    }
-  } else {
-    gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
-  }
-  if (bytes >= kCheckedBytes) {  // overcommit would let it "succeed" and the OOM killer decide later
-    Headroom h = headroom();
-    if (bytes > h.bytes) {
-      gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
-      return exhausted(bytes, what, h.why, h.bytes);
-    }
-  }
+  if (auto err = reserveTensorBytes(bytes, what)) return std::move(err);
   void *p = std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment +
                                                      (bytes ? 0 : kBufferAlignment));
-  if (!p) {
-    gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
-    Headroom h = headroom();
-    return exhausted(bytes, what, h.bytes < bytes ? h.why : "the memory the system would give (allocation failed)",
-                     h.bytes);
-  }
+  if (!p) return allocationFailed(bytes, what);
   poison(p, bytes);
   return p;
 }
@@ -261,28 +272,9 @@ llvm::IntrusiveRefCntPtr<Buffer> Buffer::allocate(size_t bytes) {
 
 llvm::Expected<llvm::IntrusiveRefCntPtr<Buffer>> Buffer::tryAllocate(size_t bytes, llvm::StringRef what) {
   // The header lives in the block's first 64 bytes; the data follows.
-  if (bytes > SIZE_MAX - 4 * kBufferAlignment)
-    return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
-  size_t blockBytes = kBufferAlignment + (bytes ? bytes : 1);
-  if (uint64_t limit = gTensorLimit.load(std::memory_order_relaxed)) {
-    uint64_t used = gTensorBytes.load(std::memory_order_relaxed);
-    if (used + bytes > limit)
-      return exhausted(bytes, what, "what kiln's tensor memory limit leaves", limit > used ? limit - used : 0);
-  }
-  if (bytes >= kCheckedBytes) {  // overcommit would let it "succeed" and the OOM killer decide later
-    Headroom h = headroom();
-    if (bytes > h.bytes) return exhausted(bytes, what, h.why, h.bytes);
-  }
-  void *raw = std::malloc(blockBytes + kBufferAlignment + sizeof(void *));
-  if (!raw) {
-    Headroom h = headroom();
-    return exhausted(bytes, what, h.bytes < bytes ? h.why : "the memory the system would give (allocation failed)",
-                     h.bytes);
-  }
-  uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + sizeof(void *) + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
-  reinterpret_cast<void **>(p)[-1] = raw;
-  void *block = reinterpret_cast<void *>(p);
-  gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (auto err = reserveTensorBytes(bytes, what)) return std::move(err);
+  void *block = tryAlignedBlock(kBufferAlignment + (bytes ? bytes : 1));
+  if (!block) return allocationFailed(bytes, what);
   Buffer *b = ::new (block) Buffer(static_cast<char *>(block) + kBufferAlignment, bytes, true, nullptr);
   poison(b->data(), bytes);
   return llvm::IntrusiveRefCntPtr<Buffer>(b);
