@@ -3,6 +3,9 @@
 
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +14,20 @@
 #include <vector>
 
 namespace kiln::test {
+
+/// A fresh directory under the system's temporary directory, removed with
+/// everything in it when the object goes.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const char *prefix = "kiln-test") {
+    llvm::SmallString<128> p;
+    llvm::sys::fs::createUniqueDirectory(prefix, p);
+    path = p.str().str();
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+};
 
 /// Unwraps an llvm::Expected or fails the test with its message.
 template <typename T> T takeOrFail(llvm::Expected<T> value, const char *what = "") {

@@ -26,14 +26,9 @@ using namespace kiln::cache;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    llvm::SmallString<128> p;
-    llvm::sys::fs::createUniqueDirectory("kiln-cache-test", p);
-    path = p.str().str();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+/// Each suite's directories are named after it.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("kiln-cache-test") {}
 };
 
 std::unique_ptr<Runtime> runtimeAt(const std::string &dir, uint64_t maxBytes = 1ull << 30,
@@ -58,6 +53,22 @@ std::vector<std::string> entryFiles(const std::string &dir) {
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
     if (llvm::StringRef(it->path()).ends_with(".kiln")) out.push_back(it->path());
+  return out;
+}
+
+/// Calls `mlir`'s @main on `x` through a runtime caching in `dir` (empty);
+/// the results, and in `entry` the one entry file the call wrote.
+std::vector<Tensor> callIntoCache(const std::string &dir, const std::string &mlir, const Tensor &x,
+                                  std::string &entry) {
+  std::vector<Tensor> out;
+  {
+    auto rt = runtimeAt(dir);
+    auto m = KILN_TAKE(rt->loadModule(mlir, "mlp"));
+    out = KILN_TAKE(m->call("main", {x}));
+  }
+  auto files = entryFiles(dir);
+  EXPECT_EQ(files.size(), 1u);
+  entry = files.empty() ? "" : files[0];
   return out;
 }
 
@@ -527,16 +538,11 @@ TEST(CompileCache, CorruptEntryIsRecompiledAndReplaced) {
   TempDir tmp;
   const std::string mlp = models::findBuiltinModel("mlp")->mlir;
   Tensor x = test::randomTensor({3, 64}, 4);
-  std::vector<Tensor> want;
+  std::string entry;
+  std::vector<Tensor> want = callIntoCache(tmp.path, mlp, x, entry);
+  ASSERT_FALSE(entry.empty());
   {
-    auto rt = runtimeAt(tmp.path);
-    auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
-    want = KILN_TAKE(m->call("main", {x}));
-  }
-  auto files = entryFiles(tmp.path);
-  ASSERT_EQ(files.size(), 1u);
-  {
-    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(200);
     f.put('\xff');
   }
@@ -561,15 +567,10 @@ TEST(CompileCache, ForgedEntryThatCannotServeItsKeyIsRecompiled) {
   TempDir tmp;
   const std::string mlp = models::findBuiltinModel("mlp")->mlir;
   Tensor x = test::randomTensor({3, 64}, 4);
-  std::vector<Tensor> want;
-  {
-    auto rt = runtimeAt(tmp.path);
-    auto m = KILN_TAKE(rt->loadModule(mlp, "mlp"));
-    want = KILN_TAKE(m->call("main", {x}));
-  }
-  auto files = entryFiles(tmp.path);
-  ASSERT_EQ(files.size(), 1u);
-  auto original = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(files[0]))->getBuffer()));
+  std::string entry;
+  std::vector<Tensor> want = callIntoCache(tmp.path, mlp, x, entry);
+  ASSERT_FALSE(entry.empty());
+  auto original = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(entry))->getBuffer()));
   std::string resultType = want[0].type().str();
   ASSERT_NE(original.plan.find("\"" + resultType + "\""), std::string::npos) << original.plan;
   for (int forgery = 0; forgery < 2; ++forgery) {
@@ -585,7 +586,7 @@ TEST(CompileCache, ForgedEntryThatCannotServeItsKeyIsRecompiled) {
       ASSERT_NE(at, std::string::npos) << forged.plan;
       forged.plan.replace(at + 1, 8, "3x65xf32");
     }
-    writeFile(files[0], DiskCache::encode(forged));
+    writeFile(entry, DiskCache::encode(forged));
     std::vector<std::string> warnings;
     RuntimeOptions o;
     o.cacheDir = tmp.path;
@@ -601,7 +602,7 @@ TEST(CompileCache, ForgedEntryThatCannotServeItsKeyIsRecompiled) {
     bool warned = false;
     for (const std::string &w : warnings) warned |= w.find("cannot serve @main") != std::string::npos;
     EXPECT_TRUE(warned) << (warnings.empty() ? "no warning" : warnings[0]);
-    auto rewritten = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(files[0]))->getBuffer()));
+    auto rewritten = KILN_TAKE(DiskCache::decode((*llvm::MemoryBuffer::getFile(entry))->getBuffer()));
     EXPECT_EQ(rewritten.plan, original.plan);  // replaced by the recompiled entry
   }
 }

@@ -413,6 +413,16 @@ int runCached(const std::string &text, const std::string &cacheDir, const std::v
   return kCalled;
 }
 
+/// The built-in mlp's input for the cache fuzzers: [1, 64] deterministic
+/// values, built in the parent (which never starts a runtime, so that forked
+/// children start from a clean process).
+std::vector<Tensor> mlpInputs() {
+  Tensor x = Tensor::empty(DType::f32, {1, 64});
+  std::vector<float> v = models::deterministicValues(64, 7, 1.0f);
+  std::memcpy(x.rawData(), v.data(), v.size() * sizeof(float));
+  return {x};
+}
+
 /// Forks `fn`, waits (a hang dies of SIGALRM); returns the exit status, or
 /// 128 + signal.
 template <typename F> int inChild(F &&fn) {
@@ -447,13 +457,7 @@ TEST(Fuzz, CorruptCacheEntriesAreRecompiled) {
               outPath = (dir + "/out.npy").str();
   // The model's input, built here; the parent never starts a runtime, so
   // that forked children start from a clean process.
-  std::vector<Tensor> inputs;
-  {
-    Tensor x = Tensor::empty(DType::f32, {1, 64});
-    std::vector<float> v = models::deterministicValues(64, 7, 1.0f);
-    std::memcpy(x.rawData(), v.data(), v.size() * sizeof(float));
-    inputs.push_back(std::move(x));
-  }
+  std::vector<Tensor> inputs = mlpInputs();
   int first = inChild([&] { return runCached(mlp->mlir, cacheDir, inputs, refPath); });
   ASSERT_EQ(first, kCalled) << "the intact model did not run";
   auto ref = readNpy(refPath);
@@ -565,13 +569,7 @@ TEST(Fuzz, HostileCacheAndOutputTreesTouchNothingOutside) {
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-fuzz-hostile", dir));
   std::string root = dir.str().str();
-  std::vector<Tensor> inputs;
-  {
-    Tensor x = Tensor::empty(DType::f32, {1, 64});
-    std::vector<float> v = models::deterministicValues(64, 7, 1.0f);
-    std::memcpy(x.rawData(), v.data(), v.size() * sizeof(float));
-    inputs.push_back(std::move(x));
-  }
+  std::vector<Tensor> inputs = mlpInputs();
   // The intact run: its result and its entry, to forge from.
   std::string goodCache = root + "/good", refPath = root + "/ref.npy";
   ASSERT_EQ(inChild([&] { return runCached(mlp->mlir, goodCache, inputs, refPath); }), kCalled);

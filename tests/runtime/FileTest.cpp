@@ -25,14 +25,9 @@ using namespace kiln;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    llvm::SmallString<128> p;
-    llvm::sys::fs::createUniqueDirectory("kiln-file-test", p);
-    path = p.str().str();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+/// Each suite's directories are named after it.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("kiln-file-test") {}
 };
 
 std::string readAll(const std::string &path) {
