@@ -366,6 +366,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
         sig.unsupported = "result " + std::to_string(i) + ": tensor<" + t->str() +
                           "> has more bytes than 64 bits can count";
       sig.results.push_back(t.value_or(TensorType()));
+      sig.resultNames.push_back(resultName(fn, i));
     }
     if (sig.unsupported.empty()) sig.unsupported = recursion(*I.module, fn);
     I.functions.push_back(std::move(sig));

@@ -95,6 +95,20 @@ inline std::string argumentName(func::FuncOp fn, unsigned i) {
   return "";
 }
 
+inline std::string resultName(func::FuncOp fn, unsigned i) {
+  if (auto s = fn.getResultAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
+  if (auto path = fn.getResultAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
+    if (!path.empty())
+      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
+  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
+    if (auto outputs = entry.getAs<StringAttr>("outputs")) {
+      SmallVector<StringRef> names;
+      outputs.getValue().split(names, ',');
+      if (i < names.size()) return names[i].trim().str();
+    }
+  return "";
+}
+
 inline std::string stripAnchor(StringRef pipeline) {
   StringRef body = pipeline;
   if (body.consume_front("builtin.module(")) body = body.drop_back();

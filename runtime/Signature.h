@@ -23,6 +23,7 @@ struct FunctionSignature {
   std::string name;
   std::vector<ArgumentInfo> args;
   std::vector<TensorType> results;  // as declared; may be dynamic
+  std::vector<std::string> resultNames;  // by result: kiln.name / tf.entry_function outputs; may be empty
   std::string location;             // "file:line:col" of the func.func
   std::string unsupported;          // why kiln cannot call it (empty if callable)
 };
