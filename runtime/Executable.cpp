@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <thread>
 
 namespace kiln {
 
@@ -152,10 +153,21 @@ void Executable::release(Execution *ex) const {
   ex->errors.clear();
   ex->ready.clear();
   std::shared_ptr<const Executable> self = std::move(ex->exe);
-  std::lock_guard<std::mutex> lock(poolMu_);
-  pool_.push_back(ex);
-  // `self` may drop the last reference here; the pool mutex is a member, so
-  // unlock first (lock_guard destructs before `self`).
+  // After a burst of concurrent calls the pool keeps only as many
+  // executions (arenas) as calls can usefully run at once; the rest return
+  // their memory.
+  static const size_t maxPooled = std::max(4u, std::thread::hardware_concurrency());
+  bool pooled = false;
+  {
+    std::lock_guard<std::mutex> lock(poolMu_);
+    if (pool_.size() < maxPooled) {
+      pool_.push_back(ex);
+      pooled = true;
+    }
+  }
+  if (!pooled) delete ex;
+  // `self` may drop the last reference here, after the pool mutex is
+  // unlocked (it is a member).
 }
 
 size_t Executable::pooledExecutions() const {
