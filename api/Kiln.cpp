@@ -13,8 +13,10 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 
@@ -37,6 +39,47 @@ cache::CacheMode toStoreMode(CacheMode m) {
 }
 
 }  // namespace
+
+/// RuntimeOptions::maxCallsInFlight: a counting semaphore over a runtime's
+/// calls, held from a call's start until every result is available.
+struct CallLimiter {
+  int max = 0;
+  bool failWhenBusy = false;
+  std::mutex mu;
+  std::condition_variable freed;
+  int inFlight = 0;
+
+  /// A slot, waiting for one when the policy says so; an error when busy.
+  std::optional<Status> acquire() {
+    std::unique_lock<std::mutex> lock(mu);
+    if (inFlight >= max && failWhenBusy)
+      return Status{ErrorCode::kUnavailable,
+                    "busy: " + std::to_string(inFlight) + " calls in flight, the most this runtime allows "
+                    "(RuntimeOptions::maxCallsInFlight = " + std::to_string(max) +
+                    "); call again when one has finished",
+                    {}};
+    freed.wait(lock, [&] { return inFlight < max; });
+    ++inFlight;
+    return std::nullopt;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --inFlight;
+    }
+    freed.notify_one();
+  }
+  /// Releases the slot once every one of `results` is available.
+  static void releaseWhenDone(const std::shared_ptr<CallLimiter> &self,
+                              const std::vector<AsyncValueRef<Tensor>> &results) {
+    auto pending = std::make_shared<std::atomic<size_t>>(results.size());
+    if (results.empty()) return self->release();
+    for (const auto &r : results)
+      r->andThen([self, pending] {
+        if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) self->release();
+      });
+  }
+};
 
 llvm::Error registerKernel(KernelDef def) { return kernels::registry().add(std::move(def)); }
 
@@ -96,6 +139,11 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
   service.warn = o.warnings;
   service.hugePageWeights = o.hugePageWeights.value_or(true);
   if (o.memoryLimitBytes) rt->memoryLimit_ = holdTensorMemoryLimit(o.memoryLimitBytes);
+  if (o.maxCallsInFlight > 0) {
+    rt->calls_ = std::make_shared<CallLimiter>();
+    rt->calls_->max = o.maxCallsInFlight;
+    rt->calls_->failWhenBusy = o.whenBusy == RuntimeOptions::WhenBusy::kFail;
+  }
   service.trace = [executor = rt->executor_] { return executor->trace(); };
   service.spawn = [executor = rt->executor_](llvm::unique_function<void()> task) {
     executor->spawnBlocking(std::move(task));
@@ -119,6 +167,7 @@ struct Module::Impl {
   std::unique_ptr<lowering::Program> program;
   double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
   bool serialSteps = false;       // RuntimeOptions::serialSteps
+  std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
   // (function, signature) -> code; read-mostly: the call fast path.
   mutable std::shared_mutex tableMu;
   llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>
@@ -154,6 +203,7 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->executor = executor_;
   impl->callTimeoutSeconds = options_.callTimeoutSeconds;
   impl->serialSteps = options_.serialSteps;
+  impl->calls = calls_;
   impl->program = std::move(program);
   return std::unique_ptr<Module>(new Module(std::move(impl)));
 }
@@ -241,6 +291,19 @@ Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                  bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel) {
+  if (!impl_->calls) return startUnlimited(function, inputs, inlineFirstStep, std::move(cancel));
+  if (std::optional<Status> busy = impl_->calls->acquire()) {
+    const FunctionSignature *s = impl_->program->lookup(function);
+    return errorValues(s ? s->results.size() : 1, *busy);
+  }
+  auto results = startUnlimited(function, inputs, inlineFirstStep, std::move(cancel));
+  CallLimiter::releaseWhenDone(impl_->calls, results);
+  return results;
+}
+
+std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                                          bool inlineFirstStep,
+                                                          std::shared_ptr<CancellationToken> cancel) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].valid())
       return errorValues(1, Status{ErrorCode::kInvalidArgument,

@@ -44,6 +44,7 @@ class Program;
 }  // namespace lowering
 
 class Module;
+struct CallLimiter;
 
 class Runtime {
 public:
@@ -88,6 +89,7 @@ private:
   std::shared_ptr<HostExecutor> executor_;
   std::shared_ptr<jit::CompileService> service_;
   std::shared_ptr<void> memoryLimit_;  // this runtime's share of the tensor memory limit (TensorMemoryLimit)
+  std::shared_ptr<CallLimiter> calls_;  // RuntimeOptions::maxCallsInFlight (null: no limit)
 };
 
 class Module {
@@ -131,6 +133,9 @@ private:
   explicit Module(std::unique_ptr<Impl> impl);
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                            bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel);
+  std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                                    bool inlineFirstStep,
+                                                    std::shared_ptr<CancellationToken> cancel);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -102,6 +102,9 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   if (!(o.callTimeoutSeconds >= 0) || o.callTimeoutSeconds > 1e9)
     return error(ErrorCode::kInvalidArgument, "call timeout %g s: expected 0 (none) or a positive number of seconds",
                  o.callTimeoutSeconds);
+  if (o.maxCallsInFlight < 0)
+    return error(ErrorCode::kInvalidArgument, "maximum calls in flight %d: expected 0 (no limit) or more",
+                 o.maxCallsInFlight);
   if (o.device.empty()) {
     const char *d = env("KILN_DEVICE");
     o.device = d ? d : "cpu";

@@ -108,6 +108,17 @@ struct RuntimeOptions {
   /// of a first call (between kernels: one kernel's LLVM compile is not
   /// interrupted). Calls given their own CancellationToken use its deadline.
   double callTimeoutSeconds = 0;
+  /// Most calls (call and callAsync) of this runtime's modules running at
+  /// once, counted from the call until every result is available (0 = no
+  /// limit). Bounds the memory a burst of calls holds: each call in flight
+  /// holds its inputs, outputs and an execution arena.
+  int maxCallsInFlight = 0;
+  /// What a call beyond maxCallsInFlight does: wait for one to finish
+  /// (callAsync then blocks its caller; never call it from an executor
+  /// worker with this on), or fail at once with a kUnavailable error
+  /// starting "busy:".
+  enum class WhenBusy { kWait, kFail };
+  WhenBusy whenBusy = WhenBusy::kWait;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
   /// profiling, so that each step's time in a trace is its own rather than
