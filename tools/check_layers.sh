@@ -34,4 +34,10 @@ while IFS= read -r line; do
   bad=1
 done < <(grep -HE '^#include "(mlir|cache|jit|lowering|codegen)/|^#include "llvm/(IR|ExecutionEngine|Target|MC|CodeGen)/' \
            api/*.h || true)
+# The installed public headers (api/include/kiln: the C API and the C++ API
+# over it): the C and C++ standard library and each other, nothing else.
+while IFS= read -r line; do
+  echo "installed public header: $line"
+  bad=1
+done < <(grep -HE '^#include' api/include/kiln/* | grep -vE ':#include (<[a-z_]+(\.h)?>|"kiln/[a-z_]+\.h(pp)?")' || true)
 exit $bad

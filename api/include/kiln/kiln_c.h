@@ -1,0 +1,280 @@
+/* kiln's C API: the stable interface of libkiln.so.
+ *
+ *   kiln_runtime *rt;  kiln_module *m;  kiln_tensor *x, *y = NULL;
+ *   kiln_status *s = kiln_runtime_create(NULL, &rt);          // NULL status = success
+ *   s = kiln_runtime_load_file(rt, "model.mlir", &m);
+ *   s = kiln_tensor_create(KILN_F32, shape, 2, &x);           // or kiln_tensor_wrap(your memory)
+ *   s = kiln_module_call(m, NULL, &x, 1, &y, 1);               // JIT-compiles on the first call
+ *   ... kiln_tensor_data(y) ...
+ *   kiln_tensor_free(y); kiln_tensor_free(x); kiln_module_free(m); kiln_runtime_free(rt);
+ *
+ * Conventions:
+ * - Every fallible function returns a kiln_status*: NULL on success, else an
+ *   object with a code, a message and a location ("file:line:col" of the
+ *   model, may be empty) that the caller frees with kiln_status_free.
+ * - Objects are opaque handles; each *_create / *_load / *_call that hands
+ *   one out gives the caller ownership, released with the matching *_free
+ *   (every *_free accepts NULL). Strings returned as `const char *` belong to
+ *   the object they came from and live as long as it.
+ * - A module keeps what it needs of its runtime alive; tensors are
+ *   reference-counted internally, so freeing a handle never invalidates
+ *   another.
+ * - Thread-safety: runtimes and modules may be used from several threads at
+ *   once; a tensor handle may be read from several threads, written by one.
+ * - Only the C standard library is needed to include this header.
+ */
+#ifndef KILN_KILN_C_H
+#define KILN_KILN_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/version.h"
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Errors ---------------------------------------------------------------- */
+
+typedef enum kiln_code {
+  KILN_OK = 0,
+  KILN_INVALID_ARGUMENT = 1,   /* bad input: a malformed model, wrong shapes or dtypes, bad options */
+  KILN_UNSUPPORTED = 2,        /* well-formed, but kiln cannot run it (op, dtype, dialect) */
+  KILN_COMPILE_FAILED = 3,     /* MLIR or LLVM failed on input kiln accepted */
+  KILN_IO = 4,                 /* files, the disk cache */
+  KILN_RESOURCE_EXHAUSTED = 5, /* memory, sizes that do not fit */
+  KILN_CANCELLED = 6,          /* a cancelled call, or one past its deadline */
+  KILN_UNAVAILABLE = 7,        /* a device that is not there; "busy": too many calls in flight */
+  KILN_INTERNAL = 8            /* a kiln bug */
+} kiln_code;
+
+typedef struct kiln_status kiln_status;
+
+KILN_API kiln_code kiln_status_code(const kiln_status *status);  /* KILN_OK for NULL */
+KILN_API const char *kiln_status_message(const kiln_status *status);
+KILN_API const char *kiln_status_location(const kiln_status *status); /* "" when unknown */
+KILN_API void kiln_status_free(kiln_status *status);
+/* "invalid argument", "unsupported", ... */
+KILN_API const char *kiln_code_name(kiln_code code);
+
+/* ---- Version --------------------------------------------------------------- */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (KILN_VERSION_STRING is the
+ * headers'). */
+KILN_API const char *kiln_version(void);
+
+/* ---- Tensors --------------------------------------------------------------- */
+
+typedef enum kiln_dtype {
+  KILN_F32 = 0,
+  KILN_F16 = 1,
+  KILN_BF16 = 2,
+  KILN_F64 = 3,
+  KILN_I64 = 4,
+  KILN_I32 = 5,
+  KILN_I16 = 6,
+  KILN_I8 = 7,
+  KILN_U8 = 8,
+  KILN_BOOL = 9 /* i1, one byte per element (0 or 1) */
+} kiln_dtype;
+
+/* "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "ui8", "i1"; NULL if unknown. */
+KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
+/* Bytes per element (0 if unknown). */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+/* Marks a dynamic dimension in signatures. */
+#define KILN_DYNAMIC (-1)
+
+typedef struct kiln_tensor kiln_tensor;
+
+/* A tensor with kiln-owned, zeroed, 64-byte aligned memory. */
+KILN_API kiln_status *kiln_tensor_create(kiln_dtype dtype, const int64_t *shape, size_t rank,
+                                         kiln_tensor **out);
+/* A tensor over the caller's memory, without a copy. `bytes` must be the
+ * tensor's size. kiln reads inputs in place (where the memory is aligned to
+ * the element size; else a call copies it) and writes results into such a
+ * tensor when it is given as a call's output. `release(release_ctx)` runs
+ * once kiln holds no reference to the memory any more (NULL: the caller
+ * keeps the memory alive until every call that used it has finished). */
+KILN_API kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data,
+                                       size_t bytes, void (*release)(void *release_ctx), void *release_ctx,
+                                       kiln_tensor **out);
+/* A second handle to the same tensor (the memory is shared, not copied). */
+KILN_API kiln_status *kiln_tensor_share(const kiln_tensor *tensor, kiln_tensor **out);
+KILN_API void kiln_tensor_free(kiln_tensor *tensor);
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *tensor);
+KILN_API size_t kiln_tensor_rank(const kiln_tensor *tensor);
+KILN_API const int64_t *kiln_tensor_shape(const kiln_tensor *tensor);
+KILN_API int64_t kiln_tensor_element_count(const kiln_tensor *tensor);
+KILN_API size_t kiln_tensor_byte_size(const kiln_tensor *tensor);
+KILN_API void *kiln_tensor_data(const kiln_tensor *tensor);
+
+/* ---- Options and the runtime ----------------------------------------------- */
+
+typedef struct kiln_options kiln_options;
+
+KILN_API kiln_options *kiln_options_create(void);
+KILN_API void kiln_options_free(kiln_options *options);
+/* Sets one option by name; the value is text (as the CLI and $KILN_*
+ * variables spell it). An unknown name or a bad value is an
+ * KILN_INVALID_ARGUMENT naming it. Names:
+ *   threads            worker threads (0 = the machine's cores)
+ *   compile_threads    threads one compile uses (0 = the machine's cores)
+ *   cache_dir          persistent compile cache directory
+ *   cache              off | ro | rw
+ *   cache_max_bytes    e.g. 2G
+ *   op_mode            per-op placement, e.g. "tosa.conv2d=kernel,*=auto"
+ *   placement          measure | recorded | fixed (see README "Reproducible results")
+ *   opt_level          0..3
+ *   max_vector_bits    128 | 256 | 512 (0 = the host's widest)
+ *   memory_limit       bytes of tensor memory, e.g. 512M (0 = none)
+ *   call_timeout       seconds a call may run (0 = no limit)
+ *   max_in_flight      calls (sync and async) running at once per runtime (0 = no limit)
+ *   when_busy          wait | fail: what a call beyond max_in_flight does
+ *   device             cpu | cuda | cuda:N
+ *   huge_pages         0 | 1
+ *   serial_steps       0 | 1 (one step of a call at a time: profiling)
+ * Options not set come from the environment ($KILN_*), else defaults. */
+KILN_API kiln_status *kiln_options_set(kiln_options *options, const char *name, const char *value);
+
+typedef struct kiln_runtime kiln_runtime;
+
+/* `options` may be NULL (environment and defaults); it is copied. */
+KILN_API kiln_status *kiln_runtime_create(const kiln_options *options, kiln_runtime **out);
+/* Waits for the runtime's calls in flight, then frees it (modules still
+ * alive keep what they need). */
+KILN_API void kiln_runtime_free(kiln_runtime *runtime);
+/* What generated code targets (host CPU or GPU). */
+KILN_API const char *kiln_runtime_target(const kiln_runtime *runtime);
+
+typedef struct kiln_cache_stats {
+  uint64_t memory_hits, memory_misses; /* compiled functions found / not found in memory */
+  uint64_t disk_hits;                  /* loaded from the persistent cache, not compiled */
+  uint64_t compiles, compile_failures;
+  uint64_t jit_fallbacks;              /* JIT kernels that failed to compile and ran as handwritten kernels */
+  double compile_ms, disk_load_ms;
+  uint64_t disk_writes, disk_rejected; /* entries stored; entries found unusable (corrupt, other target) */
+} kiln_cache_stats;
+
+KILN_API void kiln_runtime_cache_stats(const kiln_runtime *runtime, kiln_cache_stats *out);
+
+/* ---- Modules --------------------------------------------------------------- */
+
+typedef struct kiln_module kiln_module;
+
+/* MLIR (TOSA / linalg on tensors), text or bytecode. */
+KILN_API kiln_status *kiln_runtime_load_file(kiln_runtime *runtime, const char *path, kiln_module **out);
+KILN_API kiln_status *kiln_runtime_load_memory(kiln_runtime *runtime, const void *data, size_t size,
+                                               const char *name, kiln_module **out);
+/* Waits for the module's first calls still compiling, then frees it. */
+KILN_API void kiln_module_free(kiln_module *module);
+
+/* Introspection. A tensor's description: the name comes from the model
+ * (kiln.name argument/result attributes, tf.entry_function) else is
+ * "input_<i>" / "output_<i>"; dims are KILN_DYNAMIC where the model leaves
+ * them open. */
+typedef struct kiln_tensor_info {
+  const char *name;
+  kiln_dtype dtype;
+  size_t rank;
+  const int64_t *shape;
+} kiln_tensor_info;
+
+KILN_API size_t kiln_module_function_count(const kiln_module *module);
+/* The i-th public function's name (NULL past the end). */
+KILN_API const char *kiln_module_function_name(const kiln_module *module, size_t i);
+/* `function` NULL or "" = "main", else the module's only function. */
+KILN_API kiln_status *kiln_module_input_count(const kiln_module *module, const char *function, size_t *out);
+KILN_API kiln_status *kiln_module_output_count(const kiln_module *module, const char *function, size_t *out);
+KILN_API kiln_status *kiln_module_input_info(const kiln_module *module, const char *function, size_t i,
+                                             kiln_tensor_info *out);
+KILN_API kiln_status *kiln_module_output_info(const kiln_module *module, const char *function, size_t i,
+                                              kiln_tensor_info *out);
+
+/* Calls `function` (NULL = main or the only function) and waits.
+ * outputs[i] == NULL: set to a new tensor the caller frees.
+ * outputs[i] != NULL: the result is written into that tensor's memory (its
+ * dtype and shape must match the result's), as ONNX Runtime's IoBinding. */
+KILN_API kiln_status *kiln_module_call(kiln_module *module, const char *function, kiln_tensor *const *inputs,
+                                       size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
+/* The same, with the inputs given by name (in any order; every input once). */
+KILN_API kiln_status *kiln_module_call_named(kiln_module *module, const char *function,
+                                             const char *const *input_names, kiln_tensor *const *inputs,
+                                             size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
+
+/* Asynchronous calls: returns at once (a first call compiles in the
+ * background). `timeout_seconds` > 0 bounds this call (else the runtime's
+ * call_timeout). With max_in_flight reached, waits or fails with
+ * KILN_UNAVAILABLE ("busy"), as when_busy says. */
+typedef struct kiln_call kiln_call;
+
+KILN_API kiln_status *kiln_module_call_async(kiln_module *module, const char *function, kiln_tensor *const *inputs,
+                                             size_t num_inputs, double timeout_seconds, kiln_call **out);
+/* 1 when every result is available (or the call failed). */
+KILN_API int kiln_call_ready(const kiln_call *call);
+/* Stops launching the call's remaining steps; it then fails with KILN_CANCELLED. */
+KILN_API void kiln_call_cancel(kiln_call *call);
+/* Runs `callback(ctx)` once the call is ready (at once if it is), on a kiln thread. */
+KILN_API void kiln_call_on_ready(kiln_call *call, void (*callback)(void *ctx), void *ctx);
+/* Waits and takes the results (outputs as in kiln_module_call). */
+KILN_API kiln_status *kiln_call_wait(kiln_call *call, kiln_tensor **outputs, size_t num_outputs);
+KILN_API void kiln_call_free(kiln_call *call);
+
+/* Compiles `function` for these input types (names ignored) without running
+ * it, so that later calls, here or in another process sharing the disk
+ * cache, start warm. */
+KILN_API kiln_status *kiln_module_prewarm(kiln_module *module, const char *function,
+                                          const kiln_tensor_info *inputs, size_t num_inputs);
+
+/* What was compiled for `function` at these input types (compiling it if
+ * it was not). */
+typedef struct kiln_compile_info {
+  int from_disk_cache;     /* 1: loaded from the persistent cache (no compile in this process) */
+  int kernels_compiled;    /* JIT kernels compiled */
+  int kernels_shared;      /* JIT kernels that reused an identical kernel's code */
+  int placements_measured; /* ops timed JIT against handwritten kernel */
+  int kernels_chosen;      /* of those, placed on the handwritten kernel */
+  int jit_fallbacks;       /* JIT kernels that failed to compile and run as handwritten kernels */
+  double compile_ms;
+  const char *placement;   /* e.g. "12 JIT steps (40 ops), 3 kernel steps (tosa.conv2d x3)"; lives with the module */
+} kiln_compile_info;
+
+KILN_API kiln_status *kiln_module_compile_info(kiln_module *module, const char *function,
+                                               const kiln_tensor_info *inputs, size_t num_inputs,
+                                               kiln_compile_info *out);
+typedef struct kiln_module_stats {
+  uint64_t functions_compiled; /* distinct (function, input types) this module holds code for */
+  uint64_t pipeline_runs;      /* MLIR pipelines run for it (0 on a warm start from the disk cache) */
+} kiln_module_stats;
+
+KILN_API void kiln_module_stats_get(const kiln_module *module, kiln_module_stats *out);
+
+/* ---- Profiling ------------------------------------------------------------- */
+
+typedef struct kiln_profiler kiln_profiler;
+
+/* Starts recording the runtime's calls and compiles (one profiler per
+ * runtime at a time). */
+KILN_API kiln_status *kiln_profiler_start(kiln_runtime *runtime, kiln_profiler **out);
+/* Stops recording. Writes a Chrome trace (Perfetto) to `trace_path` and a
+ * self-contained HTML report to `report_path` where given (NULL: not
+ * written); `table`, when not NULL, receives the per-kernel table as text,
+ * freed with kiln_string_free. */
+KILN_API kiln_status *kiln_profiler_stop(kiln_profiler *profiler, const char *trace_path, const char *report_path,
+                                         char **table);
+KILN_API void kiln_profiler_free(kiln_profiler *profiler);
+KILN_API void kiln_string_free(char *text);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* KILN_KILN_C_H */

@@ -1,0 +1,177 @@
+// The header-only C++ API (kiln/kiln.hpp) as a program sees it: linked
+// against libkiln.so alone, no kiln internal header, no LLVM.
+#include <kiln/kiln.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+std::vector<float> input() {
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = float((i * 5) % 9) * 0.5f - 2.0f;
+  return x;
+}
+
+// The classifier's logits (samples/models/classifier.mlir).
+std::vector<float> logits(const std::vector<float> &x) {
+  const float b[3] = {0.5f, -0.25f, 0.125f};
+  std::vector<float> out(12);
+  for (int r = 0; r < 4; ++r)
+    for (int n = 0; n < 3; ++n) {
+      float acc = b[n];
+      for (int k = 0; k < 8; ++k) acc += x[r * 8 + k] * float((3 * k + n) % 7 - 3) / 4.0f;
+      out[r * 3 + n] = acc;
+    }
+  return out;
+}
+
+void expectNear(const std::vector<float> &a, const std::vector<float> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << i;
+}
+
+kiln::Options quiet() { return std::move(kiln::Options().set("cache", "off").set("threads", 2)); }
+
+}  // namespace
+
+TEST(CppApi, VersionAndTensors) {
+  EXPECT_EQ(kiln::version(), KILN_VERSION_STRING);
+  kiln::Tensor t = kiln::Tensor::fromValues<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(t.byteSize(), 24u);
+  kiln::Tensor copy = t;  // shares the memory
+  copy.data<int32_t>()[0] = 42;
+  EXPECT_EQ(t.values<int32_t>()[0], 42);
+  EXPECT_THROW(t.data<float>(), kiln::Error);
+  try {
+    kiln::Tensor::zeros(kiln::DType::f32, {2, -1});
+    FAIL() << "a negative dimension was accepted";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), kiln::Code::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("dimension 1 is -1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CppApi, IntrospectAndCall) {
+  kiln::Runtime rt(quiet());
+  kiln::Module m = rt.load(KILN_CLASSIFIER);
+  EXPECT_EQ(m.functions(), std::vector<std::string>{"main"});
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "features");
+  EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{1, 4, 8}));
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[0].name, "scores");
+  EXPECT_EQ(m.outputs()[1].name, "logits");
+
+  std::vector<float> x = input();
+  kiln::Tensor in = kiln::Tensor::wrap(x.data(), {1, 4, 8});
+  std::vector<kiln::Tensor> out = m.call({in});
+  ASSERT_EQ(out.size(), 2u);
+  expectNear(out[1].values<float>(), logits(x));
+
+  // By name, and into the caller's memory.
+  std::vector<float> scores(12, -1), raw(12, -1);
+  std::vector<kiln::Tensor> into = {kiln::Tensor::wrap(scores.data(), {1, 4, 3}),
+                                    kiln::Tensor::wrap(raw.data(), {1, 4, 3})};
+  m.callInto("main", {in}, into);
+  expectNear(raw, logits(x));
+  std::vector<kiln::Tensor> named = m.call("main", {{"features", in}});
+  expectNear(named[1].values<float>(), logits(x));
+  try {
+    m.call("main", {{"pixels", in}});
+    FAIL() << "an unknown input name was accepted";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), kiln::Code::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("'pixels'"), std::string::npos) << e.what();
+  }
+
+  // Asynchronous calls from several threads at once.
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      kiln::AsyncCall c = m.callAsync("", {in});
+      std::vector<kiln::Tensor> r = c.wait();
+      if (r.size() == 2 && std::fabs(r[1].values<float>()[5] - logits(x)[5]) < 1e-4) ++good;
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(good.load(), 4);
+  // onReady runs any callable once; a wrapped tensor's release runs when
+  // kiln lets go of the memory.
+  std::atomic<int> readies{0};
+  std::atomic<bool> released{false};
+  {
+    kiln::Tensor owned = kiln::Tensor::wrap(x.data(), {1, 4, 8}, [&released] { released = true; });
+    kiln::AsyncCall c = m.callAsync("", {owned});
+    c.onReady([&readies] { ++readies; });
+    c.wait();
+  }
+  // Both run on kiln's threads, possibly just after wait() returned.
+  for (int i = 0; i < 500 && (readies.load() == 0 || !released.load()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(readies.load(), 1);
+  EXPECT_TRUE(released.load());
+  kiln::ModuleStats s = m.stats();
+  EXPECT_EQ(s.functions_compiled, 1u);
+}
+
+TEST(CppApi, ErrorsCarryCodeAndLocation) {
+  kiln::Runtime rt(quiet());
+  try {
+    rt.loadFromMemory("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y : tensor<4xf32>\n}\n",
+                      "bad.mlir");
+    FAIL() << "malformed MLIR loaded";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), kiln::Code::invalid_argument);
+    EXPECT_EQ(e.location().rfind("bad.mlir:2:", 0), 0u) << e.location();
+  }
+  try {
+    kiln::Options().set("when_busy", "sometimes");
+    FAIL();
+  } catch (const kiln::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("wait or fail"), std::string::npos) << e.what();
+  }
+  // An empty module is refused at load, not at its first call.
+  EXPECT_THROW(rt.loadFromMemory("", "empty.mlir"), kiln::Error);
+}
+
+TEST(CppApi, PlacementAndProfiler) {
+  kiln::Runtime rt(quiet().set("op_mode", "tosa.matmul=kernel,*=jit"));
+  kiln::Module m = rt.load(KILN_CLASSIFIER);
+  kiln::CompileInfo info = m.compileInfo("", m.inputs());
+  EXPECT_NE(info.placement.find("matmul"), std::string::npos) << info.placement;
+  EXPECT_FALSE(info.fromDiskCache);
+  std::string dir = ::testing::TempDir();
+  std::vector<float> x = input();
+  kiln::Profiler p(rt);
+  for (int i = 0; i < 3; ++i) m.call({kiln::Tensor::wrap(x.data(), {1, 4, 8})});
+  std::string table = p.stop(dir + "/kiln_cpp_trace.json", dir + "/kiln_cpp_report.html");
+  EXPECT_NE(table.find("kernel"), std::string::npos) << table;
+  std::ifstream trace(dir + "/kiln_cpp_trace.json");
+  std::stringstream text;
+  text << trace.rdbuf();
+  EXPECT_NE(text.str().find("traceEvents"), std::string::npos);
+}
+
+TEST(CppApi, InFlightLimitWaits) {
+  // max_in_flight = 1 with when_busy = wait: concurrent calls queue, all finish.
+  kiln::Runtime rt(quiet().set("max_in_flight", 1));
+  kiln::Module m = rt.load(KILN_CLASSIFIER);
+  std::vector<float> x = input();
+  kiln::Tensor in = kiln::Tensor::wrap(x.data(), {1, 4, 8});
+  std::vector<kiln::AsyncCall> calls;
+  std::thread t([&] {
+    for (int i = 0; i < 8; ++i) m.call({in});
+  });
+  for (int i = 0; i < 8; ++i) calls.push_back(m.callAsync("", {in}));
+  for (auto &c : calls) expectNear(c.wait()[1].values<float>(), logits(x));
+  t.join();
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The installed package as a user meets it: `cmake --install` kiln from
+# BUILD_DIR into a temporary prefix, then build every program in samples/
+# with its own CMakeLists (find_package(kiln) only; no LLVM, MLIR or kiln
+# source directory on any include path) and run it; and build the C sample
+# a second time through pkg-config (kiln.pc). Prints how long compiling a
+# file that includes kiln/kiln.hpp took.
+#   run_samples.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+model=$src/samples/models/classifier.mlir
+
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+for f in include/kiln/kiln_c.h include/kiln/kiln.hpp include/kiln/version.h bin/kiln \
+         lib/cmake/kiln/kilnConfig.cmake lib/pkgconfig/kiln.pc; do
+  [ -e "$prefix/$f" ] || { echo "not installed: $f"; cat "$tmp/install.log"; exit 1; }
+done
+lib=$(ls "$prefix"/lib/libkiln.so.*.*.* 2>/dev/null | head -1)
+[ -n "$lib" ] || { echo "libkiln.so.X.Y.Z not installed"; exit 1; }
+# libkiln.so exports the C API and nothing else.
+others=$(nm -D --defined-only "$lib" | awk '$3 !~ /^kiln_/ && $3 != "KILN_0" {print $3}')
+[ -z "$others" ] || { echo "libkiln.so exports more than kiln_*:"; echo "$others" | head; exit 1; }
+# The public headers include nothing but the C/C++ standard library and each other.
+if grep -hE '^#include' "$prefix"/include/kiln/*.h* | grep -vE '^#include <[a-z_]+(\.h)?>|^#include "kiln/'; then
+  echo "a public header includes something besides the standard library"; exit 1
+fi
+
+for s in run_model prewarm op_modes profile c_api; do
+  if ! cmake -S "$src/samples/$s" -B "$tmp/build-$s" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > "$tmp/$s.log" 2>&1 ||
+     ! cmake --build "$tmp/build-$s" >> "$tmp/$s.log" 2>&1; then
+    echo "sample $s did not build against the installed kiln:"; cat "$tmp/$s.log"; exit 1
+  fi
+  if grep -oE '(-I|-isystem) ?[^ "]+' "$tmp/build-$s/compile_commands.json" | grep -v "$prefix/include" | grep -q .; then
+    echo "sample $s compiles with an LLVM/MLIR or kiln source include path:"; cat "$tmp/build-$s/compile_commands.json"; exit 1
+  fi
+done
+echo "== built 5 samples against $prefix with find_package(kiln)"
+
+# Compile time of a file that includes the C++ API.
+start=$(date +%s%N)
+c++ -std=c++17 -fsyntax-only -I"$prefix/include" "$src/samples/run_model/main.cpp" -DKILN_SAMPLE_MODEL='""'
+echo "== compiling samples/run_model/main.cpp (kiln/kiln.hpp): $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+export KILN_CACHE=off
+"$tmp/build-run_model/run_model" "$model"
+"$tmp/build-op_modes/op_modes" "$model"
+mkdir -p "$tmp/profile"
+"$tmp/build-profile/profile" "$tmp/profile" "$model" | tail -3
+[ -s "$tmp/profile/trace.json" ] && [ -s "$tmp/profile/report.html" ] || { echo "profile wrote no files"; exit 1; }
+unset KILN_CACHE
+"$tmp/build-prewarm/prewarm" compile "$tmp/cache" "$model"
+"$tmp/build-prewarm/prewarm" run "$tmp/cache" "$model"
+"$tmp/build-c_api/c_api" "$model"
+
+# The C sample through pkg-config, as a Makefile would build it.
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -std=c11 -o "$tmp/c_api_pc" "$src/samples/c_api/main.c" \
+  -DKILN_SAMPLE_MODEL="\"$model\"" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
+"$tmp/c_api_pc" "$model" > /dev/null
+echo "== the C sample built with pkg-config runs"
+"$prefix/bin/kiln" --version > /dev/null 2>&1 || "$prefix/bin/kiln" models > /dev/null
+echo "== samples passed"
