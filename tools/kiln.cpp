@@ -92,6 +92,7 @@ struct CommonOptions {
   int warmup = 0;         // --warmup N: untimed calls after the first
   bool serial = false;    // profile --serial: one step at a time
   std::string memoryLimit;  // --memory-limit BYTES[K|M|G]
+  std::string placement;    // --placement measure|fixed
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
@@ -126,6 +127,11 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
     auto modes = kiln::ops::parseOpModes(o.opModes);
     if (!modes) return llvm::createStringError("--op-mode: %s", llvm::toString(modes.takeError()).c_str());
     options.placement = *modes;
+  }
+  if (!o.placement.empty()) {
+    if (o.placement != "measure" && o.placement != "fixed")
+      return llvm::createStringError("--placement %s: expected measure or fixed", o.placement.c_str());
+    options.placement.measure = o.placement == "measure";
   }
   return kiln::Runtime::create(options);
 }
@@ -558,6 +564,10 @@ int runMain(int argc, char **argv) {
   auto addCommon = [&](CLI::App *cmd) {
     cmd->add_option("--op-mode", common.opModes,
                     "per-op placement, e.g. tosa.conv2d=kernel,tosa.gather=jit,*=auto; measure=off: no timing of auto ops JIT against kernel (also $KILN_OP_MODE)");
+    cmd->add_option("--placement", common.placement,
+                    "measure: ops both JIT and a kernel can run go where timing says is faster (the default; another "
+                    "process may choose differently, so results may differ in the last bits); fixed: no timing, the "
+                    "same placement and bit-identical results in every process (= --op-mode measure=off)");
     cmd->add_option("--cache-dir", common.cacheDir,
                     "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
     cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");

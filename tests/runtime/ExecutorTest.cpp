@@ -642,6 +642,36 @@ TEST(Executable, ConcurrentExecutionsHaveTheirOwnBuffers) {
   EXPECT_LE((*exe)->pooledExecutions(), 4u + 1u);
 }
 
+// After a burst of concurrent executions (64 in flight at once, each
+// holding its own arena) the pool keeps only max(4, cores) of them: the rest
+// return their memory instead of staying pooled for the process's life.
+TEST(Executable, BurstLeavesABoundedPool) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int in = b.addInput(i64({1}));
+  int mid = b.addIntermediate(i64({1024}));
+  int out = b.addOutput(i64({1}));
+  StepFn slow = [](const StepContext &ctx) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    *static_cast<int64_t *>(ctx.out(0)) = *static_cast<int64_t *>(ctx.in(0));
+    return llvm::Error::success();
+  };
+  ASSERT_TRUE(bool(b.addStep("slow", StepKind::kOther, slow, {in}, {mid})));
+  ASSERT_TRUE(bool(b.addStep("last", StepKind::kOther, sumStep(1), {mid}, {out})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  std::vector<AsyncValueRef<Tensor>> results;
+  for (int i = 0; i < 64; ++i) results.push_back((*exe)->execute({scalar(i)}, ex)[0]);
+  for (int i = 0; i < 64; ++i) {
+    auto v = results[i].awaitValue();
+    ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError());
+    EXPECT_EQ(valueOf(*v), i + 1);
+  }
+  ex.waitIdle();
+  EXPECT_GE((*exe)->pooledExecutions(), 1u);
+  EXPECT_LE((*exe)->pooledExecutions(), size_t(std::max(4u, std::thread::hardware_concurrency())));
+}
+
 // A trace set while executions run on several threads records every step
 // exactly once (no lost or torn events), with the step's description; once
 // cleared, nothing more is recorded. Run under TSan too.
