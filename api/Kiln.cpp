@@ -290,20 +290,23 @@ Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
-                                                 bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel) {
-  if (!impl_->calls) return startUnlimited(function, inputs, inlineFirstStep, std::move(cancel));
+                                                 bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel,
+                                                 std::vector<Tensor> outputs) {
+  if (!impl_->calls)
+    return startUnlimited(function, inputs, inlineFirstStep, std::move(cancel), std::move(outputs));
   if (std::optional<Status> busy = impl_->calls->acquire()) {
     const FunctionSignature *s = impl_->program->lookup(function);
     return errorValues(s ? s->results.size() : 1, *busy);
   }
-  auto results = startUnlimited(function, inputs, inlineFirstStep, std::move(cancel));
+  auto results = startUnlimited(function, inputs, inlineFirstStep, std::move(cancel), std::move(outputs));
   CallLimiter::releaseWhenDone(impl_->calls, results);
   return results;
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                           bool inlineFirstStep,
-                                                          std::shared_ptr<CancellationToken> cancel) {
+                                                          std::shared_ptr<CancellationToken> cancel,
+                                                          std::vector<Tensor> outputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].valid())
       return errorValues(1, Status{ErrorCode::kInvalidArgument,
@@ -318,6 +321,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
     cancel->setTimeout(std::chrono::nanoseconds(int64_t(impl_->callTimeoutSeconds * 1e9)));
   }
   opts.cancel = cancel;
+  opts.outputs = std::move(outputs);
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
   if (Impl::Compiled fn = impl_->find(function, sig))  // fast path: no MLIR, no strings, a shared lock
     return fn->executable->execute(inputs, *impl_->executor, opts);
@@ -374,7 +378,12 @@ std::vector<AsyncValueRef<Tensor>> Module::callAsync(llvm::StringRef function, l
 }
 
 llvm::Expected<std::vector<Tensor>> Module::call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs) {
-  auto futures = start(function, inputs, /*inlineFirstStep=*/true, nullptr);
+  return call(function, inputs, {});
+}
+
+llvm::Expected<std::vector<Tensor>> Module::call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                                 std::vector<Tensor> outputs) {
+  auto futures = start(function, inputs, /*inlineFirstStep=*/true, nullptr, std::move(outputs));
   std::vector<Tensor> out;
   out.reserve(futures.size());
   for (auto &f : futures) {

@@ -101,6 +101,13 @@ public:
   /// Runs `function` and waits for its results; compiles it first if this
   /// shape signature is new.
   llvm::Expected<std::vector<Tensor>> call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs);
+  /// The same, with the results written into `outputs` (as ONNX Runtime's
+  /// IoBinding): one entry per result, a tensor of the result's type (the
+  /// caller's memory through Tensor::wrap; not overlapping an input) or an
+  /// invalid Tensor for a new one. Returns the results (the given tensors
+  /// where given).
+  llvm::Expected<std::vector<Tensor>> call(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
+                                           std::vector<Tensor> outputs);
   /// Starts `function` and returns one future per result at once (a first
   /// call compiles on the blocking pool). Errors, including bad inputs and
   /// compile failures, arrive as error values; for an unknown function the
@@ -132,10 +139,12 @@ private:
   struct Impl;
   explicit Module(std::unique_ptr<Impl> impl);
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
-                                           bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel);
+                                           bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel,
+                                           std::vector<Tensor> outputs = {});
   std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                     bool inlineFirstStep,
-                                                    std::shared_ptr<CancellationToken> cancel);
+                                                    std::shared_ptr<CancellationToken> cancel,
+                                                    std::vector<Tensor> outputs);
   std::unique_ptr<Impl> impl_;
 };
 

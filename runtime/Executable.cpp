@@ -204,9 +204,34 @@ std::vector<AsyncValueRef<Tensor>> Executable::execute(llvm::ArrayRef<Tensor> in
 
   // Memory first: outputs, then an execution (its arena); either failing
   // is this call's error (kResourceExhausted, naming the size), nothing else.
+  if (!options.outputs.empty() && options.outputs.size() != outputs_.size())
+    return failAll(std::to_string(options.outputs.size()) + " output tensors given for " +
+                   std::to_string(outputs_.size()) + " outputs");
+  auto overlaps = [](const Tensor &a, const Tensor &b) {
+    auto *pa = static_cast<const char *>(a.rawData()), *pb = static_cast<const char *>(b.rawData());
+    return a.byteSize() && b.byteSize() && pa < pb + b.byteSize() && pb < pa + a.byteSize();
+  };
+  for (size_t i = 0; i < options.outputs.size(); ++i) {
+    const Tensor &given = options.outputs[i];
+    if (!given.valid()) continue;
+    if (given.type() != buffers_[outputs_[i]].type)
+      return failAll("output " + std::to_string(i) + ": the given tensor is tensor<" + given.type().str() +
+                     ">, the result is tensor<" + buffers_[outputs_[i]].type.str() + ">");
+    for (size_t j = 0; j < inputs.size(); ++j)
+      if (overlaps(given, inputs[j]))
+        return failAll("output " + std::to_string(i) + " overlaps input " + std::to_string(j) +
+                       " (kiln reads inputs while it writes outputs: give separate memory)");
+    for (size_t j = 0; j < i; ++j)
+      if (options.outputs[j].valid() && overlaps(given, options.outputs[j]))
+        return failAll("output " + std::to_string(i) + " overlaps output " + std::to_string(j));
+  }
   std::vector<Tensor> outputTensors;
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const BufferDesc &d = buffers_[outputs_[i]];
+    if (i < options.outputs.size() && options.outputs[i].valid()) {
+      outputTensors.push_back(options.outputs[i]);
+      continue;
+    }
     auto t = Tensor::allocate(d.type.dtype, d.type.shape, "output " + std::to_string(i));
     if (!t) return failWith(toStatus(t.takeError()));
     outputTensors.push_back(std::move(*t));

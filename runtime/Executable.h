@@ -178,6 +178,12 @@ struct ExecuteOptions {
   /// parallel loops still use every worker. For profiling: a step's time is
   /// then its own, not shared with independent steps running beside it.
   bool serialSteps = false;
+  /// Where the results go (as ONNX Runtime's IoBinding): empty, or one
+  /// entry per output: a tensor of that output's type whose memory the
+  /// execution writes the result into (the caller's memory, through
+  /// Tensor::wrap), or an invalid Tensor for a new one. A given tensor must
+  /// not overlap an input or another output (an error, not a race).
+  std::vector<Tensor> outputs;
 };
 
 struct BufferPlanStats {

@@ -562,7 +562,13 @@ kiln_status *kiln_module_call(kiln_module *m, const char *function, kiln_tensor 
                      std::to_string(numOutputs) + " outputs were given");
     std::vector<kiln::Tensor> args;
     if (kiln_status *s = gatherInputs(inputs, numInputs, args)) return s;
-    auto results = m->module->call((*sig)->name, args);
+    if (numOutputs > 0 && !outputs) return invalid("outputs is NULL with " + std::to_string(numOutputs) + " outputs");
+    // Given outputs are written in place (an output not aligned to its
+    // element size gets kiln's memory, copied over after the call).
+    std::vector<kiln::Tensor> into(numOutputs);
+    for (size_t i = 0; i < numOutputs; ++i)
+      if (outputs[i] && outputs[i]->elementAligned) into[i] = outputs[i]->tensor;
+    auto results = m->module->call((*sig)->name, args, std::move(into));
     if (!results) return fromError(results.takeError());
     return deliver(std::move(*results), outputs, numOutputs);
   });

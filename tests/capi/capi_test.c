@@ -167,6 +167,16 @@ int main(void) {
   kiln_status_free(s);
   kiln_tensor_free(bad_out[0]);
 
+  /* An output over the input's own memory is refused (kiln reads inputs
+   * while it writes outputs). */
+  kiln_tensor *overlap[2] = {NULL, NULL};
+  OK(kiln_tensor_wrap(KILN_F32, out_shape, 3, x + 4, 12 * sizeof(float), NULL, NULL, &overlap[0]));
+  s = kiln_module_call(m, NULL, &input, 1, overlap, 2);
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "overlaps input 0"));
+  kiln_status_free(s);
+  kiln_tensor_free(overlap[0]);
+  if (overlap[1]) kiln_tensor_free(overlap[1]);
+
   /* A misaligned input (a float at an odd address) is copied, not misread. */
   char raw[32 * sizeof(float) + 1];
   memcpy(raw + 1, x, sizeof x);

@@ -672,6 +672,46 @@ TEST(Executable, BurstLeavesABoundedPool) {
   EXPECT_LE((*exe)->pooledExecutions(), size_t(std::max(4u, std::thread::hardware_concurrency())));
 }
 
+// ExecuteOptions::outputs: results computed into the caller's memory (the
+// same address comes back, nothing copied); a wrong type or memory
+// overlapping an input is an error before anything runs.
+TEST(Executable, OutputsIntoCallerMemory) {
+  HostExecutor ex(2);
+  ExecutableBuilder b;
+  int in = b.addInput(i64({1}));
+  int mid = b.addIntermediate(i64({1}));
+  int out0 = b.addOutput(i64({1})), out1 = b.addOutput(i64({1}));
+  ASSERT_TRUE(bool(b.addStep("a", StepKind::kOther, sumStep(1), {in}, {mid})));
+  ASSERT_TRUE(bool(b.addStep("b", StepKind::kOther, sumStep(10), {mid}, {out0})));
+  ASSERT_TRUE(bool(b.addStep("c", StepKind::kOther, sumStep(100), {mid}, {out1})));
+  auto exe = b.build();
+  ASSERT_TRUE(bool(exe));
+  int64_t mine[2] = {-1, -1};
+  ExecuteOptions opts;
+  opts.outputs = {Tensor::wrap(DType::i64, {1}, &mine[1], nullptr), Tensor()};
+  auto results = (*exe)->execute({scalar(5)}, ex, opts);
+  auto r0 = results[0].awaitValue(), r1 = results[1].awaitValue();
+  ASSERT_TRUE(r0 && r1);
+  EXPECT_EQ(r0->rawData(), &mine[1]);  // written in place
+  EXPECT_EQ(mine[1], 16);
+  EXPECT_EQ(mine[0], -1);
+  EXPECT_NE(r1->rawData(), &mine[1]);  // not given: kiln's own
+  EXPECT_EQ(valueOf(*r1), 106);
+
+  Tensor input = scalar(5);
+  ExecuteOptions overlapping;
+  overlapping.outputs = {Tensor(), input};
+  auto bad = (*exe)->execute({input}, ex, overlapping)[1].awaitValue();
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(toStatus(bad.takeError()).message.find("output 1 overlaps input 0"), std::string::npos);
+  ExecuteOptions wrongType;
+  wrongType.outputs = {Tensor::empty(DType::f32, {1}), Tensor()};
+  bad = (*exe)->execute({scalar(5)}, ex, wrongType)[0].awaitValue();
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(toStatus(bad.takeError()).message.find("output 0: the given tensor is tensor<1xf32>"), std::string::npos);
+  ex.waitIdle();
+}
+
 // A trace set while executions run on several threads records every step
 // exactly once (no lost or torn events), with the step's description; once
 // cleared, nothing more is recorded. Run under TSan too.

@@ -201,8 +201,10 @@ KILN_API kiln_status *kiln_module_output_info(const kiln_module *module, const c
 
 /* Calls `function` (NULL = main or the only function) and waits.
  * outputs[i] == NULL: set to a new tensor the caller frees.
- * outputs[i] != NULL: the result is written into that tensor's memory (its
- * dtype and shape must match the result's), as ONNX Runtime's IoBinding. */
+ * outputs[i] != NULL: the result is computed directly into that tensor's
+ * memory (its dtype and shape must match the result's, and it must not
+ * overlap an input), as ONNX Runtime's IoBinding: no kiln output buffer, no
+ * copy (memory not aligned to the element size is filled by a copy). */
 KILN_API kiln_status *kiln_module_call(kiln_module *module, const char *function, kiln_tensor *const *inputs,
                                        size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
 /* The same, with the inputs given by name (in any order; every input once). */
@@ -224,7 +226,8 @@ KILN_API int kiln_call_ready(const kiln_call *call);
 KILN_API void kiln_call_cancel(kiln_call *call);
 /* Runs `callback(ctx)` once the call is ready (at once if it is), on a kiln thread. */
 KILN_API void kiln_call_on_ready(kiln_call *call, void (*callback)(void *ctx), void *ctx);
-/* Waits and takes the results (outputs as in kiln_module_call). */
+/* Waits and takes the results (outputs as in kiln_module_call, except that
+ * a given tensor receives a copy of the result). */
 KILN_API kiln_status *kiln_call_wait(kiln_call *call, kiln_tensor **outputs, size_t num_outputs);
 KILN_API void kiln_call_free(kiln_call *call);
 
