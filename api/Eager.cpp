@@ -142,8 +142,22 @@ EagerStats Context::stats() const {
 }
 
 OpHandle Context::op(llvm::StringRef name) {
-  auto it = ops_.find(name);
-  return OpHandle{it == ops_.end() ? nullptr : it->second.get()};
+  {
+    std::shared_lock<std::shared_mutex> lock(opsMu_);
+    auto it = ops_.find(name);
+    if (it != ops_.end()) return OpHandle{it->second.get()};
+  }
+  // A kernel registered (kiln::registerKernel) after this context was made.
+  std::vector<std::string> registered = kernels::registry().ops();
+  if (!llvm::is_contained(registered, name.str())) return OpHandle{nullptr};
+  std::unique_lock<std::shared_mutex> lock(opsMu_);
+  auto &slot = ops_[name];
+  if (!slot) {
+    slot = std::make_unique<OpHandle::Impl>();
+    slot->name = name.str();
+    slot->jit = runtime_.options().placement.modeFor(name) == ops::OpMode::kJit;
+  }
+  return OpHandle{slot.get()};
 }
 
 EagerTensor Context::fail(llvm::StringRef op, Inputs inputs, Status why) const {

@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,8 @@ public:
   Context(const Context &) = delete;
   Context &operator=(const Context &) = delete;
 
-  /// Resolves an op name (a registered kernel op, e.g. "tosa.add").
+  /// Resolves an op name (a registered kernel op, e.g. "tosa.add"; also one
+  /// whose kernel was registered after this context was made).
   OpHandle op(llvm::StringRef name);
   /// Generic dispatch by name.
   EagerTensor execute(llvm::StringRef op, llvm::ArrayRef<EagerTensor> inputs,
@@ -148,7 +150,8 @@ private:
   EagerTensor fail(llvm::StringRef op, Inputs inputs, Status why) const;
 
   Runtime &runtime_;
-  llvm::StringMap<std::unique_ptr<OpHandle::Impl>> ops_;  // every registry op, built once
+  llvm::StringMap<std::unique_ptr<OpHandle::Impl>> ops_;  // registry ops; kernels registered later join on first use
+  std::shared_mutex opsMu_;                               // ops_ (op(): shared; a new op: exclusive)
   std::mutex insertMu_;                                   // misses only
   int64_t inlineLimit_ = 1 << 14;
   struct Counters;

@@ -13,7 +13,7 @@
 #include "cache/CacheKey.h"
 #include "jit/CompileService.h"
 #include "api/Kiln.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
 

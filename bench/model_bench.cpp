@@ -8,7 +8,7 @@
 #include "bench/BenchCommon.h"
 #include "api/Kiln.h"
 #include "lowering/GraphBuilder.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include <benchmark/benchmark.h>
 

@@ -15,7 +15,7 @@
 #include "tools/Import.h"
 #include "runtime/FileIO.h"
 #include "runtime/Npy.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"

@@ -4,8 +4,11 @@
 // unwinds into C; errors come back as kiln_status objects.
 #include "kiln/kiln_c.h"
 
+#include "api/Eager.h"
+#include "api/Kernels.h"
 #include "api/Kiln.h"
 #include "api/Profiler.h"
+#include "lowering/models/BuiltinModels.h"
 #include "jit/CompileService.h"
 #include "jit/Compiler.h"
 #include "ops/Placement.h"
@@ -15,10 +18,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -68,6 +73,34 @@ struct kiln_call {
 
 struct kiln_profiler {
   std::unique_ptr<kiln::Profiler> profiler;
+};
+
+struct kiln_attrs {
+  kiln::ops::AttrMap owned;
+  const kiln::ops::AttrMap *view = nullptr;  // a kernel's attributes (not owned)
+  const kiln::ops::AttrMap &map() const { return view ? *view : owned; }
+};
+
+struct kiln_eager {
+  kiln_runtime *runtime;
+  std::unique_ptr<kiln::eager::Context> context;
+};
+
+struct kiln_value {
+  kiln::eager::EagerTensor value;
+};
+
+struct kiln_values {
+  std::vector<kiln::eager::EagerTensor> values;
+};
+
+struct kiln_types {
+  std::vector<kiln::TensorType> types;
+};
+
+struct kiln_kernel_context {
+  const kiln::KernelArgs *args;
+  kiln_attrs attrs;  // a view of args->attrs
 };
 
 namespace {
@@ -263,7 +296,8 @@ template <typename T> bool parseInt(const char *value, T lo, T hi, T &out) {
 
 }  // namespace
 
-extern "C" {
+// Definitions of the functions kiln_c.h declares (extern "C" there, so
+// here too).
 
 // --- Errors and version ------------------------------------------------------
 
@@ -740,4 +774,327 @@ kiln_status *kiln_profiler_stop(kiln_profiler *p, const char *tracePath, const c
 void kiln_profiler_free(kiln_profiler *p) { delete p; }
 void kiln_string_free(char *text) { std::free(text); }
 
-}  // extern "C"
+kiln_status *kiln_status_create(kiln_code code, const char *message) {
+  if (code == KILN_OK || int(code) < 1 || int(code) > int(ErrorCode::kInternal) + 1) code = KILN_INTERNAL;
+  return make(ErrorCode(int(code) - 1), message ? message : "");
+}
+
+// --- Built-in models -------------------------------------------------------
+
+size_t kiln_builtin_model_count(void) { return kiln::models::builtinModelNames().size(); }
+
+const char *kiln_builtin_model_name(size_t i) {
+  static const std::vector<std::string> names = kiln::models::builtinModelNames();
+  return i < names.size() ? names[i].c_str() : nullptr;
+}
+
+kiln_status *kiln_runtime_load_builtin(kiln_runtime *r, const char *name, kiln_module **out) {
+  return guard("kiln_runtime_load_builtin", [&]() -> kiln_status * {
+    if (!r || !name || !out) return invalid("kiln_runtime_load_builtin: runtime, name and out must not be NULL");
+    *out = nullptr;
+    const kiln::models::BuiltinModel *model = kiln::models::findBuiltinModel(name);
+    if (!model) {
+      std::string all;
+      for (const std::string &n : kiln::models::builtinModelNames()) all += (all.empty() ? "" : ", ") + n;
+      return invalid(std::string("no built-in model '") + name + "' (built in: " + all + ")");
+    }
+    auto program = model->build();
+    if (!program) return fromError(program.takeError());
+    auto m = r->runtime->loadProgram(std::move(*program));
+    if (!m) return fromError(m.takeError());
+    *out = new kiln_module{std::move(*m), r->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    return nullptr;
+  });
+}
+
+// --- Attributes ----------------------------------------------------------------
+
+kiln_attrs *kiln_attrs_create(void) {
+  try {
+    return new kiln_attrs();
+  } catch (...) {
+    return nullptr;
+  }
+}
+void kiln_attrs_free(kiln_attrs *a) { delete a; }
+
+namespace {
+template <typename T> kiln_status *setAttr(kiln_attrs *a, const char *name, T value) {
+  return guard("kiln_attrs_set", [&]() -> kiln_status * {
+    if (!a || !name || !*name) return invalid("kiln_attrs_set: attrs and name must not be NULL or empty");
+    if (a->view) return invalid("kiln_attrs_set: a kernel's attributes are read-only");
+    a->owned.set(name, kiln::ops::Attr(std::move(value)));
+    return nullptr;
+  });
+}
+}  // namespace
+
+kiln_status *kiln_attrs_set_int(kiln_attrs *a, const char *name, int64_t v) { return setAttr(a, name, v); }
+kiln_status *kiln_attrs_set_float(kiln_attrs *a, const char *name, double v) { return setAttr(a, name, v); }
+kiln_status *kiln_attrs_set_ints(kiln_attrs *a, const char *name, const int64_t *values, size_t count) {
+  if (count > 0 && !values) return invalid("kiln_attrs_set_ints: values is NULL");
+  return setAttr(a, name, std::vector<int64_t>(values, values + count));
+}
+kiln_status *kiln_attrs_set_string(kiln_attrs *a, const char *name, const char *v) {
+  if (!v) return invalid("kiln_attrs_set_string: value is NULL");
+  return setAttr(a, name, std::string(v));
+}
+
+kiln_status *kiln_attrs_get_int(const kiln_attrs *a, const char *name, int64_t *out) {
+  return guard("kiln_attrs_get_int", [&]() -> kiln_status * {
+    if (!a || !name || !out) return invalid("kiln_attrs_get_int: attrs, name and out must not be NULL");
+    auto v = a->map().getInt(name);
+    if (!v) return fromError(v.takeError());
+    *out = *v;
+    return nullptr;
+  });
+}
+kiln_status *kiln_attrs_get_float(const kiln_attrs *a, const char *name, double *out) {
+  return guard("kiln_attrs_get_float", [&]() -> kiln_status * {
+    if (!a || !name || !out) return invalid("kiln_attrs_get_float: attrs, name and out must not be NULL");
+    auto v = a->map().getFloat(name);
+    if (!v) return fromError(v.takeError());
+    *out = *v;
+    return nullptr;
+  });
+}
+kiln_status *kiln_attrs_get_ints(const kiln_attrs *a, const char *name, int64_t *out, size_t capacity,
+                                 size_t *count) {
+  return guard("kiln_attrs_get_ints", [&]() -> kiln_status * {
+    if (!a || !name || !count || (capacity && !out))
+      return invalid("kiln_attrs_get_ints: attrs, name, count (and out, with a capacity) must not be NULL");
+    auto v = a->map().getInts(name);
+    if (!v) return fromError(v.takeError());
+    *count = v->size();
+    for (size_t i = 0; i < v->size() && i < capacity; ++i) out[i] = (*v)[i];
+    return nullptr;
+  });
+}
+
+// --- Eager -----------------------------------------------------------------------
+
+kiln_status *kiln_eager_create(kiln_runtime *r, kiln_eager **out) {
+  return guard("kiln_eager_create", [&]() -> kiln_status * {
+    if (!r || !out) return invalid("kiln_eager_create: runtime and out must not be NULL");
+    *out = new kiln_eager{r, std::make_unique<kiln::eager::Context>(*r->runtime)};
+    return nullptr;
+  });
+}
+void kiln_eager_free(kiln_eager *e) { delete e; }
+
+kiln_status *kiln_value_from_tensor(const kiln_tensor *t, kiln_value **out) {
+  return guard("kiln_value_from_tensor", [&]() -> kiln_status * {
+    if (!t || !out) return invalid("kiln_value_from_tensor: tensor and out must not be NULL");
+    *out = new kiln_value{kiln::eager::EagerTensor(t->tensor)};
+    return nullptr;
+  });
+}
+kiln_status *kiln_value_share(const kiln_value *v, kiln_value **out) {
+  return guard("kiln_value_share", [&]() -> kiln_status * {
+    if (!v || !out) return invalid("kiln_value_share: value and out must not be NULL");
+    *out = new kiln_value{v->value};
+    return nullptr;
+  });
+}
+void kiln_value_free(kiln_value *v) { delete v; }
+
+void kiln_value_info(const kiln_value *v, kiln_tensor_info *out) {
+  out->name = nullptr;
+  out->dtype = fromDType(v->value.type().dtype);
+  out->rank = v->value.type().shape.size();
+  out->shape = v->value.type().shape.data();
+}
+
+kiln_status *kiln_value_await(const kiln_value *v, kiln_tensor **out) {
+  return guard("kiln_value_await", [&]() -> kiln_status * {
+    if (!v || !out) return invalid("kiln_value_await: value and out must not be NULL");
+    *out = nullptr;
+    if (v->value.isSymbolic()) return invalid("kiln_value_await: a value being traced has no value yet");
+    auto t = v->value.value();
+    if (!t) return fromError(t.takeError());
+    *out = new kiln_tensor{std::move(*t), true};
+    return nullptr;
+  });
+}
+
+kiln_status *kiln_eager_execute(kiln_eager *e, const char *op, kiln_value *const *inputs, size_t numInputs,
+                                const kiln_attrs *attrs, kiln_value **out) {
+  return guard("kiln_eager_execute", [&]() -> kiln_status * {
+    if (!e || !op || !out) return invalid("kiln_eager_execute: eager, op and out must not be NULL");
+    *out = nullptr;
+    if (numInputs > 0 && !inputs) return invalid("kiln_eager_execute: inputs is NULL");
+    std::vector<kiln::eager::EagerTensor> args;
+    for (size_t i = 0; i < numInputs; ++i) {
+      if (!inputs[i]) return invalid("kiln_eager_execute: input " + std::to_string(i) + " is NULL");
+      args.push_back(inputs[i]->value);
+    }
+    static const kiln::ops::AttrMap none;
+    kiln::eager::EagerTensor r = e->context->execute(op, args, attrs ? attrs->map() : none);
+    // A dispatch that failed (unknown op, wrong types) is an error now; an
+    // op that fails while it runs is one at kiln_value_await.
+    if (!r.isSymbolic() && r.isError()) {
+      auto v = r.value();
+      if (!v) return fromError(v.takeError());
+    }
+    *out = new kiln_value{std::move(r)};
+    return nullptr;
+  });
+}
+
+kiln_status *kiln_values_push(kiln_values *outs, const kiln_value *v) {
+  return guard("kiln_values_push", [&]() -> kiln_status * {
+    if (!outs || !v) return invalid("kiln_values_push: outputs and value must not be NULL");
+    outs->values.push_back(v->value);
+    return nullptr;
+  });
+}
+
+kiln_status *kiln_eager_trace(kiln_eager *e, kiln_trace_fn fn, void *user, const kiln_tensor_info *examples,
+                              size_t numExamples, kiln_module **out, char **mlir) {
+  return guard("kiln_eager_trace", [&]() -> kiln_status * {
+    if (!e || !fn || !out) return invalid("kiln_eager_trace: eager, fn and out must not be NULL");
+    *out = nullptr;
+    if (mlir) *mlir = nullptr;
+    std::vector<kiln::TensorType> types;
+    if (kiln_status *s = inputTypes(examples, numExamples, types)) return s;
+    kiln_status *failed = nullptr;
+    auto traced = kiln::eager::trace(
+        *e->context,
+        [&](kiln::eager::Context &, llvm::ArrayRef<kiln::eager::EagerTensor> args) {
+          std::vector<kiln_value> values;
+          values.reserve(args.size());
+          for (const auto &a : args) values.push_back(kiln_value{a});
+          std::vector<kiln_value *> pointers;
+          for (kiln_value &v : values) pointers.push_back(&v);
+          kiln_values outs;
+          failed = fn(e, pointers.data(), pointers.size(), &outs, user);
+          return failed ? std::vector<kiln::eager::EagerTensor>() : std::move(outs.values);
+        },
+        types);
+    if (failed) {
+      if (!traced) llvm::consumeError(traced.takeError());
+      return failed;
+    }
+    if (!traced) return fromError(traced.takeError());
+    if (mlir) {
+      *mlir = static_cast<char *>(std::malloc(traced->mlir.size() + 1));
+      if (!*mlir) return make(ErrorCode::kResourceExhausted, "kiln_eager_trace: out of memory");
+      std::memcpy(*mlir, traced->mlir.c_str(), traced->mlir.size() + 1);
+    }
+    *out = new kiln_module{std::move(traced->module), e->runtime->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    return nullptr;
+  });
+}
+
+// --- User kernels ------------------------------------------------------------------
+
+namespace {
+
+/// A kernel registered through the C API. KernelDef takes plain function
+/// pointers (no user data), so each registration takes one of a fixed set
+/// of trampolines, each reading its own slot.
+struct CKernel {
+  kiln_kernel_shape_fn shape = nullptr;
+  kiln_kernel_compute_fn compute = nullptr;
+  void *user = nullptr;
+};
+constexpr size_t kMaxCKernels = 64;
+std::array<CKernel, kMaxCKernels> cKernels;
+std::mutex cKernelsMu;
+size_t cKernelsUsed = 0;
+
+llvm::Error toError(kiln_status *s, const char *what) {
+  if (!s) return llvm::Error::success();
+  Status status = s->status;
+  kiln_status_free(s);
+  status.message = std::string(what) + ": " + status.message;
+  return kiln::makeError(std::move(status));
+}
+
+template <size_t I>
+llvm::Expected<std::vector<kiln::TensorType>> shapeTrampoline(llvm::ArrayRef<kiln::TensorType> inputs,
+                                                              const kiln::ops::AttrMap &attrs) {
+  std::vector<kiln_tensor_info> infos(inputs.size());
+  static const std::string noName;
+  for (size_t i = 0; i < inputs.size(); ++i) describe(noName, inputs[i], &infos[i]), infos[i].name = nullptr;
+  kiln_attrs view;
+  view.view = &attrs;
+  kiln_types out;
+  if (auto err = toError(cKernels[I].shape(infos.data(), infos.size(), &view, &out, cKernels[I].user),
+                         "the kernel's shape function"))
+    return std::move(err);
+  return std::move(out.types);
+}
+
+template <size_t I> llvm::Error computeTrampoline(const kiln::KernelArgs &args) {
+  kiln_kernel_context ctx{&args, {}};
+  ctx.attrs.view = &args.attrs;
+  return toError(cKernels[I].compute(&ctx, cKernels[I].user), "the kernel");
+}
+
+template <size_t... I>
+constexpr std::array<std::pair<kiln::ShapeFn, kiln::ComputeFn>, sizeof...(I)> trampolines(std::index_sequence<I...>) {
+  return {{{&shapeTrampoline<I>, &computeTrampoline<I>}...}};
+}
+const auto kTrampolines = trampolines(std::make_index_sequence<kMaxCKernels>());
+
+}  // namespace
+
+kiln_status *kiln_types_push(kiln_types *types, kiln_dtype dtype, const int64_t *shape, size_t rank) {
+  return guard("kiln_types_push", [&]() -> kiln_status * {
+    if (!types) return invalid("kiln_types_push: types is NULL");
+    auto dt = toDType(dtype);
+    if (!dt) return invalid("kiln_types_push: unknown dtype " + std::to_string(int(dtype)));
+    if (kiln_status *s = checkShape("kiln_types_push", shape, rank)) return s;
+    kiln::TensorType t;
+    t.dtype = *dt;
+    t.shape.assign(shape, shape + rank);
+    types->types.push_back(std::move(t));
+    return nullptr;
+  });
+}
+
+size_t kiln_kernel_input_count(const kiln_kernel_context *c) { return c->args->inputs.size(); }
+size_t kiln_kernel_output_count(const kiln_kernel_context *c) { return c->args->outputs.size(); }
+const void *kiln_kernel_input(const kiln_kernel_context *c, size_t i, kiln_tensor_info *info) {
+  if (i >= c->args->inputs.size()) return nullptr;
+  static const std::string noName;
+  if (info) describe(noName, c->args->inputTypes[i], info), info->name = nullptr;
+  return c->args->inputs[i];
+}
+void *kiln_kernel_output(const kiln_kernel_context *c, size_t i, kiln_tensor_info *info) {
+  if (i >= c->args->outputs.size()) return nullptr;
+  static const std::string noName;
+  if (info) describe(noName, c->args->outputTypes[i], info), info->name = nullptr;
+  return c->args->outputs[i];
+}
+const kiln_attrs *kiln_kernel_attrs(const kiln_kernel_context *c) { return &c->attrs; }
+
+kiln_status *kiln_register_kernel(const char *op, const char *impl, const kiln_dtype *dtypes, size_t numDtypes,
+                                  kiln_kernel_shape_fn shape, kiln_kernel_compute_fn compute, void *user) {
+  return guard("kiln_register_kernel", [&]() -> kiln_status * {
+    if (!op || !impl || !shape || !compute)
+      return invalid("kiln_register_kernel: op, impl, shape and compute must not be NULL");
+    if (numDtypes > 0 && !dtypes) return invalid("kiln_register_kernel: dtypes is NULL");
+    kiln::KernelDef def;
+    def.op = op;
+    def.impl = impl;
+    for (size_t i = 0; i < numDtypes; ++i) {
+      auto dt = toDType(dtypes[i]);
+      if (!dt) return invalid("kiln_register_kernel: unknown dtype " + std::to_string(int(dtypes[i])));
+      def.dtypes.push_back(*dt);
+    }
+    std::lock_guard<std::mutex> lock(cKernelsMu);
+    if (cKernelsUsed == kMaxCKernels)
+      return make(ErrorCode::kResourceExhausted,
+                  "kiln_register_kernel: " + std::to_string(kMaxCKernels) + " kernels are registered through the C "
+                  "API already, the most a process may have");
+    size_t slot = cKernelsUsed;
+    cKernels[slot] = CKernel{shape, compute, user};
+    def.shape = kTrampolines[slot].first;
+    def.compute = kTrampolines[slot].second;
+    if (auto err = kiln::registerKernel(std::move(def))) return fromError(std::move(err));
+    ++cKernelsUsed;  // the slot is taken only by a registration that stands
+    return nullptr;
+  });
+}

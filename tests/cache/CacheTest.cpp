@@ -6,7 +6,7 @@
 #include "cache/DiskCache.h"
 #include "jit/Compiler.h"
 #include "tests/TestRuntime.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -75,6 +75,180 @@ static char *read_file(const char *path, size_t *size) {
   return data;
 }
 
+/* A user kernel in C: y = x * scale + 1 (attribute "scale", default 2) over
+ * f32, for the custom op acme.scale_plus_one. */
+static kiln_status *scale_shape(const kiln_tensor_info *in, size_t n, const kiln_attrs *attrs, kiln_types *out,
+                                void *user) {
+  (void)attrs;
+  (void)user;
+  if (n != 1 || in[0].dtype != KILN_F32) return kiln_status_create(KILN_UNSUPPORTED, "takes one f32 tensor");
+  return kiln_types_push(out, KILN_F32, in[0].shape, in[0].rank);
+}
+static _Atomic int kernel_calls = 0;
+static kiln_status *scale_compute(const kiln_kernel_context *ctx, void *user) {
+  kiln_tensor_info info;
+  const float *x = kiln_kernel_input(ctx, 0, &info);
+  float *y = kiln_kernel_output(ctx, 0, NULL);
+  double scale = 2;
+  kiln_status *s = kiln_attrs_get_float(kiln_kernel_attrs(ctx), "scale", &scale);
+  kiln_status_free(s); /* missing: the default */
+  int64_t n = 1;
+  for (size_t d = 0; d < info.rank; ++d) n *= info.shape[d];
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (float)scale + 1;
+  kernel_calls += *(int *)user;
+  return NULL;
+}
+
+/* A traced function: relu(a + b) * a, recorded from eager calls. */
+static kiln_status *traced(kiln_eager *eager, kiln_value *const *in, size_t n, kiln_values *outputs, void *user) {
+  (void)user;
+  if (n != 2) return kiln_status_create(KILN_INVALID_ARGUMENT, "traced: expected two inputs");
+  kiln_value *sum = NULL, *relu = NULL, *prod = NULL;
+  kiln_status *s;
+  kiln_attrs *clamp = kiln_attrs_create();
+  kiln_attrs_set_float(clamp, "min_val", 0.0);
+  kiln_attrs_set_float(clamp, "max_val", 3.0e38);
+  kiln_value *ab[2] = {in[0], in[1]};
+  if ((s = kiln_eager_execute(eager, "tosa.add", ab, 2, NULL, &sum))) return s;
+  if ((s = kiln_eager_execute(eager, "tosa.clamp", &sum, 1, clamp, &relu))) return s;
+  kiln_attrs *shift = kiln_attrs_create();
+  kiln_attrs_set_int(shift, "shift", 0);
+  kiln_value *ra[2] = {relu, in[0]};
+  if ((s = kiln_eager_execute(eager, "tosa.mul", ra, 2, shift, &prod))) return s;
+  s = kiln_values_push(outputs, prod);
+  kiln_value_free(sum);
+  kiln_value_free(relu);
+  kiln_value_free(prod);
+  kiln_attrs_free(clamp);
+  kiln_attrs_free(shift);
+  return s;
+}
+static kiln_status *traced_fails(kiln_eager *eager, kiln_value *const *in, size_t n, kiln_values *outputs,
+                                 void *user) {
+  (void)eager, (void)in, (void)n, (void)outputs, (void)user;
+  return kiln_status_create(KILN_UNSUPPORTED, "this function refuses to be traced");
+}
+
+static void eager_and_kernels(void) {
+  kiln_options *options = kiln_options_create();
+  OK(kiln_options_set(options, "cache", "off"));
+  kiln_runtime *rt = NULL;
+  OK(kiln_runtime_create(options, &rt));
+  kiln_eager *eager = NULL;
+  OK(kiln_eager_create(rt, &eager));
+
+  /* Eager ops: types at dispatch, values when awaited. */
+  const int64_t shape[] = {2, 3};
+  float a[6] = {1, -2, 3, -4, 5, -6}, b[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+  kiln_tensor *ta = NULL, *tb = NULL;
+  OK(kiln_tensor_wrap(KILN_F32, shape, 2, a, sizeof a, NULL, NULL, &ta));
+  OK(kiln_tensor_wrap(KILN_F32, shape, 2, b, sizeof b, NULL, NULL, &tb));
+  kiln_value *va = NULL, *vb = NULL, *sum = NULL;
+  OK(kiln_value_from_tensor(ta, &va));
+  OK(kiln_value_from_tensor(tb, &vb));
+  kiln_value *ab[2] = {va, vb};
+  OK(kiln_eager_execute(eager, "tosa.add", ab, 2, NULL, &sum));
+  kiln_tensor_info info;
+  kiln_value_info(sum, &info);
+  CHECK(info.dtype == KILN_F32 && info.rank == 2 && info.shape[1] == 3);
+  kiln_tensor *r = NULL;
+  OK(kiln_value_await(sum, &r));
+  CHECK(((float *)kiln_tensor_data(r))[3] == -3.5f);
+  kiln_tensor_free(r);
+  kiln_attrs *axis = kiln_attrs_create();
+  OK(kiln_attrs_set_int(axis, "axis", 1));
+  kiln_value *rs = NULL;
+  OK(kiln_eager_execute(eager, "tosa.reduce_sum", &sum, 1, axis, &rs));
+  OK(kiln_value_await(rs, &r));
+  CHECK(kiln_tensor_rank(r) == 2 && kiln_tensor_shape(r)[1] == 1 && ((float *)kiln_tensor_data(r))[0] == 3.5f);
+  kiln_tensor_free(r);
+  kiln_value_free(rs);
+  kiln_attrs_free(axis);
+  /* Dispatch errors come back at once. */
+  kiln_value *bad = NULL;
+  kiln_status *s = kiln_eager_execute(eager, "tosa.frobnicate", ab, 2, NULL, &bad);
+  CHECK(s != NULL && bad == NULL && contains(kiln_status_message(s), "tosa.frobnicate"));
+  kiln_status_free(s);
+  const int64_t other[] = {3, 2};
+  kiln_tensor *tc = NULL;
+  kiln_value *vc = NULL;
+  OK(kiln_tensor_create(KILN_F32, other, 2, &tc));
+  OK(kiln_value_from_tensor(tc, &vc));
+  kiln_value *mismatch[2] = {va, vc};
+  s = kiln_eager_execute(eager, "tosa.add", mismatch, 2, NULL, &bad);
+  CHECK(s != NULL && bad == NULL && kiln_status_code(s) == KILN_INVALID_ARGUMENT);
+  kiln_status_free(s);
+
+  /* Trace capture: a module whose main replays the eager calls. */
+  kiln_tensor_info examples[2] = {{"a", KILN_F32, 2, shape}, {"b", KILN_F32, 2, shape}};
+  kiln_module *tm = NULL;
+  char *mlir = NULL;
+  OK(kiln_eager_trace(eager, traced, NULL, examples, 2, &tm, &mlir));
+  CHECK(contains(mlir, "tosa.clamp") && contains(mlir, "return"));
+  kiln_string_free(mlir);
+  kiln_tensor *ins[2] = {ta, tb};
+  r = NULL; /* NULL: kiln allocates the result */
+  OK(kiln_module_call(tm, NULL, ins, 2, &r, 1));
+  for (int i = 0; i < 6; ++i) {
+    float want = (a[i] + b[i] > 0 ? a[i] + b[i] : 0) * a[i];
+    CHECK(fabsf(((float *)kiln_tensor_data(r))[i] - want) < 1e-6f);
+  }
+  kiln_tensor_free(r);
+  kiln_module_free(tm);
+  s = kiln_eager_trace(eager, traced_fails, NULL, examples, 2, &tm, NULL);
+  CHECK(kiln_status_code(s) == KILN_UNSUPPORTED && contains(kiln_status_message(s), "refuses") && tm == NULL);
+  kiln_status_free(s);
+
+  /* A user kernel, registered from C, run in a graph and eagerly. */
+  static int one = 1;
+  OK(kiln_register_kernel("tosa.custom:acme.scale_plus_one", "c_loops", NULL, 0, scale_shape, scale_compute, &one));
+  s = kiln_register_kernel("tosa.custom:acme.scale_plus_one", "again", NULL, 0, scale_shape, scale_compute, &one);
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "already has a kernel"));
+  kiln_status_free(s);
+  const char *graph =
+      "func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+      "  %y = tosa.custom %x {operator_name = \"scale_plus_one\", domain_name = \"acme\", implementation_attrs = \"\"}"
+      " : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+      "  return %y : tensor<2x3xf32>\n}\n";
+  kiln_module *km = NULL;
+  OK(kiln_runtime_load_memory(rt, graph, strlen(graph), "custom.mlir", &km));
+  r = NULL;
+  OK(kiln_module_call(km, NULL, &ta, 1, &r, 1));
+  CHECK(((float *)kiln_tensor_data(r))[2] == 7.0f && ((float *)kiln_tensor_data(r))[5] == -11.0f);
+  kiln_tensor_free(r);
+  kiln_attrs *scale = kiln_attrs_create();
+  OK(kiln_attrs_set_float(scale, "scale", 10.0));
+  kiln_value *scaled = NULL;
+  OK(kiln_eager_execute(eager, "tosa.custom:acme.scale_plus_one", &va, 1, scale, &scaled));
+  OK(kiln_value_await(scaled, &r));
+  CHECK(((float *)kiln_tensor_data(r))[0] == 11.0f);
+  CHECK(kernel_calls == 2);
+  kiln_tensor_free(r);
+  kiln_value_free(scaled);
+  kiln_attrs_free(scale);
+  kiln_module_free(km);
+
+  /* Built-in models. */
+  CHECK(kiln_builtin_model_count() >= 3 && strcmp(kiln_builtin_model_name(0), "mlp") == 0);
+  kiln_module *mlp = NULL;
+  OK(kiln_runtime_load_builtin(rt, "mlp", &mlp));
+  kiln_module_free(mlp);
+  s = kiln_runtime_load_builtin(rt, "alexnet", &mlp);
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "resnet50"));
+  kiln_status_free(s);
+
+  kiln_value_free(vc);
+  kiln_tensor_free(tc);
+  kiln_value_free(sum);
+  kiln_value_free(va);
+  kiln_value_free(vb);
+  kiln_tensor_free(ta);
+  kiln_tensor_free(tb);
+  kiln_eager_free(eager);
+  kiln_runtime_free(rt);
+  kiln_options_free(options);
+}
+
 int main(void) {
   CHECK(strcmp(kiln_version(), KILN_VERSION_STRING) == 0);
   CHECK(strcmp(kiln_dtype_name(KILN_BF16), "bf16") == 0 && kiln_dtype_size(KILN_F64) == 8);
@@ -289,6 +463,8 @@ int main(void) {
   kiln_module_free(m);
   kiln_runtime_free(rt);
   kiln_options_free(options);
+
+  eager_and_kernels();
 
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("capi_test: all checks passed\n");

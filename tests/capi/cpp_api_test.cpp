@@ -175,3 +175,53 @@ TEST(CppApi, InFlightLimitWaits) {
   for (auto &c : calls) expectNear(c.wait()[1].values<float>(), logits(x));
   t.join();
 }
+
+TEST(CppApi, EagerTraceKernelsAndBuiltins) {
+  kiln::Runtime rt(quiet());
+  kiln::Eager eager(rt);
+  kiln::Tensor a = kiln::Tensor::fromValues<float>({2, 2}, {1, -2, 3, -4});
+  kiln::Value x(a);
+  kiln::Value y = eager.run("tosa.add", {x, x});
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 2}));  // known at dispatch
+  EXPECT_EQ(y.get().values<float>(), (std::vector<float>{2, -4, 6, -8}));
+  kiln::Value s = eager.run("tosa.reduce_sum", {y}, kiln::Attrs().set("axis", 0));
+  EXPECT_EQ(s.get().values<float>(), (std::vector<float>{8, -12}));
+  EXPECT_THROW(eager.run("tosa.add", {x, kiln::Value(kiln::Tensor::zeros(kiln::DType::f32, {3}))}), kiln::Error);
+
+  // Trace: clamp(x + x, 0, 5) recorded as a module.
+  kiln::Module traced = eager.trace(
+      [](kiln::Eager &e, const std::vector<kiln::Value> &in) {
+        kiln::Value twice = e.run("tosa.add", {in[0], in[0]});
+        return std::vector<kiln::Value>{
+            e.run("tosa.clamp", {twice}, kiln::Attrs().set("min_val", 0.0).set("max_val", 5.0))};
+      },
+      {{"x", kiln::DType::f32, {2, 2}}});
+  EXPECT_EQ(traced.call({a})[0].values<float>(), (std::vector<float>{2, 0, 5, 0}));
+  // An exception inside the traced function is the trace's error.
+  EXPECT_THROW(eager.trace([](kiln::Eager &, const std::vector<kiln::Value> &) -> std::vector<kiln::Value> {
+                 throw kiln::Error(kiln::Code::unsupported, "no", "");
+               },
+                            {{"x", kiln::DType::f32, {2}}}),
+               kiln::Error);
+
+  // A user kernel from C++ callables, in a graph.
+  kiln::registerKernel(
+      "tosa.custom:acme.cpp_negate", "lambda",
+      [](const std::vector<kiln::TensorInfo> &in, kiln::AttrsView) { return in; },
+      [](const std::vector<kiln::KernelTensor> &in, const std::vector<kiln::KernelTensor> &out, kiln::AttrsView) {
+        size_t n = 1;
+        for (int64_t d : in[0].shape) n *= size_t(d);
+        for (size_t i = 0; i < n; ++i) static_cast<float *>(out[0].data)[i] = -static_cast<const float *>(in[0].data)[i];
+      });
+  kiln::Module custom = rt.loadFromMemory(
+      "func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
+      "  %y = tosa.custom %x {operator_name = \"cpp_negate\", domain_name = \"acme\", implementation_attrs = \"\"} "
+      ": (tensor<2x2xf32>) -> tensor<2x2xf32>\n  return %y : tensor<2x2xf32>\n}\n");
+  EXPECT_EQ(custom.call({a})[0].values<float>(), (std::vector<float>{-1, 2, -3, 4}));
+
+  std::vector<std::string> builtins = kiln::Runtime::builtinModels();
+  ASSERT_GE(builtins.size(), 3u);
+  kiln::Module mlp = rt.loadBuiltin("mlp");
+  EXPECT_FALSE(mlp.inputs().empty());
+  EXPECT_THROW(rt.loadBuiltin("alexnet"), kiln::Error);
+}

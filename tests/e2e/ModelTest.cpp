@@ -3,7 +3,7 @@
 #include "jit/Compiler.h"
 #include "tests/TestRuntime.h"
 #include "tests/reference/Reference.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include <fstream>
 #include <functional>

@@ -10,7 +10,7 @@
 #include "lowering/Partition.h"
 #include "ops/OpTable.h"
 #include "tests/TestRuntime.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
 

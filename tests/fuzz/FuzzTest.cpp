@@ -21,7 +21,7 @@
 #include "kernels/KernelRegistry.h"
 #include "runtime/Npy.h"
 #include "tests/TestUtil.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

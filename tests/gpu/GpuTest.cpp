@@ -11,7 +11,7 @@
 #include "lowering/Program.h"
 #include "runtime/Error.h"
 #include "tests/TestUtil.h"
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/CudaDevice.h"

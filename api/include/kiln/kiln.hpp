@@ -91,6 +91,12 @@ public:
     Free(old);
   }
   explicit operator bool() const { return p_ != nullptr; }
+  /// Gives up ownership without freeing.
+  T *release() {
+    T *p = p_;
+    p_ = nullptr;
+    return p;
+  }
 
 private:
   T *p_ = nullptr;
@@ -145,6 +151,14 @@ struct TensorInfo {
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
 };
+
+namespace detail {
+inline std::vector<kiln_tensor_info> cInfos(const std::vector<TensorInfo> &infos) {
+  std::vector<kiln_tensor_info> c;
+  for (const TensorInfo &i : infos) c.push_back({i.name.c_str(), kiln_dtype(i.dtype), i.shape.size(), i.shape.data()});
+  return c;
+}
+}  // namespace detail
 
 /// A tensor: kiln-owned memory, or the caller's memory wrapped without a copy.
 class Tensor {
@@ -361,12 +375,12 @@ public:
   }
   /// Compiles `function` for these input types without running it.
   void prewarm(const std::string &function, const std::vector<TensorInfo> &inputs) {
-    std::vector<kiln_tensor_info> c = cInfos(inputs);
+    std::vector<kiln_tensor_info> c = detail::cInfos(inputs);
     detail::check(kiln_module_prewarm(h_.get(), detail::cstr(function), c.data(), c.size()));
   }
   /// What was compiled for these input types (compiling them if needed).
   CompileInfo compileInfo(const std::string &function, const std::vector<TensorInfo> &inputs) {
-    std::vector<kiln_tensor_info> c = cInfos(inputs);
+    std::vector<kiln_tensor_info> c = detail::cInfos(inputs);
     kiln_compile_info info{};
     detail::check(kiln_module_compile_info(h_.get(), detail::cstr(function), c.data(), c.size(), &info));
     CompileInfo r;
@@ -389,17 +403,13 @@ public:
 
 private:
   friend class Runtime;
+  friend class Eager;
   explicit Module(kiln_module *h) : h_(h) {}
   static std::vector<kiln_tensor *> handles(const std::vector<Tensor> &ts) {
     std::vector<kiln_tensor *> hs;
     hs.reserve(ts.size());
     for (const Tensor &t : ts) hs.push_back(t.handle());
     return hs;
-  }
-  static std::vector<kiln_tensor_info> cInfos(const std::vector<TensorInfo> &infos) {
-    std::vector<kiln_tensor_info> c;
-    for (const TensorInfo &i : infos) c.push_back({i.name.c_str(), kiln_dtype(i.dtype), i.shape.size(), i.shape.data()});
-    return c;
   }
   static std::vector<Tensor> collect(kiln_status *s, const std::vector<kiln_tensor *> &out) {
     std::vector<Tensor> results;
@@ -427,6 +437,127 @@ private:
   detail::Handle<kiln_module, kiln_module_free> h_;
 };
 
+class Runtime;
+
+/// Attributes of an eager op or a user kernel's use (TOSA attribute names).
+class Attrs {
+public:
+  Attrs() : h_(kiln_attrs_create()) {
+    if (!h_) throw Error(Code::resource_exhausted, "kiln_attrs_create: out of memory", "");
+  }
+  Attrs &set(const std::string &name, int64_t v) { return detail::check(kiln_attrs_set_int(h_.get(), name.c_str(), v)), *this; }
+  Attrs &set(const std::string &name, int v) { return set(name, int64_t(v)); }
+  Attrs &set(const std::string &name, double v) { return detail::check(kiln_attrs_set_float(h_.get(), name.c_str(), v)), *this; }
+  Attrs &set(const std::string &name, const std::vector<int64_t> &v) {
+    return detail::check(kiln_attrs_set_ints(h_.get(), name.c_str(), v.data(), v.size())), *this;
+  }
+  Attrs &set(const std::string &name, const std::string &v) {
+    return detail::check(kiln_attrs_set_string(h_.get(), name.c_str(), v.c_str())), *this;
+  }
+  const kiln_attrs *handle() const { return h_.get(); }
+
+private:
+  detail::Handle<kiln_attrs, kiln_attrs_free> h_;
+};
+
+/// Reads the attributes a user kernel is called with (not owned).
+struct AttrsView {
+  const kiln_attrs *attrs;
+  int64_t getInt(const std::string &name) const {
+    int64_t v = 0;
+    detail::check(kiln_attrs_get_int(attrs, name.c_str(), &v));
+    return v;
+  }
+  double getFloat(const std::string &name) const {
+    double v = 0;
+    detail::check(kiln_attrs_get_float(attrs, name.c_str(), &v));
+    return v;
+  }
+  std::vector<int64_t> getInts(const std::string &name) const {
+    size_t n = 0;
+    detail::check(kiln_attrs_get_ints(attrs, name.c_str(), nullptr, 0, &n));
+    std::vector<int64_t> v(n);
+    detail::check(kiln_attrs_get_ints(attrs, name.c_str(), v.data(), n, &n));
+    return v;
+  }
+};
+
+/// An eager op's result: its type at once, its value when computed. Copies
+/// share the value.
+class Value {
+public:
+  Value() = default;
+  /// A ready value.
+  Value(const Tensor &t) {
+    kiln_value *v = nullptr;
+    detail::check(kiln_value_from_tensor(t.handle(), &v));
+    h_.reset(v);
+  }
+  Value(const Value &o) : h_(o.h_ ? share(o.h_.get()) : nullptr) {}
+  Value &operator=(const Value &o) {
+    if (this != &o) h_.reset(o.h_ ? share(o.h_.get()) : nullptr);
+    return *this;
+  }
+  Value(Value &&) noexcept = default;
+  Value &operator=(Value &&) noexcept = default;
+  explicit Value(kiln_value *h) : h_(h) {}
+
+  DType dtype() const { return DType(info().dtype); }
+  std::vector<int64_t> shape() const {
+    kiln_tensor_info i = info();
+    return std::vector<int64_t>(i.shape, i.shape + i.rank);
+  }
+  /// Waits; throws the op's error.
+  Tensor get() const {
+    kiln_tensor *t = nullptr;
+    detail::check(kiln_value_await(h_.get(), &t));
+    return Tensor(t);
+  }
+  kiln_value *handle() const { return h_.get(); }
+
+private:
+  kiln_tensor_info info() const {
+    kiln_tensor_info i{};
+    kiln_value_info(h_.get(), &i);
+    return i;
+  }
+  static kiln_value *share(const kiln_value *v) {
+    kiln_value *out = nullptr;
+    detail::check(kiln_value_share(v, &out));
+    return out;
+  }
+  detail::Handle<kiln_value, kiln_value_free> h_;
+};
+
+/// Eager execution: ops run one by one as they are called (same shape
+/// functions and kernels as graphs); results are Values.
+///   kiln::Eager eager(runtime);
+///   kiln::Value y = eager.run("tosa.add", {x, x});
+class Eager {
+public:
+  explicit Eager(Runtime &runtime);
+  Value run(const std::string &op, const std::vector<Value> &inputs) { return run(op, inputs, nullptr); }
+  Value run(const std::string &op, const std::vector<Value> &inputs, const Attrs &attrs) {
+    return run(op, inputs, attrs.handle());
+  }
+  /// Records what `fn(eager, inputs)` (returning std::vector<Value>) does
+  /// on symbolic inputs of the example types as a graph: a module whose
+  /// main runs it.
+  template <typename F> Module trace(F fn, const std::vector<TensorInfo> &examples);
+  kiln_eager *handle() const { return h_.get(); }
+
+private:
+  Value run(const std::string &op, const std::vector<Value> &inputs, const kiln_attrs *attrs) {
+    std::vector<kiln_value *> in;
+    for (const Value &v : inputs) in.push_back(v.handle());
+    kiln_value *out = nullptr;
+    detail::check(kiln_eager_execute(h_.get(), op.c_str(), in.data(), in.size(), attrs, &out));
+    return Value(out);
+  }
+  explicit Eager(kiln_eager *h) : h_(h) {}
+  detail::Handle<kiln_eager, kiln_eager_free> h_;
+};
+
 class Runtime {
 public:
   Runtime() : Runtime(Options()) {}
@@ -447,6 +578,17 @@ public:
     detail::check(kiln_runtime_load_memory(h_.get(), source.data(), source.size(), name.c_str(), &m));
     return Module(m);
   }
+  /// A built-in model: "mlp", "cnn", "resnet50" (builtinModels()).
+  Module loadBuiltin(const std::string &name) {
+    kiln_module *m = nullptr;
+    detail::check(kiln_runtime_load_builtin(h_.get(), name.c_str(), &m));
+    return Module(m);
+  }
+  static std::vector<std::string> builtinModels() {
+    std::vector<std::string> names;
+    for (size_t i = 0, n = kiln_builtin_model_count(); i < n; ++i) names.push_back(kiln_builtin_model_name(i));
+    return names;
+  }
   /// What generated code targets, e.g. "x86_64-pc-linux-gnu znver4 +avx512f,...".
   std::string target() const { return kiln_runtime_target(h_.get()); }
   CacheStats cacheStats() const {
@@ -459,6 +601,109 @@ public:
 private:
   detail::Handle<kiln_runtime, kiln_runtime_free> h_;
 };
+
+inline Eager::Eager(Runtime &runtime) {
+  kiln_eager *e = nullptr;
+  detail::check(kiln_eager_create(runtime.handle(), &e));
+  h_.reset(e);
+}
+
+template <typename F> Module Eager::trace(F fn, const std::vector<TensorInfo> &examples) {
+  struct Call {
+    F *fn;
+  } call{&fn};
+  auto thunk = [](kiln_eager *e, kiln_value *const *inputs, size_t n, kiln_values *outputs,
+                  void *user) -> kiln_status * {
+    try {
+      Eager eager(e);  // borrowed from the C API: released, never freed, on every path
+      struct Borrowed {
+        Eager &eager;
+        ~Borrowed() { eager.h_.release(); }
+      } borrowed{eager};
+      std::vector<Value> args;
+      for (size_t i = 0; i < n; ++i) {
+        kiln_value *v = nullptr;
+        kiln_status *s = kiln_value_share(inputs[i], &v);
+        if (s) return s;
+        args.emplace_back(v);
+      }
+      std::vector<Value> results = (*static_cast<Call *>(user)->fn)(eager, args);
+      for (const Value &r : results)
+        if (kiln_status *s = kiln_values_push(outputs, r.handle())) return s;
+      return nullptr;
+    } catch (const Error &err) {
+      return kiln_status_create(kiln_code(err.code()), err.what());
+    } catch (const std::exception &err) {
+      return kiln_status_create(KILN_INTERNAL, err.what());
+    }
+  };
+  std::vector<kiln_tensor_info> c = detail::cInfos(examples);
+  kiln_module *m = nullptr;
+  detail::check(kiln_eager_trace(h_.get(), thunk, &call, c.data(), c.size(), &m, nullptr));
+  return Module(m);
+}
+
+/// The type of one kernel input or output.
+struct KernelTensor {
+  DType dtype;
+  std::vector<int64_t> shape;
+  void *data;
+};
+
+/// Registers a handwritten kernel for `op` (see kiln_register_kernel), from
+/// callables that live for the rest of the process:
+///   shape(const std::vector<TensorInfo> &inputs, AttrsView) -> std::vector<TensorInfo>
+///   compute(const std::vector<KernelTensor> &inputs, const std::vector<KernelTensor> &outputs, AttrsView)
+/// Exceptions they throw become the kernel's error.
+template <typename Shape, typename Compute>
+void registerKernel(const std::string &op, const std::string &impl, Shape shape, Compute compute,
+                    const std::vector<DType> &dtypes = {}) {
+  struct Fns {
+    Shape shape;
+    Compute compute;
+  };
+  auto *fns = new Fns{std::move(shape), std::move(compute)};  // kernels stay registered for the process
+  auto shapeThunk = [](const kiln_tensor_info *in, size_t n, const kiln_attrs *attrs, kiln_types *out,
+                       void *user) -> kiln_status * {
+    try {
+      std::vector<TensorInfo> inputs;
+      for (size_t i = 0; i < n; ++i) inputs.push_back({"", DType(in[i].dtype), {in[i].shape, in[i].shape + in[i].rank}});
+      std::vector<TensorInfo> results = static_cast<Fns *>(user)->shape(inputs, AttrsView{attrs});
+      for (const TensorInfo &r : results)
+        if (kiln_status *s = kiln_types_push(out, kiln_dtype(r.dtype), r.shape.data(), r.shape.size())) return s;
+      return nullptr;
+    } catch (const Error &err) {
+      return kiln_status_create(kiln_code(err.code()), err.what());
+    } catch (const std::exception &err) {
+      return kiln_status_create(KILN_INTERNAL, err.what());
+    }
+  };
+  auto computeThunk = [](const kiln_kernel_context *ctx, void *user) -> kiln_status * {
+    try {
+      std::vector<KernelTensor> inputs, outputs;
+      kiln_tensor_info info{};
+      for (size_t i = 0, n = kiln_kernel_input_count(ctx); i < n; ++i) {
+        void *data = const_cast<void *>(kiln_kernel_input(ctx, i, &info));
+        inputs.push_back({DType(info.dtype), {info.shape, info.shape + info.rank}, data});
+      }
+      for (size_t i = 0, n = kiln_kernel_output_count(ctx); i < n; ++i) {
+        void *data = kiln_kernel_output(ctx, i, &info);
+        outputs.push_back({DType(info.dtype), {info.shape, info.shape + info.rank}, data});
+      }
+      static_cast<Fns *>(user)->compute(inputs, outputs, AttrsView{kiln_kernel_attrs(ctx)});
+      return nullptr;
+    } catch (const Error &err) {
+      return kiln_status_create(kiln_code(err.code()), err.what());
+    } catch (const std::exception &err) {
+      return kiln_status_create(KILN_INTERNAL, err.what());
+    }
+  };
+  std::vector<kiln_dtype> cd;
+  for (DType d : dtypes) cd.push_back(kiln_dtype(d));
+  kiln_status *s = kiln_register_kernel(op.c_str(), impl.c_str(), cd.data(), cd.size(), shapeThunk, computeThunk, fns);
+  if (s) delete fns;
+  detail::check(s);
+}
 
 /// Records a runtime's calls and compiles from construction to stop().
 class Profiler {

@@ -260,6 +260,98 @@ typedef struct kiln_module_stats {
 
 KILN_API void kiln_module_stats_get(const kiln_module *module, kiln_module_stats *out);
 
+/* Built-in models, built in code from deterministic weights (the same bytes
+ * on every machine): "mlp", "cnn", "resnet50". */
+KILN_API size_t kiln_builtin_model_count(void);
+KILN_API const char *kiln_builtin_model_name(size_t i); /* NULL past the end */
+KILN_API kiln_status *kiln_runtime_load_builtin(kiln_runtime *runtime, const char *name, kiln_module **out);
+
+/* ---- Attributes (eager ops and user kernels) ------------------------------- */
+
+typedef struct kiln_attrs kiln_attrs;
+
+KILN_API kiln_attrs *kiln_attrs_create(void);
+KILN_API void kiln_attrs_free(kiln_attrs *attrs);
+KILN_API kiln_status *kiln_attrs_set_int(kiln_attrs *attrs, const char *name, int64_t value);
+KILN_API kiln_status *kiln_attrs_set_float(kiln_attrs *attrs, const char *name, double value);
+KILN_API kiln_status *kiln_attrs_set_ints(kiln_attrs *attrs, const char *name, const int64_t *values, size_t count);
+KILN_API kiln_status *kiln_attrs_set_string(kiln_attrs *attrs, const char *name, const char *value);
+/* Reads an attribute; a missing one or another kind is KILN_INVALID_ARGUMENT. */
+KILN_API kiln_status *kiln_attrs_get_int(const kiln_attrs *attrs, const char *name, int64_t *out);
+KILN_API kiln_status *kiln_attrs_get_float(const kiln_attrs *attrs, const char *name, double *out);
+/* Copies up to `capacity` values into `out`; `count` receives how many there are. */
+KILN_API kiln_status *kiln_attrs_get_ints(const kiln_attrs *attrs, const char *name, int64_t *out, size_t capacity,
+                                          size_t *count);
+
+/* ---- Eager execution ------------------------------------------------------- */
+
+/* Ops run one by one as they are called, with the same shape functions and
+ * kernels as graphs. A kiln_value is an op's result: its type is known at
+ * once, its value when computed (kiln_value_await). */
+typedef struct kiln_eager kiln_eager;
+typedef struct kiln_value kiln_value;
+
+KILN_API kiln_status *kiln_eager_create(kiln_runtime *runtime, kiln_eager **out); /* must not outlive the runtime */
+KILN_API void kiln_eager_free(kiln_eager *eager);
+KILN_API kiln_status *kiln_value_from_tensor(const kiln_tensor *tensor, kiln_value **out);
+/* A second handle to the same value. */
+KILN_API kiln_status *kiln_value_share(const kiln_value *value, kiln_value **out);
+KILN_API void kiln_value_free(kiln_value *value);
+/* The value's type (name NULL); the shape lives as long as the value. */
+KILN_API void kiln_value_info(const kiln_value *value, kiln_tensor_info *out);
+/* Waits for the value: a new tensor, or the op's error (naming the op, its
+ * operands and their shapes). */
+KILN_API kiln_status *kiln_value_await(const kiln_value *value, kiln_tensor **out);
+/* Runs `op` (a TOSA op name, e.g. "tosa.add", "tosa.matmul", "tosa.conv2d")
+ * on `inputs` with `attrs` (NULL: none; names as the TOSA op's attributes).
+ * Returns at once; an op that cannot be dispatched (unknown op, wrong
+ * types) is an error here. */
+KILN_API kiln_status *kiln_eager_execute(kiln_eager *eager, const char *op, kiln_value *const *inputs, size_t num_inputs,
+                                         const kiln_attrs *attrs, kiln_value **out);
+
+/* Trace capture: runs `fn` on symbolic values of the example types and
+ * records its eager ops as a graph (TOSA), loaded as a module with one
+ * function, main. `fn` pushes its results with kiln_values_push and returns
+ * NULL, or an error that ends the trace. `mlir`, when not NULL, receives the
+ * recorded MLIR text (kiln_string_free). */
+typedef struct kiln_values kiln_values;
+KILN_API kiln_status *kiln_values_push(kiln_values *outputs, const kiln_value *value);
+typedef kiln_status *(*kiln_trace_fn)(kiln_eager *eager, kiln_value *const *inputs, size_t num_inputs,
+                                      kiln_values *outputs, void *user);
+KILN_API kiln_status *kiln_eager_trace(kiln_eager *eager, kiln_trace_fn fn, void *user,
+                                       const kiln_tensor_info *examples, size_t num_examples, kiln_module **out,
+                                       char **mlir);
+
+/* ---- User kernels ------------------------------------------------------------ */
+
+/* A handwritten kernel for an op: every runtime in the process then places
+ * that op on it (auto mode: when MLIR has no lowering for it, e.g. a
+ * "tosa.custom:domain.name" op; kernel mode: on request), in graphs and in
+ * eager dispatch. The shape function gives the result types from the input
+ * types and attributes (an error: "no kernel for this use"); the compute
+ * function fills the outputs. Both must be thread-safe; they run on kiln's
+ * threads. `dtypes` (NULL/0: all) restricts the kernel to uses whose first
+ * operand has one of them. At most 64 kernels may be registered through the
+ * C API per process. */
+typedef struct kiln_kernel_context kiln_kernel_context;
+typedef struct kiln_types kiln_types;
+
+KILN_API kiln_status *kiln_types_push(kiln_types *types, kiln_dtype dtype, const int64_t *shape, size_t rank);
+KILN_API size_t kiln_kernel_input_count(const kiln_kernel_context *ctx);
+KILN_API const void *kiln_kernel_input(const kiln_kernel_context *ctx, size_t i, kiln_tensor_info *info);
+KILN_API size_t kiln_kernel_output_count(const kiln_kernel_context *ctx);
+KILN_API void *kiln_kernel_output(const kiln_kernel_context *ctx, size_t i, kiln_tensor_info *info);
+KILN_API const kiln_attrs *kiln_kernel_attrs(const kiln_kernel_context *ctx);
+
+typedef kiln_status *(*kiln_kernel_shape_fn)(const kiln_tensor_info *inputs, size_t num_inputs,
+                                             const kiln_attrs *attrs, kiln_types *outputs, void *user);
+typedef kiln_status *(*kiln_kernel_compute_fn)(const kiln_kernel_context *ctx, void *user);
+KILN_API kiln_status *kiln_register_kernel(const char *op, const char *impl, const kiln_dtype *dtypes,
+                                           size_t num_dtypes, kiln_kernel_shape_fn shape,
+                                           kiln_kernel_compute_fn compute, void *user);
+/* A status for callbacks to return: code and message (copied). */
+KILN_API kiln_status *kiln_status_create(kiln_code code, const char *message);
+
 /* ---- Profiling ------------------------------------------------------------- */
 
 typedef struct kiln_profiler kiln_profiler;

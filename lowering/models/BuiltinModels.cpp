@@ -1,4 +1,4 @@
-#include "tools/models/BuiltinModels.h"
+#include "lowering/models/BuiltinModels.h"
 
 #include "lowering/GraphBuilder.h"
 
