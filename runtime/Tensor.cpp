@@ -244,10 +244,31 @@ void freeBlock(void *p) {
 }
 }  // namespace
 
+namespace {
+/// Blocks of allocateTensorMemory this large (execution arenas) are mapped
+/// from the system and unmapped on release: memory a burst of concurrent
+/// calls took goes back to the system afterwards. From malloc they would
+/// stay in the process (glibc raises its mmap threshold after the first
+/// large free, and does not trim memory below the top of its heaps).
+/// AddressSanitizer builds keep malloc, which it checks.
+constexpr size_t kMappedTensorBytes = size_t(1) << 20;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMapLargeBlocks = false;
+#else
+constexpr bool kMapLargeBlocks = true;
+#endif
+}  // namespace
+
 llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what) {
   if (auto err = reserveTensorBytes(bytes, what)) return std::move(err);
-  void *p = std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment +
-                                                     (bytes ? 0 : kBufferAlignment));
+  void *p = nullptr;
+  if (kMapLargeBlocks && bytes >= kMappedTensorBytes) {
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) p = nullptr;
+  } else {
+    p = std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment +
+                                                 (bytes ? 0 : kBufferAlignment));
+  }
   if (!p) return allocationFailed(bytes, what);
   poison(p, bytes);
   return p;
@@ -257,7 +278,8 @@ void setTensorMemoryPoison(int byte) { gPoison.store(byte >= 0 && byte <= 255 ? 
 
 void releaseTensorMemory(void *p, size_t bytes) {
   if (!p) return;
-  std::free(p);
+  if (kMapLargeBlocks && bytes >= kMappedTensorBytes) ::munmap(p, bytes);
+  else std::free(p);
   gTensorBytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 

@@ -19,6 +19,8 @@
  * - A module keeps what it needs of its runtime alive; tensors are
  *   reference-counted internally, so freeing a handle never invalidates
  *   another.
+ * - Accessors that cannot fail (kiln_tensor_data, kiln_module_function_count,
+ *   ...) take valid handles; NULL there is undefined, as in other C APIs.
  * - Thread-safety: runtimes and modules may be used from several threads at
  *   once; a tensor handle may be read from several threads, written by one.
  * - Only the C standard library is needed to include this header.
