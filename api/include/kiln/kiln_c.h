@@ -134,7 +134,7 @@ KILN_API void kiln_options_free(kiln_options *options);
  *   cache              off | ro | rw
  *   cache_max_bytes    e.g. 2G
  *   op_mode            per-op placement, e.g. "tosa.conv2d=kernel,*=auto"
- *   placement          measure | recorded | fixed (see README "Reproducible results")
+ *   placement          measure | fixed (see README "Reproducible results")
  *   opt_level          0..3
  *   max_vector_bits    128 | 256 | 512 (0 = the host's widest)
  *   memory_limit       bytes of tensor memory, e.g. 512M (0 = none)
