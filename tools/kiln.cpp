@@ -417,26 +417,113 @@ llvm::Expected<ShapedFunction> loadShaped(const std::string &model, const std::s
   return out;
 }
 
+/// --shape flags as signatures to prewarm: a flag for an argument the
+/// current signature already has starts the next signature (`--shape
+/// 0=5x16 --shape 0=7x16` is two), and a dimension LO..HI stands for every
+/// size from LO to HI (`--shape 0=1..4x16` is four). At most 256 in all.
+llvm::Expected<std::vector<std::vector<std::string>>> shapeSignatures(const std::vector<std::string> &specs) {
+  constexpr size_t kMaxSignatures = 256;
+  std::vector<std::vector<std::string>> groups(1);
+  std::vector<std::string> seen;
+  for (const std::string &spec : specs) {
+    std::string arg = spec.substr(0, spec.find('='));
+    if (llvm::is_contained(seen, arg)) {
+      groups.emplace_back();
+      seen.clear();
+    }
+    seen.push_back(arg);
+    groups.back().push_back(spec);
+  }
+  std::vector<std::vector<std::string>> out;
+  for (const auto &group : groups) {
+    std::vector<std::vector<std::string>> expanded(1);
+    for (const std::string &spec : group) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos) {  // typesFromShapes says what is wrong with it
+        for (auto &e : expanded) e.push_back(spec);
+        continue;
+      }
+      // Each dimension: a size, or LO..HI.
+      std::vector<std::string> variants = {""};
+      llvm::SmallVector<llvm::StringRef> dims;
+      llvm::StringRef(spec).substr(eq + 1).split(dims, 'x');
+      for (size_t d = 0; d < dims.size(); ++d) {
+        std::vector<std::string> next;
+        auto [lo, hi] = dims[d].split("..");
+        int64_t a = 0, b = 0;
+        if (dims[d].contains("..")) {
+          if (lo.getAsInteger(10, a) || hi.getAsInteger(10, b) || a < 0 || b < a)
+            return llvm::createStringError("--shape %s: '%s' is not a range LO..HI of sizes (0 <= LO <= HI)",
+                                           spec.c_str(), dims[d].str().c_str());
+          if (uint64_t(b - a) >= kMaxSignatures)
+            return llvm::createStringError("--shape %s: %s is more than %zu sizes", spec.c_str(),
+                                           dims[d].str().c_str(), kMaxSignatures);
+        }
+        for (const std::string &v : variants) {
+          std::string sep = d == 0 ? "" : "x";
+          if (!dims[d].contains("..")) next.push_back(v + sep + dims[d].str());
+          else
+            for (int64_t n = a; n <= b; ++n) next.push_back(v + sep + std::to_string(n));
+          if (next.size() > kMaxSignatures)
+            return llvm::createStringError("--shape %s: more than %zu shapes", spec.c_str(), kMaxSignatures);
+        }
+        variants = std::move(next);
+      }
+      std::vector<std::vector<std::string>> grown;
+      for (const auto &e : expanded)
+        for (const std::string &v : variants) {
+          grown.push_back(e);
+          grown.back().push_back(spec.substr(0, eq + 1) + v);
+        }
+      expanded = std::move(grown);
+      if (expanded.size() + out.size() > kMaxSignatures)
+        return llvm::createStringError("--shape flags give more than %zu signatures to prewarm", kMaxSignatures);
+    }
+    for (auto &e : expanded) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 int prewarmCommand(const std::string &model, const std::string &function,
                    const std::vector<std::string> &shapes, const CommonOptions &common) {
-  auto target = loadShaped(model, function, shapes, common);
+  auto signatures = shapeSignatures(shapes);
+  if (!signatures) return usage(llvm::toString(signatures.takeError()));
+  auto target = loadShaped(model, function, signatures->front(), common);
   if (!target) return fail(llvm::toString(target.takeError()));
   kiln::Runtime *rt = target->rt.get();
   kiln::Module *module = target->module.get();
-  const std::vector<kiln::TensorType> *types = &target->types;
-  auto t0 = Clock::now();
-  if (auto err = rt->prewarm(*module, function, {*types})) return fail(llvm::toString(std::move(err)));
+  const kiln::FunctionSignature *sig = module->signature(function);
+  // Every signature's types first: a bad one fails before anything compiles.
+  std::vector<std::vector<kiln::TensorType>> all = {target->types};
+  for (size_t i = 1; i < signatures->size(); ++i) {
+    auto types = typesFromShapes(*sig, (*signatures)[i]);
+    if (!types) return fail(llvm::toString(types.takeError()));
+    all.push_back(std::move(*types));
+  }
   auto &cc = rt->compileService();
-  auto st = cc.stats();
-  std::string sigText;
-  for (auto &t : *types) sigText += (sigText.empty() ? "" : ",") + t.str();
-  if (!st.diskHits && st.disk.writes == 0)
-    return fail("the compile cache in '" + cc.disk().dir() + "' is " +
-                kiln::cache::cacheModeName(cc.disk().mode()).str() + "; nothing was stored");
-  std::printf("prewarmed @%s (%s) in %.1f ms: %s; cache %s (%s)\n", function.c_str(), sigText.c_str(),
-              msSince(t0), st.diskHits ? "already on disk" : "compiled and stored",
-              cc.disk().dir().c_str(), kiln::cache::cacheModeName(cc.disk().mode()).str().c_str());
-  std::fflush(stdout);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::vector<kiln::TensorType> &types = all[i];
+    std::string sigText;
+    for (auto &t : types) sigText += (sigText.empty() ? "" : ",") + t.str();
+    if (std::find(all.begin(), all.begin() + i, types) != all.begin() + i) {
+      std::printf("prewarmed @%s (%s): given twice\n", function.c_str(), sigText.c_str());
+      continue;
+    }
+    auto before = cc.stats();
+    auto t0 = Clock::now();
+    if (auto err = rt->prewarm(*module, function, {types})) return fail(llvm::toString(std::move(err)));
+    auto st = cc.stats();
+    bool fromDisk = st.diskHits > before.diskHits;
+    bool stored = st.disk.writes > before.disk.writes;
+    if (!fromDisk && !stored)
+      return fail("the compile cache in '" + cc.disk().dir() + "' is " +
+                  kiln::cache::cacheModeName(cc.disk().mode()).str() + "; nothing was stored");
+    std::printf("prewarmed @%s (%s) in %.1f ms: %s; cache %s (%s)\n", function.c_str(), sigText.c_str(),
+                msSince(t0), fromDisk ? "already on disk" : "compiled and stored", cc.disk().dir().c_str(),
+                kiln::cache::cacheModeName(cc.disk().mode()).str().c_str());
+    std::fflush(stdout);
+  }
+  if (all.size() > 1) std::printf("prewarmed %zu signatures of @%s\n", all.size(), function.c_str());
   return 0;
 }
 
@@ -623,7 +710,9 @@ int runMain(int argc, char **argv) {
   CLI::App *prewarm = app.add_subcommand("prewarm", "compile a model into the persistent cache");
   prewarm->add_option("model", model, "MLIR file or built-in model")->required();
   prewarm->add_option("--function,-f", function, "function to compile")->capture_default_str();
-  prewarm->add_option("--shape,-s", shapes, "ARG=DIMS for each argument with dynamic dims (e.g. x=1x64)");
+  prewarm->add_option("--shape,-s", shapes,
+                      "ARG=DIMS for each argument with dynamic dims (e.g. x=1x64); repeat an argument's flag for "
+                      "another signature (--shape x=1x64 --shape x=8x64), LO..HI for a range of sizes (x=1..8x64)");
   prewarm->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
   addCommon(prewarm);
 
