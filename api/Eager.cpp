@@ -7,8 +7,8 @@
 #include "jit/HostTarget.h"
 #include "jit/RuntimeSymbols.h"
 #include "kernels/KernelRegistry.h"
-#include "lowering/GraphBuilder.h"
-#include "lowering/Program.h"
+#include "lowering/graph/GraphBuilder.h"
+#include "lowering/graph/Program.h"
 
 #include "llvm/ADT/StringExtras.h"
 

@@ -5,7 +5,7 @@
 #include "jit/CompileService.h"
 #include "jit/GpuTarget.h"
 #include "jit/HostTarget.h"
-#include "lowering/Program.h"
+#include "lowering/graph/Program.h"
 #include "runtime/Clock.h"
 #include "runtime/Trace.h"
 

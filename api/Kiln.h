@@ -72,7 +72,7 @@ public:
   llvm::Expected<std::unique_ptr<Module>> loadModule(llvm::StringRef source,
                                                      llvm::StringRef name = "<string>");
 
-  /// A module from a program built in memory (lowering/GraphBuilder.h):
+  /// A module from a program built in memory (lowering/graph/GraphBuilder.h):
   /// no MLIR text in between.
   llvm::Expected<std::unique_ptr<Module>> loadProgram(std::unique_ptr<lowering::Program> program);
 

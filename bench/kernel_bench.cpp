@@ -6,7 +6,7 @@
 // GFLOP/s (compute ops) or GB/s (memory-bound ops) for each and their ratio.
 #include "bench/BenchCommon.h"
 #include "api/Kiln.h"
-#include "lowering/GraphBuilder.h"
+#include "lowering/graph/GraphBuilder.h"
 
 #include <benchmark/benchmark.h>
 

@@ -7,7 +7,7 @@
 //                              kernels); ms per op shows whether compile work stays linear
 #include "bench/BenchCommon.h"
 #include "api/Kiln.h"
-#include "lowering/GraphBuilder.h"
+#include "lowering/graph/GraphBuilder.h"
 #include "lowering/models/BuiltinModels.h"
 
 #include <benchmark/benchmark.h>

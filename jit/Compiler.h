@@ -17,9 +17,9 @@
 #pragma once
 
 #include "jit/Target.h"
-#include "lowering/Partition.h"
-#include "lowering/Plan.h"
-#include "lowering/Program.h"
+#include "lowering/graph/Partition.h"
+#include "lowering/graph/Plan.h"
+#include "lowering/graph/Program.h"
 #include "runtime/Executable.h"
 #include "runtime/Tensor.h"
 

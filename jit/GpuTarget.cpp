@@ -2,8 +2,8 @@
 #include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
-#include "lowering/Passes.h"
-#include "lowering/Pipelines.h"
+#include "lowering/graph/Passes.h"
+#include "lowering/pipelines/Pipelines.h"
 
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/CudaDevice.h"

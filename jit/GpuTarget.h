@@ -1,7 +1,7 @@
 // GpuTarget: an NVIDIA GPU. Clusters go through lowering's GPU pipeline
 // (linalg -> parallel loops -> thread blocks -> gpu kernels -> NVVM),
 // codegen's NVPTX backend makes PTX (and a cubin where ptxas exists), and
-// the object — PTX, cubin and the launch plan (lowering/GpuLowering.h) — is
+// the object — PTX, cubin and the launch plan (lowering/gpu/GpuLowering.h) — is
 // what the compile cache stores. Compiling needs no GPU; loading and
 // running need the CUDA device runtime (runtime/cuda) and a GPU, and fail
 // with an "unavailable" error naming what is missing.
@@ -15,7 +15,7 @@
 
 #include "codegen/NvptxCodegen.h"
 #include "jit/Target.h"
-#include "lowering/GpuLowering.h"
+#include "lowering/gpu/GpuLowering.h"
 
 namespace kiln::jit {
 

@@ -6,8 +6,8 @@
 #include "runtime/Executable.h"
 #include "runtime/Executor.h"
 
-#include "lowering/Passes.h"
-#include "lowering/Pipelines.h"
+#include "lowering/graph/Passes.h"
+#include "lowering/pipelines/Pipelines.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"

@@ -9,7 +9,7 @@
 #include "codegen/HostCodegen.h"
 #include "jit/JitEngine.h"
 #include "jit/Target.h"
-#include "lowering/CpuStrategy.h"
+#include "lowering/cpu/CpuStrategy.h"
 
 namespace kiln::jit {
 

@@ -3,8 +3,8 @@
 #include "jit/Compiler.h"
 #include "jit/RuntimeSymbols.h"
 #include "kernels/KernelRegistry.h"
-#include "lowering/GraphBuilder.h"
-#include "lowering/Partition.h"
+#include "lowering/graph/GraphBuilder.h"
+#include "lowering/graph/Partition.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
 

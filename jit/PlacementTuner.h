@@ -1,7 +1,7 @@
 // PlacementTuner: placement by measurement. Where an `auto` op that a kernel
 // is built around (conv, matmul, pooling) can run both as generated code and
 // as a handwritten kernel, the compiler first compiles it on JIT (the plan
-// step lists the kernel as its alternative, lowering/Partition.h); the tuner
+// step lists the kernel as its alternative, lowering/graph/Partition.h); the tuner
 // then times, on the runtime's executor and with zero-filled operands:
 //
 //   1. the step as compiled (the op with the ops fused into its tiles) and
@@ -20,7 +20,7 @@
 // Thread-safety: all methods are thread-safe; timings run one at a time.
 #pragma once
 
-#include "lowering/Plan.h"
+#include "lowering/graph/Plan.h"
 #include "runtime/Executor.h"
 
 #include "llvm/Support/Error.h"

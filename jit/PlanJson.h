@@ -1,9 +1,9 @@
-// The execution plan (lowering/Plan.h) as JSON, the form disk-cache entries
+// The execution plan (lowering/graph/Plan.h) as JSON, the form disk-cache entries
 // store it in. Reading checks every id, kind and type: a bad plan is an error,
 // never a crash.
 #pragma once
 
-#include "lowering/Plan.h"
+#include "lowering/graph/Plan.h"
 
 #include "llvm/Support/Error.h"
 

@@ -19,7 +19,7 @@ thread_local int64_t tlsFault = 0;  // first fault's site + 1
 thread_local const CancellationToken *tlsCancel = nullptr;  // the running step's call
 
 /// Generated loops of unknown length ask this at each iteration
-/// (lowering/CancelPoints.cpp): non-zero = the call was cancelled or its
+/// (lowering/guards/CancelPoints.cpp): non-zero = the call was cancelled or its
 /// deadline passed.
 extern "C" int64_t kiln_cancel_requested() { return tlsCancel && tlsCancel->cancelled() ? 1 : 0; }
 extern "C" void kiln_report_fault(int64_t site) {
@@ -144,7 +144,7 @@ thread_local struct {
   void *given = nullptr;
 } tlsScratch;
 
-/// A kernel's temporaries (lowering/ScratchBuffers.cpp): its step's planned
+/// A kernel's temporaries (lowering/cpu/ScratchBuffers.cpp): its step's planned
 /// buffer when it is there and large enough, else a block of its own.
 extern "C" void *kiln_scratch_acquire(int64_t bytes) {
   if (tlsScratch.memory && bytes >= 0 && size_t(bytes) <= tlsScratch.bytes) {

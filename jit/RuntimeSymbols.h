@@ -16,7 +16,7 @@ namespace kiln::jit {
 const std::vector<std::pair<const char *, void *>> &runtimeSymbols();
 
 /// The fault generated code reported on this thread since the last call
-/// (kiln_report_fault, see lowering/GuardTraps.cpp): the site id + 1, or 0
+/// (kiln_report_fault, see lowering/guards/GuardTraps.cpp): the site id + 1, or 0
 /// for none; clears it. Faults in parallel tiles on other threads are
 /// forwarded to the thread that launched them, so the launcher sees its own
 /// step's faults.
@@ -36,7 +36,7 @@ private:
 };
 
 /// While alive, the scratch buffer generated code on this thread acquires
-/// (kiln_scratch_acquire, see lowering/ScratchBuffers.cpp) is `memory`, of
+/// (kiln_scratch_acquire, see lowering/cpu/ScratchBuffers.cpp) is `memory`, of
 /// `bytes` (the host launcher sets the step's planned one around each
 /// step). The first acquire of at most `bytes` takes it; any other acquire
 /// (no scope, a larger request, a second one) gets a block of its own,

@@ -13,7 +13,7 @@
 // its methods may be called concurrently.
 #pragma once
 
-#include "lowering/Program.h"
+#include "lowering/graph/Program.h"
 #include "runtime/Executable.h"
 
 #include "llvm/ADT/ArrayRef.h"

@@ -14,7 +14,7 @@
 // Winograd convolution (`winograd`, on unless "winograd=off"): 3x3 stride-1
 // convs with constant filters, placed on JIT, compute through Winograd
 // transforms whose filter side is done once, when the weights are hoisted
-// (lowering/WinogradConv.cpp).
+// (lowering/cpu/WinogradConv.cpp).
 //
 // Padded weight rows (`padrows`, on unless "padrows=off"): matmul weights
 // and conv filters that generated code reads are stored with rows padded off

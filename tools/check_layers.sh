@@ -4,6 +4,7 @@
 # MLIR, no LLVM IR/ORC, and nothing of the compile cache, JIT or lowering
 # (kernels/KernelRegistry.h is public: users write kernels against it).
 #   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> tools
+# and inside lowering/ its rooms (ir -> guards, cpu, gpu -> pipelines -> graph -> models).
 # and the host runtime does not include device runtimes (runtime/cuda).
 # Usage: check_layers.sh [ROOT] (default: this checkout). Exit status 1 and
 # one line per violation when something points up.
@@ -22,6 +23,35 @@ for dir in "${!level[@]}"; do
     fi
   done < <(grep -HE '^#include "[a-z]+/' -r "$dir" --include='*.h' --include='*.cpp' || true)
 done
+# Inside lowering/, rooms in their own order (lowering/CMakeLists.txt):
+#   ir -> guards, cpu, gpu -> pipelines -> graph -> models
+# a file in lowering/<room>/ includes only its own room and rooms below it
+# (levels strictly increase, so no circle), and lowering/ has no loose
+# sources outside a room.
+declare -A room=([ir]=0 [guards]=1 [cpu]=1 [gpu]=1 [pipelines]=2 [graph]=3 [models]=4)
+if [ -d lowering ]; then
+  while IFS= read -r line; do
+    file=${line%%:*}
+    from=$(cut -d/ -f2 <<<"$file")
+    to=$(sed -E 's/.*#include "lowering\/([a-z]+)\/.*/\1/' <<<"$line")
+    if [[ "$file" != lowering/*/* ]]; then
+      continue  # a loose file: reported below
+    elif [[ -z "${room[$from]+x}" ]]; then
+      echo "layering: $file is in no room of lowering/ (rooms: ${!room[*]})"
+      bad=1
+    elif [[ -z "${room[$to]+x}" ]]; then
+      echo "layering: $file includes lowering/$to/, which is no room of lowering/"
+      bad=1
+    elif [[ "$to" != "$from" && ${room[$to]} -ge ${room[$from]} ]]; then
+      echo "layering: $file includes lowering/$to/ (room $from is level ${room[$from]}, $to is level ${room[$to]})"
+      bad=1
+    fi
+  done < <(grep -HE '^#include "lowering/' -r lowering --include='*.h' --include='*.cpp' || true)
+  while IFS= read -r file; do
+    echo "layering: $file is in no room of lowering/ (rooms: ${!room[*]})"
+    bad=1
+  done < <(find lowering -maxdepth 1 -type f \( -name '*.h' -o -name '*.cpp' \) || true)
+fi
 # Device runtimes (runtime/<device>/) sit beside the host runtime: nothing
 # of the host runtime (runtime/*.h, runtime/*.cpp) includes them.
 while IFS= read -r line; do

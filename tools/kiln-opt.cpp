@@ -1,6 +1,7 @@
 // kiln-opt: mlir-opt with kiln's passes and pipeline stages registered, for
 // lit tests of each lowering stage.
-#include "lowering/Pipelines.h"
+#include "lowering/graph/Passes.h"
+#include "lowering/pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

@@ -1,6 +1,6 @@
 #include "lowering/models/BuiltinModels.h"
 
-#include "lowering/GraphBuilder.h"
+#include "lowering/graph/GraphBuilder.h"
 
 #include <cfloat>
 #include <cmath>

@@ -1,10 +1,10 @@
-// Built-in models, built in code with the graph builder (lowering/GraphBuilder.h)
+// Built-in models, built in code with the graph builder (lowering/graph/GraphBuilder.h)
 // from deterministic weights (the same bytes on every run and machine). Used
 // by `kiln run mlp`, tests and benchmarks: as a Program built in memory, or
 // as the same module's MLIR text.
 #pragma once
 
-#include "lowering/Program.h"
+#include "lowering/graph/Program.h"
 
 #include "llvm/Support/Error.h"
 

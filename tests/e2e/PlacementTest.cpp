@@ -7,7 +7,7 @@
 #include "api/Eager.h"
 #include "api/Kernels.h"
 #include "kernels/KernelRegistry.h"
-#include "lowering/Partition.h"
+#include "lowering/graph/Partition.h"
 #include "ops/OpTable.h"
 #include "tests/TestRuntime.h"
 #include "lowering/models/BuiltinModels.h"

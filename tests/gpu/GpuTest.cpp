@@ -8,7 +8,7 @@
 //   GpuRuntime.*  what a user without a GPU sees.
 #include "api/Kiln.h"
 #include "jit/GpuTarget.h"
-#include "lowering/Program.h"
+#include "lowering/graph/Program.h"
 #include "runtime/Error.h"
 #include "tests/TestUtil.h"
 #include "lowering/models/BuiltinModels.h"

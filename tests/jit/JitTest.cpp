@@ -116,7 +116,7 @@ TEST(Jit, SchedulersAreBoundedOnLargeBlocks) {
 
 TEST(Jit, ScratchScopeHandsItsBufferToOneAcquire) {
   // kiln_scratch_acquire / _release as generated code calls them
-  // (lowering/ScratchBuffers.cpp), found by name as the JIT links them.
+  // (lowering/cpu/ScratchBuffers.cpp), found by name as the JIT links them.
   using Acquire = void *(*)(int64_t);
   using Release = void (*)(void *);
   Acquire acquire = nullptr;

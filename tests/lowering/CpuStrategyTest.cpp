@@ -1,5 +1,5 @@
 // The host tuning and the register-tile choice of kiln-cpu-strategy.
-#include "lowering/CpuStrategy.h"
+#include "lowering/cpu/CpuStrategy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // lowering::GraphBuilder: graphs from MLIR builders, typed by the op table,
 // equal to the same graph written as text, and clear errors for bad ops.
 #include "api/Kiln.h"
-#include "lowering/GraphBuilder.h"
+#include "lowering/graph/GraphBuilder.h"
 #include "tests/TestRuntime.h"
 
 using namespace kiln;

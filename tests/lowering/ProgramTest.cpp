@@ -1,6 +1,6 @@
 // lowering::Program: import, signatures, specialization, hoisting, bytecode.
-#include "lowering/Pipelines.h"
-#include "lowering/Program.h"
+#include "lowering/pipelines/Pipelines.h"
+#include "lowering/graph/Program.h"
 #include "tests/TestRuntime.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"

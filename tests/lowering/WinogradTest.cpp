@@ -1,8 +1,8 @@
-// The Winograd matrices (lowering/Winograd.h) against the direct conv, in
+// The Winograd matrices (lowering/cpu/Winograd.h) against the direct conv, in
 // double: one tile of F(m x m, 3 x 3) equals the 3x3 correlation, the
 // filter transform's inverse recovers the filter, and the tile choice keeps
 // few-tile maps direct.
-#include "lowering/Winograd.h"
+#include "lowering/cpu/Winograd.h"
 
 #include <gtest/gtest.h>
 

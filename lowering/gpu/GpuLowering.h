@@ -1,0 +1,99 @@
+// GpuLowering: what the GPU target runs for one cluster, read off the
+// cluster after the GPU pipeline (Pipelines.h, gpuPipelineStages).
+//
+// The pipeline leaves a host function that only launches kernels (and may
+// allocate temporaries, copy buffers, reshape views and read small
+// constants) and gpu.modules with the kernels in LLVM dialect.
+// readGpuLowering (called by Program::lowerToGpu after the stages) turns
+// that into
+//   - one LLVM IR module with every kernel (for codegen's NVPTX backend),
+//     named kiln_<cluster>_k<i>, and the device side of fault reporting;
+//   - a GpuPlan: the launches in order, over numbered buffers, that a
+//     device runtime replays on a stream without any host code.
+// Host code the plan cannot express is an error naming the op and where.
+#pragma once
+
+#include "lowering/ir/StageTimes.h"
+#include "runtime/Error.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::lowering {
+
+/// GPU code generation settings (see gpuPipelineStages).
+struct GpuTuning {
+  int64_t blockSize = 256;  // threads per block of elementwise/parallel loops
+  std::string passOptions() const { return "block-size=" + std::to_string(blockSize); }
+};
+
+/// One kernel parameter: a buffer's device address or a scalar's bytes.
+struct GpuKernelArg {
+  enum class Kind : uint8_t { kBuffer, kScalar };
+  Kind kind = Kind::kBuffer;
+  int buffer = -1;     // kBuffer: GpuPlan buffer id
+  uint64_t bits = 0;   // kScalar: the value, little-endian in `bytes` bytes
+  uint8_t bytes = 0;   // kScalar: 1, 2, 4 or 8
+};
+
+/// One operation of the plan, in stream order.
+struct GpuLaunch {
+  enum class Kind : uint8_t { kKernel, kCopy };
+  Kind kind = Kind::kKernel;
+  std::string kernel;                    // kKernel: symbol in the device module
+  std::array<uint32_t, 3> grid{1, 1, 1}; // kKernel: blocks
+  std::array<uint32_t, 3> block{1, 1, 1};// kKernel: threads per block
+  uint32_t sharedBytes = 0;              // kKernel: dynamic shared memory
+  std::vector<GpuKernelArg> args;        // kKernel
+  int src = -1, dst = -1;                // kCopy: buffer ids
+  uint64_t bytes = 0;                    // kCopy
+};
+
+/// Buffers are numbered: the cluster's arguments first (inputs, weights,
+/// outputs: 0..numArguments-1), then temporaries, then constants.
+struct GpuPlan {
+  uint32_t numArguments = 0;
+  std::vector<uint64_t> argumentBytes;          // bytes of each argument buffer
+  std::vector<uint64_t> temporaries;            // bytes of each temporary
+  std::vector<std::vector<char>> constants;     // contents, uploaded once at load
+  std::vector<GpuLaunch> launches;
+  std::vector<std::string> faultSites;          // kiln-guard-traps' messages by site id
+  /// Device global (i64) a kernel's fault stores its site id + 1 into; 0 = none.
+  static constexpr const char *kFaultWord = "kiln_fault_word";
+
+  int firstTemporary() const { return int(numArguments); }
+  int firstConstant() const { return int(numArguments + temporaries.size()); }
+  int numBuffers() const { return firstConstant() + int(constants.size()); }
+};
+
+/// The kernels as one LLVM IR module for NVPTX, and the launch plan.
+struct GpuLowered {
+  std::unique_ptr<llvm::Module> device;
+  GpuPlan plan;
+};
+
+/// Runs `body` with MLIR's diagnostics captured into the error it returns
+/// on failure (Program's diagnose: its message says `what` failed).
+using DiagnoseFn = std::function<llvm::Error(ErrorCode code, llvm::StringRef what,
+                                             std::function<mlir::LogicalResult()> body)>;
+
+/// Reads the launches and kernels off `module` (the cluster `function`
+/// after the GPU pipeline stages): an `unsupported` error names host code
+/// the plan cannot express; the kernels' translation to LLVM IR adds a
+/// "translate" stage to `times`.
+llvm::Expected<GpuLowered> readGpuLowering(mlir::ModuleOp module, llvm::StringRef function,
+                                           llvm::LLVMContext &llvmContext, const DiagnoseFn &diagnose,
+                                           StageTimes &times);
+
+}  // namespace kiln::lowering

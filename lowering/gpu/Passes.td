@@ -1,0 +1,26 @@
+//===- gpu/Passes.td - kiln's gpu passes -*- tablegen -*-===//
+// GPU code generation: parallel loops tiled into thread blocks.
+// One pass per file in this folder; see its header for what it rewrites.
+#ifndef KILN_LOWERING_GPU_PASSES
+#define KILN_LOWERING_GPU_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def KilnGpuTileParallel : Pass<"kiln-gpu-tile-parallel", "mlir::func::FuncOp"> {
+  let summary = "Shape parallel loops for GPU threads: one flat loop of blocks of threads";
+  let description = [{
+    Every outermost scf.parallel with static bounds is collapsed into one
+    dimension (consecutive iterations touch consecutive elements of the
+    innermost dimension, so a warp's accesses coalesce) and tiled by
+    `block-size` with in-bounds checks: an outer loop over thread blocks and
+    an inner loop over the threads of a block, ready for
+    gpu-map-parallel-loops (block_x, thread_x). Loops with dynamic bounds are
+    left alone.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256", "threads per block">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect", "mlir::affine::AffineDialect"];
+}
+
+#endif

@@ -1,0 +1,359 @@
+//===- FoldConstants.cpp - constant subgraphs run once, at load ------------===//
+//
+// kiln-fold-constants: two rewrites of f32 TOSA graphs that exporters leave
+// for the runtime.
+//
+// 1. Every op whose operands are all constants is evaluated once, here, and
+//    replaced by its value: elementwise arithmetic (add, sub, mul, maximum,
+//    minimum, rsqrt, reciprocal, negate, abs, exp, log, sigmoid, tanh,
+//    clamp) with broadcasting (unless it would grow a constant past 4096
+//    elements), reshape and transpose. Batch norm's
+//    rsqrt(var + eps), the per-channel constants that
+//    kiln-propagate-transposes transposed to follow the layout, and weight
+//    transposes and reshapes become plain constants.
+//
+// 2. The chain of per-output-channel affine ops (add, sub, mul by a constant
+//    broadcast along the channel dimension only) that follows a
+//    tosa.conv2d / tosa.depthwise_conv2d with constant filter and bias is
+//    folded into them: y*s + t of conv(x, W, b) is conv(x, W*s, b*s + t).
+//    An exported batch norm after a convolution disappears.
+//
+// Folded values that derive from a dense_resource (the model's weights)
+// become dense_resource blobs (named kiln_folded*), so that they are hoisted
+// as weights and kept out of the code and of the cache key; values made only
+// of inline constants stay inline.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/graph/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <optional>
+
+namespace kiln::lowering {
+#define GEN_PASS_DEF_KILNFOLDCONSTANTS
+#include "lowering/graph/Passes.h.inc"
+}  // namespace kiln::lowering
+
+using namespace mlir;
+
+namespace kiln::lowering {
+namespace {
+
+/// Results with more elements than this are left to run at call time.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 26;
+/// Broadcasting constants may grow up to this many elements when folded.
+constexpr int64_t kSmallResult = 4096;
+
+/// An f32 constant's values, read out of its attribute.
+struct Constant {
+  SmallVector<int64_t> shape;
+  std::vector<float> values;
+  bool fromWeights = false;  // derived from a dense_resource
+  int64_t size() const { return int64_t(values.size()); }
+};
+
+ElementsAttr constantAttr(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (auto c = dyn_cast_or_null<tosa::ConstOp>(op)) return c.getValues();
+  if (auto c = dyn_cast_or_null<arith::ConstantOp>(op)) return dyn_cast<ElementsAttr>(c.getValue());
+  return {};
+}
+
+std::optional<Constant> readF32(Value v) {
+  ElementsAttr attr = constantAttr(v);
+  if (!attr) return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(attr.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isF32()) return std::nullopt;
+  Constant c;
+  c.shape.assign(type.getShape().begin(), type.getShape().end());
+  size_t n = size_t(type.getNumElements());
+  if (auto r = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != n * sizeof(float)) return std::nullopt;  // elided
+    c.values.resize(n);
+    std::memcpy(c.values.data(), blob->getData().data(), n * sizeof(float));
+    c.fromWeights = true;
+    return c;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense) return std::nullopt;
+  if (dense.isSplat()) c.values.assign(n, dense.getSplatValue<float>());
+  else c.values.assign(dense.getValues<float>().begin(), dense.getValues<float>().end());
+  return c;
+}
+
+/// True if `v` is a constant integer tensor of zeros (tosa.mul's shift).
+bool isZeroConstant(Value v) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(constantAttr(v));
+  if (!dense || !isa<IntegerType>(dense.getElementType())) return false;
+  return llvm::all_of(dense.getValues<APInt>(), [](const APInt &i) { return i.isZero(); });
+}
+
+ElementsAttr makeAttr(RankedTensorType type, llvm::ArrayRef<float> values, bool asWeight) {
+  if (!asWeight) return DenseElementsAttr::get(type, values);
+  return DenseResourceElementsAttr::get(type, "kiln_folded",
+                                        HeapAsmResourceBlob::allocateAndCopyInferAlign(values));
+}
+
+Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, llvm::ArrayRef<float> values,
+                   bool asWeight) {
+  return tosa::ConstOp::create(b, loc, type, makeAttr(type, values, asWeight));
+}
+
+/// Row-major strides of `shape`, with 0 for broadcast (size-1) dimensions
+/// of an operand read at `outShape`.
+SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> outShape) {
+  SmallVector<int64_t> strides(outShape.size(), 0);
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = shape[i] == 1 && outShape[i] != 1 ? 0 : s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+/// out[i] = f(a[i'], b[i'']) with TOSA broadcasting (equal ranks).
+std::optional<std::vector<float>> broadcastBinary(const Constant &a, const Constant &b,
+                                                  llvm::ArrayRef<int64_t> outShape,
+                                                  const std::function<float(float, float)> &f) {
+  if (a.shape.size() != outShape.size() || b.shape.size() != outShape.size()) return std::nullopt;
+  int64_t total = 1;
+  for (int64_t d : outShape) total *= d;
+  SmallVector<int64_t> sa = broadcastStrides(a.shape, outShape), sb = broadcastStrides(b.shape, outShape);
+  std::vector<float> out(static_cast<size_t>(total));
+  SmallVector<int64_t> idx(outShape.size(), 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t o = 0; o < total; ++o) {
+    out[size_t(o)] = f(a.values[size_t(ia)], b.values[size_t(ib)]);
+    for (size_t d = outShape.size(); d-- > 0;) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++idx[d] < outShape[d]) break;
+      ia -= sa[d] * outShape[d];
+      ib -= sb[d] * outShape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::function<float(float, float)> binaryFunction(Operation *op) {
+  if (isa<tosa::AddOp>(op)) return [](float x, float y) { return x + y; };
+  if (isa<tosa::SubOp>(op)) return [](float x, float y) { return x - y; };
+  if (auto m = dyn_cast<tosa::MulOp>(op))
+    return isZeroConstant(m.getShift()) ? std::function<float(float, float)>([](float x, float y) { return x * y; })
+                                        : nullptr;
+  if (isa<tosa::MaximumOp>(op)) return [](float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); };
+  if (isa<tosa::MinimumOp>(op)) return [](float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); };
+  return nullptr;
+}
+
+std::function<float(float)> unaryFunction(Operation *op) {
+  if (isa<tosa::RsqrtOp>(op)) return [](float x) { return 1.0f / std::sqrt(x); };
+  if (isa<tosa::ReciprocalOp>(op)) return [](float x) { return 1.0f / x; };
+  if (isa<tosa::NegateOp>(op)) return [](float x) { return -x; };
+  if (isa<tosa::AbsOp>(op)) return [](float x) { return std::fabs(x); };
+  if (isa<tosa::ExpOp>(op)) return [](float x) { return std::exp(x); };
+  if (isa<tosa::LogOp>(op)) return [](float x) { return std::log(x); };
+  if (isa<tosa::SigmoidOp>(op)) return [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+  if (isa<tosa::TanhOp>(op)) return [](float x) { return std::tanh(x); };
+  if (auto c = dyn_cast<tosa::ClampOp>(op)) {
+    auto lo = dyn_cast<FloatAttr>(c.getMinValAttr()), hi = dyn_cast<FloatAttr>(c.getMaxValAttr());
+    if (!lo || !hi) return nullptr;
+    float l = float(lo.getValueAsDouble()), h = float(hi.getValueAsDouble());
+    return [l, h](float x) { return std::isnan(x) ? x : std::min(std::max(x, l), h); };
+  }
+  return nullptr;
+}
+
+/// The value of `op` if all the operands it computes from are constants.
+std::optional<Constant> evaluate(Operation *op) {
+  if (op->getNumResults() != 1) return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+      type.getNumElements() > kMaxFoldedElements)
+    return std::nullopt;
+  Constant out;
+  out.shape.assign(type.getShape().begin(), type.getShape().end());
+  if (auto fn = binaryFunction(op)) {
+    auto a = readF32(op->getOperand(0)), b = readF32(op->getOperand(1));
+    if (!a || !b) return std::nullopt;
+    // A broadcast that makes a constant bigger stays in the graph: folded,
+    // a few bytes of constant would become a large weight.
+    if (type.getNumElements() > std::max<int64_t>({a->size(), b->size(), kSmallResult})) return std::nullopt;
+    auto v = broadcastBinary(*a, *b, out.shape, fn);
+    if (!v) return std::nullopt;
+    out.values = std::move(*v);
+    out.fromWeights = a->fromWeights || b->fromWeights;
+    return out;
+  }
+  if (auto fn = unaryFunction(op)) {
+    auto a = readF32(op->getOperand(0));  // negate's zero points are 0 for floats
+    if (!a || a->size() != type.getNumElements()) return std::nullopt;
+    out.values = std::move(a->values);
+    for (float &x : out.values) x = fn(x);
+    out.fromWeights = a->fromWeights;
+    return out;
+  }
+  if (auto r = dyn_cast<tosa::ReshapeOp>(op)) {
+    auto a = readF32(r.getInput1());
+    if (!a || a->size() != type.getNumElements()) return std::nullopt;
+    out.values = std::move(a->values);
+    out.fromWeights = a->fromWeights;
+    return out;
+  }
+  if (auto t = dyn_cast<tosa::TransposeOp>(op)) {
+    auto a = readF32(t.getInput1());
+    ArrayRef<int32_t> perm = t.getPerms();
+    if (!a || perm.size() != a->shape.size()) return std::nullopt;
+    size_t rank = perm.size();
+    SmallVector<int64_t> inStride(rank, 1), idx(rank, 0);
+    for (size_t d = rank; d-- > 1;) inStride[d - 1] = inStride[d] * a->shape[d];
+    out.values.resize(a->values.size());
+    int64_t offset = 0;
+    for (size_t o = 0; o < out.values.size(); ++o) {
+      out.values[o] = a->values[size_t(offset)];
+      for (size_t d = rank; d-- > 0;) {
+        offset += inStride[perm[d]];
+        if (++idx[d] < out.shape[d]) break;
+        offset -= inStride[perm[d]] * out.shape[d];
+        idx[d] = 0;
+      }
+    }
+    out.fromWeights = a->fromWeights;
+    return out;
+  }
+  return std::nullopt;
+}
+
+/// Part 1: constant ops replace every op computable from constants, in
+/// program order (so whole constant chains fold in one walk).
+void foldConstantOps(func::FuncOp fn, int64_t &folded) {
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) {
+    if (op->getNumOperands() && op->getParentOp() == fn) ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    std::optional<Constant> v = evaluate(op);
+    if (!v) continue;
+    OpBuilder b(op);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    op->getResult(0).replaceAllUsesWith(makeConstant(b, op->getLoc(), type, v->values, v->fromWeights));
+    SmallVector<Value> operands(op->getOperands());
+    op->erase();
+    ++folded;
+    for (Value in : operands)
+      if (Operation *def = in.getDefiningOp(); def && def->use_empty() && isa<tosa::ConstOp, tosa::ConstShapeOp>(def))
+        def->erase();
+  }
+}
+
+/// A constant that `y` of type `outType` (rank 4, channels last) may be
+/// combined with per channel: every dimension 1 except the last, which is
+/// 1 or the channel count. Returns its values broadcast to [channels].
+std::optional<Constant> perChannel(Value v, RankedTensorType outType) {
+  auto c = readF32(v);
+  if (!c || c->shape.size() != size_t(outType.getRank())) return std::nullopt;
+  int64_t channels = outType.getDimSize(outType.getRank() - 1);
+  for (size_t i = 0; i + 1 < c->shape.size(); ++i)
+    if (c->shape[i] != 1) return std::nullopt;
+  if (c->shape.back() != 1 && c->shape.back() != channels) return std::nullopt;
+  if (c->shape.back() == 1) c->values.assign(size_t(channels), c->values[0]);
+  c->shape.assign({channels});
+  return c;
+}
+
+/// Part 2: y*scale + shift chains after a convolution go into its filter
+/// and bias.
+void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
+  SmallVector<Operation *> convs;
+  fn.walk([&](Operation *op) {
+    if (isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp>(op)) convs.push_back(op);
+  });
+  for (Operation *conv : convs) {
+    auto outType = cast<RankedTensorType>(conv->getResult(0).getType());
+    if (!outType.hasStaticShape() || !outType.getElementType().isF32()) continue;
+    int64_t channels = outType.getDimSize(3);
+    auto weight = readF32(conv->getOperand(1)), bias = readF32(conv->getOperand(2));
+    if (!weight || !bias || (bias->size() != channels && bias->size() != 1)) continue;
+    std::vector<float> scale(size_t(channels), 1.0f), shift(size_t(channels), 0.0f);
+    bool fromWeights = weight->fromWeights || bias->fromWeights;
+    SmallVector<Operation *> chain;
+    Value y = conv->getResult(0);
+    while (y.hasOneUse()) {
+      Operation *user = *y.getUsers().begin();
+      if (!isa<tosa::AddOp, tosa::SubOp, tosa::MulOp>(user) || user->getResult(0).getType() != outType) break;
+      if (auto m = dyn_cast<tosa::MulOp>(user); m && !isZeroConstant(m.getShift())) break;
+      bool yFirst = user->getOperand(0) == y;
+      auto c = perChannel(user->getOperand(yFirst ? 1 : 0), outType);
+      if (!c) break;
+      for (int64_t f = 0; f < channels; ++f) {
+        float k = c->values[size_t(f)];
+        float &s = scale[size_t(f)], &t = shift[size_t(f)];
+        if (isa<tosa::AddOp>(user)) t += k;
+        else if (isa<tosa::MulOp>(user)) s *= k, t *= k;
+        else if (yFirst) t -= k;            // y - k
+        else s = -s, t = k - t;             // k - y
+      }
+      fromWeights |= c->fromWeights;
+      chain.push_back(user);
+      y = user->getResult(0);
+    }
+    if (chain.empty()) continue;
+    // Filter: out channel f is W[f, ...] for conv2d (FHWC) and the flat last
+    // two dims (c * M + m) for depthwise (HWCM).
+    bool depthwise = isa<tosa::DepthwiseConv2DOp>(conv);
+    int64_t inner = depthwise ? channels : weight->size() / channels;
+    if (weight->size() % channels) continue;
+    for (int64_t i = 0; i < weight->size(); ++i) {
+      int64_t f = depthwise ? i % inner : i / inner;
+      weight->values[size_t(i)] *= scale[size_t(f)];
+    }
+    std::vector<float> newBias(static_cast<size_t>(channels));
+    for (int64_t f = 0; f < channels; ++f)
+      newBias[size_t(f)] = bias->values[bias->size() == 1 ? 0 : size_t(f)] * scale[size_t(f)] + shift[size_t(f)];
+    OpBuilder b(conv);
+    auto wType = cast<RankedTensorType>(conv->getOperand(1).getType());
+    auto bType = RankedTensorType::get({channels}, outType.getElementType());
+    Value oldW = conv->getOperand(1), oldB = conv->getOperand(2);
+    conv->setOperand(1, makeConstant(b, conv->getLoc(), wType, weight->values, fromWeights));
+    conv->setOperand(2, makeConstant(b, conv->getLoc(), bType, newBias, fromWeights));
+    y.replaceAllUsesWith(conv->getResult(0));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      SmallVector<Value> operands((*it)->getOperands());
+      (*it)->erase();
+      for (Value in : operands)
+        if (Operation *def = in.getDefiningOp(); def && def->use_empty() && isa<tosa::ConstOp>(def)) def->erase();
+    }
+    for (Value old : {oldW, oldB})
+      if (Operation *def = old.getDefiningOp(); def && def->use_empty()) def->erase();
+    folded += int64_t(chain.size());
+  }
+}
+
+struct KilnFoldConstantsPass : public impl::KilnFoldConstantsBase<KilnFoldConstantsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    int64_t ops = 0, intoConvs = 0;
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal()) continue;
+      foldConstantOps(fn, ops);
+      foldIntoConvolutions(fn, intoConvs);
+    }
+    numFolded += ops;
+    numIntoConvolutions += intoConvs;
+  }
+};
+
+}  // namespace
+}  // namespace kiln::lowering

@@ -1,0 +1,135 @@
+// Internals shared by Program.cpp and Partition.cpp (not a public header).
+#pragma once
+
+#include "lowering/graph/Program.h"
+#include "lowering/ir/IRText.h"
+#include "lowering/pipelines/Pipelines.h"
+#include "runtime/Error.h"
+#include "runtime/Clock.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <optional>
+
+namespace kiln::lowering {
+using namespace mlir;
+
+
+
+inline std::string argumentName(func::FuncOp fn, unsigned i) {
+  if (auto s = fn.getArgAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
+  if (auto path = fn.getArgAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
+    if (!path.empty())
+      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
+  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
+    if (auto inputs = entry.getAs<StringAttr>("inputs")) {
+      SmallVector<StringRef> names;
+      inputs.getValue().split(names, ',');
+      if (i < names.size()) return names[i].trim().str();
+    }
+  return "";
+}
+
+inline std::string resultName(func::FuncOp fn, unsigned i) {
+  if (auto s = fn.getResultAttrOfType<StringAttr>(i, "kiln.name")) return s.str();
+  if (auto path = fn.getResultAttrOfType<ArrayAttr>(i, "tf_saved_model.index_path"))
+    if (!path.empty())
+      if (auto s = dyn_cast<StringAttr>(path[0])) return s.str();
+  if (auto entry = fn->getAttrOfType<DictionaryAttr>("tf.entry_function"))
+    if (auto outputs = entry.getAs<StringAttr>("outputs")) {
+      SmallVector<StringRef> names;
+      outputs.getValue().split(names, ',');
+      if (i < names.size()) return names[i].trim().str();
+    }
+  return "";
+}
+
+inline std::string stripAnchor(StringRef pipeline) {
+  StringRef body = pipeline;
+  if (body.consume_front("builtin.module(")) body = body.drop_back();
+  return body.str();
+}
+
+
+struct SpecializedFunction::Impl {
+  OwningOpRef<ModuleOp> module;
+};
+
+
+/// Input that would crash MLIR 22's parsers instead of being reported by
+/// them (too deep, bad linalg index lists, bytecode that crashes its
+/// reader), as an error naming where (ProgramLimits.cpp).
+llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName);
+/// "" if no call reachable from `root` recurses, else the cycle
+/// (ProgramLimits.cpp).
+std::string recursion(ModuleOp module, func::FuncOp root);
+
+struct Program::Impl {
+  std::shared_ptr<MLIRContext> ctx;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::vector<FunctionSignature> functions;
+  std::mutex mu;
+  llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
+  uint64_t pipelineRuns = 0;                      // specializations + lowerings
+  llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
+  std::string rewrites;                           // what the load-time graph rewrites did
+
+  /// Runs `body` with MLIR diagnostics captured; on failure the error says
+  /// `what` failed and lists the diagnostics with their source locations.
+  /// The error's Status::location is the first error diagnostic's.
+  template <typename F> llvm::Error diagnose(ErrorCode code, llvm::StringRef what, F &&body) {
+    std::string text, firstLocation;
+    llvm::raw_string_ostream os(text);
+    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
+    // Registered after the printer, so asked first; it only looks.
+    DiagnosticEngine::HandlerID id = ctx->getDiagEngine().registerHandler([&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && firstLocation.empty()) {
+        firstLocation = locationString(d.getLocation());
+        if (firstLocation == "<unknown location>") firstLocation.clear();
+      }
+      return failure();
+    });
+    LogicalResult result = body();
+    ctx->getDiagEngine().eraseHandler(id);
+    if (succeeded(result)) return llvm::Error::success();
+    std::string msg = text;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    if (msg.empty()) msg = "(no diagnostic was emitted)";
+    return errorAt(code, firstLocation, "%s:\n%s", what.str().c_str(), msg.c_str());
+  }
+
+  /// The MLIR of `fn`, or an error when partitioning or a lowering already
+  /// consumed it.
+  static llvm::Expected<ModuleOp> unloweredModule(SpecializedFunction &fn) {
+    if (!fn.impl || !fn.impl->module)
+      return error(ErrorCode::kInternal, "@%s was already lowered", fn.function.c_str());
+    return *fn.impl->module;
+  }
+
+  /// Runs `stages` on `module` (the specialized `fn`) in order, timing each
+  /// into `times`; with `dumpDir`, writes the IR after each stage there as
+  /// <fn>.<k>.<stage>.mlir (and the input as <fn>.0.input.mlir); with
+  /// `dumpEveryPass`, also the module after each pass that changed it, in
+  /// <fn>.<k>.<stage>.passes/. Caller holds `mu`.
+  llvm::Error runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
+                        StageTimes &times, llvm::StringRef dumpDir, bool dumpEveryPass = false);
+
+  llvm::Expected<Tensor> weightTensor(ElementsAttr value, const TensorType &type);
+  /// After `module` is set: rejects dialects kiln does not lower and reads
+  /// the public functions' signatures.
+  llvm::Error import(llvm::StringRef bufferName);
+};
+
+
+}  // namespace kiln::lowering

@@ -1,0 +1,130 @@
+// A program's weights: the constants weight hoisting turns into arguments,
+// as tensors bound to compiled code (zero-copy from dense_resource blobs and
+// MLIR's attribute storage, one tensor per attribute), for a compile or a
+// warm start from the disk cache.
+#include "lowering/graph/Program.h"
+#include "runtime/FileIO.h"
+#include "runtime/Error.h"
+#include "lowering/graph/ProgramImpl.h"
+#include "lowering/graph/Passes.h"
+#include "lowering/pipelines/Pipelines.h"
+
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace kiln::lowering {
+
+llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const TensorType &type) {
+  auto it = weights.find(value.getAsOpaquePointer());
+  if (it != weights.end()) return it->second;
+  size_t elemSize = dtypeSize(type.dtype);
+  size_t bytes = type.byteSize();
+  Tensor t;
+  auto fromRaw = [&](const char *data, size_t size) -> llvm::Error {
+    if (size != bytes)
+      return error(ErrorCode::kInvalidArgument, "weight of type %s holds %zu bytes, expected %zu",
+                                     type.str().c_str(), size, bytes);
+    if (reinterpret_cast<uintptr_t>(data) % elemSize == 0) {  // zero-copy
+      t = Tensor::wrap(type.dtype, type.shape, const_cast<char *>(data), ctx);
+      return llvm::Error::success();
+    }
+    auto copy = Tensor::allocate(type.dtype, type.shape, "a weight");
+    if (!copy) return copy.takeError();
+    t = std::move(*copy);
+    if (bytes) std::memcpy(t.rawData(), data, bytes);
+    return llvm::Error::success();
+  };
+  if (auto r = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    if (!blob)
+      return error(ErrorCode::kInvalidArgument, "dense_resource '%s' has no data in the module",
+                                     r.getRawHandle().getKey().str().c_str());
+    ArrayRef<char> data = blob->getData();
+    if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
+  } else if (auto d = dyn_cast<DenseElementsAttr>(value)) {
+    auto allocate = [&]() -> llvm::Error {
+      auto a = Tensor::allocate(type.dtype, type.shape, "a constant");
+      if (!a) return a.takeError();
+      t = std::move(*a);
+      return llvm::Error::success();
+    };
+    if (type.dtype == DType::i1) {
+      if (auto err = allocate()) return std::move(err);
+      uint8_t *out = t.data<uint8_t>();
+      for (bool b : d.getValues<bool>()) *out++ = b;
+    } else if (d.isSplat()) {
+      ArrayRef<char> one = d.getRawData();
+      if (auto err = allocate()) return std::move(err);
+      for (int64_t i = 0; i < t.numElements(); ++i)
+        std::memcpy(t.data<char>() + i * elemSize, one.data(), elemSize);
+    } else {
+      ArrayRef<char> data = d.getRawData();
+      if (auto err = fromRaw(data.data(), data.size())) return std::move(err);
+    }
+  } else {
+    return error(ErrorCode::kUnsupported, "unsupported constant attribute kind for a weight");
+  }
+  weights[value.getAsOpaquePointer()] = t;
+  return t;
+}
+
+llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function, const WeightLayouts &layouts) {
+  std::lock_guard<std::mutex> lock(impl->mu);
+  auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
+  if (!fn || !fn.isPublic() || fn.isExternal())
+    return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
+  std::vector<Tensor> out;
+  for (const HoistedWeight &w : planHoisting(fn, kDefaultHoistMinElements, layouts).weights) {
+    std::string why;
+    auto type = toTensorType(w.type, why);
+    if (!type) return error(ErrorCode::kInvalidArgument, "@%s: weight: %s", function.str().c_str(), why.c_str());
+    auto t = impl->weightTensor(w.value, *type);
+    if (!t)
+      return error(ErrorCode::kInvalidArgument, "@%s: weight at %s: %s", function.str().c_str(),
+                                     locationString(w.loc).c_str(),
+                                     llvm::toString(t.takeError()).c_str());
+    out.push_back(*t);
+  }
+  return out;
+}
+
+}  // namespace kiln::lowering

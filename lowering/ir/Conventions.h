@@ -1,0 +1,48 @@
+// The names kiln's IR conventions use across every room of lowering/ (and
+// the runtime symbols generated code calls): the specialized function, the
+// runtime entry points, module and argument attributes, custom ops. Only
+// names here: no MLIR, so any room (and jit/) may include it.
+//
+// Thread-safety: constants.
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+
+namespace kiln::lowering {
+
+/// The function a specialization keeps (kiln-specialize-shapes) and every
+/// later stage works on.
+inline constexpr llvm::StringLiteral kSpecializedFnName = "kiln_fn";
+
+/// The packed entry point (`void kiln_entry(void **buffers)`: inputs, then
+/// weights, then outputs; kiln-entry-wrapper).
+inline constexpr llvm::StringLiteral kEntryName = "kiln_entry";
+
+/// The function generated code calls on a fault (kiln-guard-traps), and the
+/// module attribute listing the fault sites' messages, by site id.
+inline constexpr llvm::StringLiteral kFaultSymbol = "kiln_report_fault";
+inline constexpr llvm::StringLiteral kFaultSitesAttr = "kiln.fault_sites";
+/// What generated loops call to learn that their call was cancelled
+/// (kiln-cancel-points): `int64_t kiln_cancel_requested(void)`, non-zero = stop.
+inline constexpr llvm::StringLiteral kCancelSymbol = "kiln_cancel_requested";
+
+/// What a kernel calls for its scratch buffer (kiln-scratch-buffers):
+/// `void *kiln_scratch_acquire(int64_t bytes)` at its start and
+/// `void kiln_scratch_release(void *)` before it returns; the module
+/// attribute holding the bytes.
+inline constexpr llvm::StringLiteral kScratchAcquireSymbol = "kiln_scratch_acquire";
+inline constexpr llvm::StringLiteral kScratchReleaseSymbol = "kiln_scratch_release";
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln.scratch_bytes";
+
+/// Prefix of the functions kiln-outline-clusters creates.
+inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
+
+/// Attribute on a hoisted weight argument that carries its value.
+inline constexpr llvm::StringLiteral kWeightAttrName = "kiln.weight";
+/// tosa.custom domain and name of the op that reads a Winograd-stored
+/// filter back as FHWC (implementation_attrs "m=4"), and its op key.
+inline constexpr llvm::StringLiteral kWinogradDomain = "kiln";
+inline constexpr llvm::StringLiteral kWinogradFilterOp = "winograd_filter";
+inline constexpr llvm::StringLiteral kWinogradFilterKey = "tosa.custom:kiln.winograd_filter";
+
+}  // namespace kiln::lowering
