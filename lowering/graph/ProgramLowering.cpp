@@ -9,14 +9,11 @@
 #include "lowering/graph/Passes.h"
 #include "lowering/pipelines/Pipelines.h"
 
-#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
-#include "mlir/Interfaces/CallInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -34,11 +31,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <csignal>
 #include <cstring>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"

@@ -3,44 +3,24 @@
 // MLIR's attribute storage, one tensor per attribute), for a compile or a
 // warm start from the disk cache.
 #include "lowering/graph/Program.h"
-#include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "lowering/graph/ProgramImpl.h"
 #include "lowering/graph/Passes.h"
-#include "lowering/pipelines/Pipelines.h"
 
-#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/AsmState.h"
-#include "mlir/Interfaces/CallInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Support/FileSystem.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <csignal>
 #include <cstring>
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
