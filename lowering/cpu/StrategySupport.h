@@ -1,0 +1,108 @@
+// What kiln-cpu-strategy's schedules are made of, shared by its files
+// (internal to lowering/cpu): the thresholds it decides by, blocking for
+// parallel tiles and caches, and the op classes it recognizes.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include "lowering/cpu/CpuStrategy.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::lowering::strategy {
+using namespace mlir;
+
+/// Ops of at least this many FLOPs run their outer tiles in parallel
+/// (kiln_parallel_for); smaller ones stay on the calling thread.
+inline constexpr double kParallelMinFlops = 4e6;
+/// Convs with at most this many output pixels and a filter bigger than L2
+/// stream their filter (streamingFilterBlock) ... 256 takes in ResNet-50's
+/// 14x14 1x1 convs (1-2 MiB filters): cold-filter calls of 1024 -> 256,
+/// 1024 -> 512 and 256 -> 1024 took 0.84-0.98x the time they took at 64
+/// (AVX2: 0.79-0.89x), the stride-2 3x3 256 -> 256 onto 14x14 0.8x, the
+/// 3x3 256 -> 256 on 14x14 the same, A/B in one process; 1024 (28x28 maps)
+/// made the stride-2 3x3 128 -> 128 slower.
+inline constexpr int64_t kStreamingMaxPixels = 256;
+/// ... in this many blocks of filters (parallel tiles).
+inline constexpr int64_t kStreamingBlocks = 8;
+/// A 1x1 conv runs as a matmul when the matmul's register tile scores at
+/// least this much better (convs1x1AsMatmuls).
+inline constexpr double kMatmulTileGain = 1.1;
+/// Most bytes the rows of one input-channel block of a conv filter span (see
+/// the conv strategy).
+inline constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
+/// Most bytes of a panel-stored filter block's whole reduction (KH x KW x C
+/// x one register tile of filters) that a thread keeps in L2 across output
+/// rows: AVX-512 hosts have 1 MiB or more of L2 per core, and AVX2's
+/// 16-wide tiles make half the slice (295 KiB for 3x3 x 512 channels).
+inline constexpr int64_t kStreamedReductionBytes = 640 * 1024;
+/// Most bytes of filter columns (reduction x register tile) a conv that
+/// computes its init and epilogue in its register tiles reads per tile.
+inline constexpr int64_t kRegisterFusedColumnBytes = 64 * 1024;
+/// Fewest FMAs per load of a narrower register tile taken so that a conv
+/// computes in its register tiles (7 x 32 on AVX-512: 1.56).
+inline constexpr double kNarrowTileScore = 1.5;
+/// Elementwise ops, fills and row reductions that move at least this many
+/// bytes run in parallel tiles of their outer loops.
+inline constexpr int64_t kParallelMinBytes = 1 << 20;
+/// How many parallel tiles a big op aims at (enough for a few threads to
+/// balance).
+inline constexpr int64_t kParallelTasks = 8;
+
+/// FMAs per load of an mr x nr tile (mr broadcasts of A, vecs loads of B),
+/// weighted by how full the vectors are; 0 when the tile does not fit the
+/// registers (accumulators, one B row, one broadcast of A). (Tuning.cpp)
+double tileScore(int64_t mr, int64_t nr, const CpuTuning &tuning);
+/// Largest multiple of `unit` that divides `dim` and is at most `limit`
+/// (at least `unit`; `unit` must divide `dim`).
+int64_t blockOf(int64_t dim, int64_t unit, int64_t limit);
+/// The block of output rows (a divisor of `rows`) that gives at least
+/// kParallelTasks parallel tiles, with `otherTiles` tiles per row block
+/// from the other parallel dimensions; `rows` when there is one row.
+int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles);
+/// How kiln-cpu-strategy blocks a (batched) matmul: B batches of M x K
+/// times K x N.
+struct MatmulBlocks {
+  RegisterTile rt{1, 1};  // over the whole M x N
+  int64_t kc = 1, nc = 1, mc = 1;
+  bool parallel = false;
+  RegisterTile rb{1, 1};  // within an mc x nc block
+};
+MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
+/// Parallel tiles for an elementwise op, fill or row reduction over at
+/// least kParallelMinBytes (blocks of its outer loops); empty when it
+/// should stay on the calling thread.
+SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds);
+/// Every operand and result has a static shape.
+bool allStatic(linalg::LinalgOp op);
+/// Every operand is f32.
+bool allF32(linalg::LinalgOp op);
+/// The bit width when every operand is f32, or every one f64 (layer norms
+/// that exporters compute in double); 0 otherwise.
+unsigned uniformFloatBits(linalg::LinalgOp op);
+/// Every operand's elements are whole bytes: vectors of i1 would be stored
+/// as packed bits, while kiln's buffers hold one byte per i1.
+bool byteSizedElements(linalg::LinalgOp op);
+/// Elementwise generics whose bodies only compute (arith, math): anything
+/// else (index lookups, guarded accesses, calls) stays on loops.
+bool isVectorizableElementwise(linalg::LinalgOp op);
+/// f32 or f64 reductions over the innermost loop only (sums, maxima:
+/// softmax's and layer norm's rows) whose bodies only compute.
+bool isVectorizableRowReduction(linalg::LinalgOp op);
+/// f32 or f64 reductions whose innermost loop is parallel (a global pool
+/// over H and W of NHWC data; sums over rows): vectors across the innermost
+/// loop, accumulated over the reduction loops in registers.
+bool isVectorizableOuterReduction(linalg::LinalgOp op);
+/// The vector width for a reduction's innermost loop of `inner`: the widest
+/// of two vectors, one, or half a vector (at least 4 lanes) that divides
+/// it; 0 when none does.
+int64_t reductionWidth(int64_t inner, int64_t lanes);
+/// "[1, 2, 3]": sizes as the transform dialect writes them.
+std::string list(llvm::ArrayRef<int64_t> v);
+
+}  // namespace kiln::lowering::strategy

@@ -1,0 +1,129 @@
+// The host's figures for code generation (CpuTuning from LLVM's host
+// features) and the choices made from them alone: register tiles, panel
+// widths of streamed matmul weights, blocks of streamed conv filters (see
+// CpuStrategy.h).
+#include "lowering/cpu/CpuStrategy.h"
+#include "lowering/cpu/StrategySupport.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+
+namespace kiln::lowering {
+using namespace strategy;
+
+namespace strategy {
+double tileScore(int64_t mr, int64_t nr, const CpuTuning &tuning) {
+  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  int64_t vecs = (nr + lanes - 1) / lanes;
+  if (mr * vecs + vecs + 1 > tuning.vectorRegisters) return 0.0;
+  double utilization = double(nr) / double(vecs * lanes);
+  return utilization * double(mr * vecs) / double(mr + vecs);
+}
+}  // namespace strategy
+
+double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning) {
+  double full = tileScore(tile.m, tile.n, tuning);
+  if (!tile.tail) return full;
+  return (double(m - tile.tail) * full + double(tile.tail) * tileScore(tile.tail, tile.n, tuning)) / double(m);
+}
+
+RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail) {
+  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  auto score = [&](int64_t mr, int64_t nr) { return tileScore(mr, nr, tuning); };
+  RegisterTile best{1, 1}, bestTail{1, 1};
+  double bestScore = -1, bestTailScore = -1;
+  for (int64_t mr = 1; mr <= std::min<int64_t>(m, 8); ++mr) {
+    int64_t tail = m % mr;
+    if (tail && !allowTail) continue;
+    // Vector lengths are powers of two: LLVM splits others badly (a
+    // vector<48xf32> ran 10x slower than two of 32 and one of 16).
+    for (int64_t nr = 1; nr <= std::min<int64_t>(n, 4 * lanes); nr *= 2) {
+      if (n % nr) continue;
+      if (score(mr, nr) <= 0) continue;
+      // Rows in full tiles at the full tile's figure, the tail's at its own.
+      double s = registerTileScore({mr, nr, tail}, m, tuning);
+      RegisterTile &b = tail ? bestTail : best;
+      double &bs = tail ? bestTailScore : bestScore;
+      // Ties: the bigger tile, then more rows (a B row reused more often).
+      bool tie = std::abs(s - bs) <= 1e-9;
+      if (s > bs + 1e-9 || (tie && (mr * nr > b.m * b.n || (mr * nr == b.m * b.n && mr > b.m)))) {
+        bs = s;
+        b = {mr, nr, tail};
+      }
+    }
+  }
+  if (bestScore < kTailBelowScore && bestTailScore > bestScore * kTailGain) return bestTail;
+  return best;
+}
+
+
+int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tuning) {
+  // (A vector times B, m = 1, reads each row of B once, whole: no panels.)
+  if (tuning.vectorBits <= 0 || m < 4 || n <= 0 || k <= 0 || k * n * 4 <= tuning.l2Bytes) return 0;
+  MatmulBlocks mb = matmulBlocks(1, m, n, k, tuning);
+  int64_t lanes = tuning.vectorBits / 32;
+  if (mb.rb.n < lanes || n % mb.rb.n) return 0;
+  return mb.rb.n;
+}
+
+int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
+                             const CpuTuning &tuning) {
+  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes || pixels > kStreamingMaxPixels ||
+      2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
+    return 0;
+  RegisterTile rt = chooseRegisterTile(ow, f, tuning);
+  if (rt.n < 4) return 0;
+  // One register tile of filters per block where that makes an even number
+  // of at least kStreamingBlocks: each block (a panel) is then the tile's
+  // own filter columns, one contiguous run that the tile reads from start
+  // to end, and the threads share many small blocks. ResNet-50's last
+  // stage took 0.82-0.88x the time of eight blocks (1x1 convs; 3x3 0.95-1.0x;
+  // AVX2 code 0.81-1.0x), kiln profile --serial, alternating.
+  // (The tile the conv strategy takes: on AVX2, 6x16 tiles and a tail
+  // where 7x8 tiles divide a 7-wide map.)
+  int64_t taken = chooseRegisterTile(ow, f, tuning, /*allowTail=*/true).n;
+  if (f % taken == 0 && f / taken >= kStreamingBlocks && (f / taken) % 2 == 0) return taken;
+  int64_t tiles = f / rt.n;
+  // Else the fewest blocks, at least kStreamingBlocks, in an even number
+  // where whole register tiles allow it, so that two or four threads get
+  // equal shares: MobileNetV2's 1x1 160 -> 960 on 7x7 maps in 5 blocks of
+  // 192 ran 3 blocks on one thread and 2 on the other.
+  for (int64_t blocks = kStreamingBlocks; blocks <= tiles; blocks += 2)
+    if (tiles % blocks == 0) return f / blocks;
+  int64_t fc = blockOf(f, rt.n, std::max<int64_t>(rt.n, f / kStreamingBlocks));
+  return fc < f ? fc : 0;
+}
+
+CpuTuning CpuTuning::fromFeatures(llvm::StringRef features, int64_t maxVectorBits) {
+  auto has = [&](llvm::StringRef f) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    features.split(parts, ',');
+    for (llvm::StringRef p : parts)
+      if (p == ("+" + f).str()) return true;
+    return false;
+  };
+  CpuTuning t;
+  if (has("avx512f")) {
+    t.vectorBits = 512;
+    t.vectorRegisters = 32;
+  } else if (has("avx2") || has("avx")) {
+    t.vectorBits = 256;
+    t.vectorRegisters = 16;
+  } else {
+    t.vectorBits = 128;
+    t.vectorRegisters = 16;
+  }
+  if (maxVectorBits > 0 && t.vectorBits > maxVectorBits) {
+    t.vectorBits = maxVectorBits;
+    t.vectorRegisters = 16;
+  }
+  return t;
+}
+
+std::string CpuTuning::passOptions() const {
+  return "vector-bits=" + std::to_string(vectorBits) + " vector-registers=" + std::to_string(vectorRegisters) +
+         " l2-bytes=" + std::to_string(l2Bytes) + " l1-bytes=" + std::to_string(l1Bytes);
+}
+
+}  // namespace kiln::lowering
