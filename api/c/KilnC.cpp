@@ -359,7 +359,10 @@ kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t ran
       void (*fn)(void *);
       void *ctx;
     };
-    std::shared_ptr<const void> keepAlive(new Releaser{release, releaseCtx}, [](const void *p) {
+    // `release` is armed only once the wrap succeeded: a failed wrap (no
+    // memory) never calls it, and the caller still owns the memory.
+    auto *releaser = new Releaser{nullptr, releaseCtx};
+    std::shared_ptr<const void> keepAlive(releaser, [](const void *p) {
       auto *r = static_cast<const Releaser *>(p);
       if (r->fn) r->fn(r->ctx);
       delete r;
@@ -368,6 +371,7 @@ kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t ran
     kiln::Tensor t = kiln::Tensor::wrap(*dt, type.shape, data ? data : empty, std::move(keepAlive));
     bool aligned = reinterpret_cast<uintptr_t>(data) % kiln::dtypeSize(*dt) == 0;
     *out = new kiln_tensor{std::move(t), aligned};
+    releaser->fn = release;
     return nullptr;
   });
 }

@@ -105,7 +105,8 @@ KILN_API kiln_status *kiln_tensor_create(kiln_dtype dtype, const int64_t *shape,
  * the element size; else a call copies it) and writes results into such a
  * tensor when it is given as a call's output. `release(release_ctx)` runs
  * once kiln holds no reference to the memory any more (NULL: the caller
- * keeps the memory alive until every call that used it has finished). */
+ * keeps the memory alive until every call that used it has finished). On
+ * an error `release` is never called. */
 KILN_API kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data,
                                        size_t bytes, void (*release)(void *release_ctx), void *release_ctx,
                                        kiln_tensor **out);
