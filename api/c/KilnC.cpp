@@ -154,8 +154,12 @@ kiln_dtype fromDType(kiln::DType d) {
   return KILN_F32;
 }
 
-/// Checks a shape given through the C API.
-kiln_status *checkShape(const char *what, const int64_t *shape, size_t rank) {
+/// A tensor type given through the C API as dtype, shape and rank, checked
+/// (errors start with `what`).
+kiln_status *tensorType(const std::string &what, kiln_dtype dtype, const int64_t *shape, size_t rank,
+                        kiln::TensorType &out) {
+  auto dt = toDType(dtype);
+  if (!dt) return invalid(what + ": unknown dtype " + std::to_string(int(dtype)));
   if (rank > 0 && !shape) return invalid(std::string(what) + ": shape is NULL with rank " + std::to_string(rank));
   if (rank > 64) return invalid(std::string(what) + ": rank " + std::to_string(rank) + " is more than 64");
   for (size_t i = 0; i < rank; ++i)
@@ -165,7 +169,15 @@ kiln_status *checkShape(const char *what, const int64_t *shape, size_t rank) {
   if (kiln::numElements(llvm::ArrayRef<int64_t>(shape, rank)) == kiln::kSizeOverflow)
     return invalid(std::string(what) + ": " + kiln::shapeToString(llvm::ArrayRef<int64_t>(shape, rank)) +
                    " has more elements than 64 bits can count");
+  out.dtype = *dt;
+  out.shape.assign(shape, shape + rank);
   return nullptr;
+}
+
+/// A loaded module as the C API hands it out (calls get the runtime's
+/// call timeout unless they give their own).
+kiln_module *newModule(const kiln_runtime *r, std::unique_ptr<kiln::Module> m) {
+  return new kiln_module{std::move(m), r->runtime->options().callTimeoutSeconds, {}, {}, {}};
 }
 
 /// The function a C caller means: NULL or "" = main, else the only one.
@@ -268,13 +280,9 @@ kiln_status *awaitResults(const std::vector<kiln::AsyncValueRef<kiln::Tensor>> &
 kiln_status *inputTypes(const kiln_tensor_info *inputs, size_t n, std::vector<kiln::TensorType> &types) {
   if (n > 0 && !inputs) return invalid("inputs is NULL with " + std::to_string(n) + " inputs");
   for (size_t i = 0; i < n; ++i) {
-    auto dtype = toDType(inputs[i].dtype);
-    if (!dtype) return invalid("input " + std::to_string(i) + ": unknown dtype " + std::to_string(int(inputs[i].dtype)));
-    if (kiln_status *s = checkShape(("input " + std::to_string(i)).c_str(), inputs[i].shape, inputs[i].rank))
-      return s;
     kiln::TensorType t;
-    t.dtype = *dtype;
-    t.shape.assign(inputs[i].shape, inputs[i].shape + inputs[i].rank);
+    if (kiln_status *s = tensorType("input " + std::to_string(i), inputs[i].dtype, inputs[i].shape, inputs[i].rank, t))
+      return s;
     types.push_back(std::move(t));
   }
   return nullptr;
@@ -329,10 +337,9 @@ kiln_status *kiln_tensor_create(kiln_dtype dtype, const int64_t *shape, size_t r
   return guard("kiln_tensor_create", [&]() -> kiln_status * {
     if (!out) return invalid("kiln_tensor_create: out is NULL");
     *out = nullptr;
-    auto dt = toDType(dtype);
-    if (!dt) return invalid("kiln_tensor_create: unknown dtype " + std::to_string(int(dtype)));
-    if (kiln_status *s = checkShape("kiln_tensor_create", shape, rank)) return s;
-    auto t = kiln::Tensor::allocate(*dt, llvm::ArrayRef<int64_t>(shape, rank), "a tensor of the C API");
+    kiln::TensorType type;
+    if (kiln_status *s = tensorType("kiln_tensor_create", dtype, shape, rank, type)) return s;
+    auto t = kiln::Tensor::allocate(type.dtype, type.shape, "a tensor of the C API");
     if (!t) return fromError(t.takeError());
     std::memset(t->rawData(), 0, t->byteSize());
     *out = new kiln_tensor{std::move(*t), true};
@@ -345,12 +352,8 @@ kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t ran
   return guard("kiln_tensor_wrap", [&]() -> kiln_status * {
     if (!out) return invalid("kiln_tensor_wrap: out is NULL");
     *out = nullptr;
-    auto dt = toDType(dtype);
-    if (!dt) return invalid("kiln_tensor_wrap: unknown dtype " + std::to_string(int(dtype)));
-    if (kiln_status *s = checkShape("kiln_tensor_wrap", shape, rank)) return s;
     kiln::TensorType type;
-    type.dtype = *dt;
-    type.shape.assign(shape, shape + rank);
+    if (kiln_status *s = tensorType("kiln_tensor_wrap", dtype, shape, rank, type)) return s;
     if (type.byteSize() != bytes)
       return invalid("kiln_tensor_wrap: tensor<" + type.str() + "> needs " + std::to_string(type.byteSize()) +
                      " bytes, " + std::to_string(bytes) + " were given");
@@ -368,8 +371,8 @@ kiln_status *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t ran
       delete r;
     });
     static char empty[64];
-    kiln::Tensor t = kiln::Tensor::wrap(*dt, type.shape, data ? data : empty, std::move(keepAlive));
-    bool aligned = reinterpret_cast<uintptr_t>(data) % kiln::dtypeSize(*dt) == 0;
+    kiln::Tensor t = kiln::Tensor::wrap(type.dtype, type.shape, data ? data : empty, std::move(keepAlive));
+    bool aligned = reinterpret_cast<uintptr_t>(data) % kiln::dtypeSize(type.dtype) == 0;
     *out = new kiln_tensor{std::move(t), aligned};
     releaser->fn = release;
     return nullptr;
@@ -429,11 +432,8 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
     } else if (n == "op_mode") {
       auto p = kiln::ops::parseOpModes(value);
       if (!p) return fromError(kiln::withContext(p.takeError(), "option op_mode: "));
-      p->merge(o.placement);
-      bool keepMeasure = o.placement.measure.has_value();
-      std::optional<bool> measure = o.placement.measure;
+      p->merge(o.placement);  // entries set before win, as explicit options win over $KILN_OP_MODE
       o.placement = std::move(*p);
-      if (keepMeasure) o.placement.measure = measure;
     } else if (n == "placement") {
       std::string v(value);
       if (v == "measure") o.placement.measure = true;
@@ -519,7 +519,7 @@ kiln_status *kiln_runtime_load_file(kiln_runtime *r, const char *path, kiln_modu
     *out = nullptr;
     auto m = r->runtime->loadModuleFromFile(path);
     if (!m) return fromError(m.takeError());
-    *out = new kiln_module{std::move(*m), r->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    *out = newModule(r, std::move(*m));
     return nullptr;
   });
 }
@@ -532,7 +532,7 @@ kiln_status *kiln_runtime_load_memory(kiln_runtime *r, const void *data, size_t 
     auto m = r->runtime->loadModule(llvm::StringRef(static_cast<const char *>(data), size),
                                     name && *name ? name : "<memory>");
     if (!m) return fromError(m.takeError());
-    *out = new kiln_module{std::move(*m), r->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    *out = newModule(r, std::move(*m));
     return nullptr;
   });
 }
@@ -806,7 +806,7 @@ kiln_status *kiln_runtime_load_builtin(kiln_runtime *r, const char *name, kiln_m
     if (!program) return fromError(program.takeError());
     auto m = r->runtime->loadProgram(std::move(*program));
     if (!m) return fromError(m.takeError());
-    *out = new kiln_module{std::move(*m), r->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    *out = newModule(r, std::move(*m));
     return nullptr;
   });
 }
@@ -985,7 +985,7 @@ kiln_status *kiln_eager_trace(kiln_eager *e, kiln_trace_fn fn, void *user, const
       if (!*mlir) return make(ErrorCode::kResourceExhausted, "kiln_eager_trace: out of memory");
       std::memcpy(*mlir, traced->mlir.c_str(), traced->mlir.size() + 1);
     }
-    *out = new kiln_module{std::move(traced->module), e->runtime->runtime->options().callTimeoutSeconds, {}, {}, {}};
+    *out = newModule(e->runtime, std::move(traced->module));
     return nullptr;
   });
 }
@@ -1047,12 +1047,8 @@ const auto kTrampolines = trampolines(std::make_index_sequence<kMaxCKernels>());
 kiln_status *kiln_types_push(kiln_types *types, kiln_dtype dtype, const int64_t *shape, size_t rank) {
   return guard("kiln_types_push", [&]() -> kiln_status * {
     if (!types) return invalid("kiln_types_push: types is NULL");
-    auto dt = toDType(dtype);
-    if (!dt) return invalid("kiln_types_push: unknown dtype " + std::to_string(int(dtype)));
-    if (kiln_status *s = checkShape("kiln_types_push", shape, rank)) return s;
     kiln::TensorType t;
-    t.dtype = *dt;
-    t.shape.assign(shape, shape + rank);
+    if (kiln_status *s = tensorType("kiln_types_push", dtype, shape, rank, t)) return s;
     types->types.push_back(std::move(t));
     return nullptr;
   });
