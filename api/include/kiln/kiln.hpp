@@ -71,6 +71,18 @@ inline void check(kiln_status *status) {
   throw e;
 }
 inline const char *cstr(const std::string &s) { return s.empty() ? nullptr : s.c_str(); }
+/// Runs `body` (returning a kiln_status *) for a callback the C API calls:
+/// a kiln::Error it throws becomes a status with its code, another
+/// exception an internal error, so nothing unwinds into C.
+template <typename F> kiln_status *statusOf(F &&body) {
+  try {
+    return body();
+  } catch (const Error &err) {
+    return kiln_status_create(kiln_code(err.code()), err.what());
+  } catch (const std::exception &err) {
+    return kiln_status_create(KILN_INTERNAL, err.what());
+  }
+}
 /// Owns one C handle (move-only); frees it with Free.
 template <typename T, void (*Free)(T *)> class Handle {
 public:
@@ -614,7 +626,7 @@ template <typename F> Module Eager::trace(F fn, const std::vector<TensorInfo> &e
   } call{&fn};
   auto thunk = [](kiln_eager *e, kiln_value *const *inputs, size_t n, kiln_values *outputs,
                   void *user) -> kiln_status * {
-    try {
+    return detail::statusOf([&]() -> kiln_status * {
       Eager eager(e);  // borrowed from the C API: released, never freed, on every path
       struct Borrowed {
         Eager &eager;
@@ -631,11 +643,7 @@ template <typename F> Module Eager::trace(F fn, const std::vector<TensorInfo> &e
       for (const Value &r : results)
         if (kiln_status *s = kiln_values_push(outputs, r.handle())) return s;
       return nullptr;
-    } catch (const Error &err) {
-      return kiln_status_create(kiln_code(err.code()), err.what());
-    } catch (const std::exception &err) {
-      return kiln_status_create(KILN_INTERNAL, err.what());
-    }
+    });
   };
   std::vector<kiln_tensor_info> c = detail::cInfos(examples);
   kiln_module *m = nullptr;
@@ -665,21 +673,17 @@ void registerKernel(const std::string &op, const std::string &impl, Shape shape,
   auto *fns = new Fns{std::move(shape), std::move(compute)};  // kernels stay registered for the process
   auto shapeThunk = [](const kiln_tensor_info *in, size_t n, const kiln_attrs *attrs, kiln_types *out,
                        void *user) -> kiln_status * {
-    try {
+    return detail::statusOf([&]() -> kiln_status * {
       std::vector<TensorInfo> inputs;
       for (size_t i = 0; i < n; ++i) inputs.push_back({"", DType(in[i].dtype), {in[i].shape, in[i].shape + in[i].rank}});
       std::vector<TensorInfo> results = static_cast<Fns *>(user)->shape(inputs, AttrsView{attrs});
       for (const TensorInfo &r : results)
         if (kiln_status *s = kiln_types_push(out, kiln_dtype(r.dtype), r.shape.data(), r.shape.size())) return s;
       return nullptr;
-    } catch (const Error &err) {
-      return kiln_status_create(kiln_code(err.code()), err.what());
-    } catch (const std::exception &err) {
-      return kiln_status_create(KILN_INTERNAL, err.what());
-    }
+    });
   };
   auto computeThunk = [](const kiln_kernel_context *ctx, void *user) -> kiln_status * {
-    try {
+    return detail::statusOf([&]() -> kiln_status * {
       std::vector<KernelTensor> inputs, outputs;
       kiln_tensor_info info{};
       for (size_t i = 0, n = kiln_kernel_input_count(ctx); i < n; ++i) {
@@ -692,11 +696,7 @@ void registerKernel(const std::string &op, const std::string &impl, Shape shape,
       }
       static_cast<Fns *>(user)->compute(inputs, outputs, AttrsView{kiln_kernel_attrs(ctx)});
       return nullptr;
-    } catch (const Error &err) {
-      return kiln_status_create(kiln_code(err.code()), err.what());
-    } catch (const std::exception &err) {
-      return kiln_status_create(KILN_INTERNAL, err.what());
-    }
+    });
   };
   std::vector<kiln_dtype> cd;
   for (DType d : dtypes) cd.push_back(kiln_dtype(d));
