@@ -37,6 +37,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace kiln::lowering {
@@ -137,48 +138,72 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
     }
   }
 
-  /// The conv in Winograd form, or failure (it stays a conv).
-  LogicalResult rewrite(tosa::Conv2DOp conv, Value u, int m) {
+  /// A conv in Winograd form F(m x m, 3 x 3): tiles of a x a input pixels,
+  /// m x m output pixels.
+  struct Tiles {
+    winograd::Matrices mx;
+    int64_t m = 0, a = 0, A2 = 0, lanes = 0;
+    int64_t N = 0, H = 0, W = 0, C = 0, OH = 0, OW = 0, F = 0;
+    int64_t TH = 0, TW = 0, T = 0;  // rows and columns of tiles, tiles
+    int64_t HP = 0, WP = 0;         // the input padded to whole tiles
+    bool biasPerFilter = false;     // else one bias for every filter
+  };
+
+  /// The tiles of `conv` (filter `u` stored as U = G g G^T), or none when it
+  /// cannot take the Winograd form (shapes not static f32, strides or
+  /// dilations, channels not in vectors of at least 4 lanes).
+  std::optional<Tiles> tilesOf(tosa::Conv2DOp conv, Value u, int m) {
     auto in = dyn_cast<RankedTensorType>(conv.getInput().getType());
     auto out = dyn_cast<RankedTensorType>(conv.getType());
     auto uType = dyn_cast<RankedTensorType>(u.getType());
     auto biasType = dyn_cast<RankedTensorType>(conv.getBias().getType());
-    winograd::Matrices mx = winograd::matrices(m);
-    const int64_t a = mx.a;
+    Tiles s;
+    s.mx = winograd::matrices(m);
+    s.m = m;
+    const int64_t a = s.a = s.mx.a;
     if (!in || !out || !uType || !biasType || !in.hasStaticShape() || !out.hasStaticShape() ||
         !uType.hasStaticShape() || !biasType.hasStaticShape() || !in.getElementType().isF32() ||
         !out.getElementType().isF32() || biasType.getRank() != 1 || uType.getRank() != 4)
-      return failure();
+      return std::nullopt;
     if (!llvm::all_of(conv.getStride(), [](int64_t s) { return s == 1; }) ||
         !llvm::all_of(conv.getDilation(), [](int64_t d) { return d == 1; }))
-      return failure();
-    const int64_t N = in.getDimSize(0), H = in.getDimSize(1), W = in.getDimSize(2), C = in.getDimSize(3);
-    const int64_t OH = out.getDimSize(1), OW = out.getDimSize(2), F = out.getDimSize(3);
-    if (uType.getShape() != ArrayRef<int64_t>{a, a, C, F} || (biasType.getDimSize(0) != F && biasType.getDimSize(0) != 1))
-      return failure();
-    int64_t lanes = vectorBits / 32;
-    while (lanes >= 4 && (C % lanes || F % lanes)) lanes /= 2;
-    if (lanes < 4) return failure();
+      return std::nullopt;
+    s.N = in.getDimSize(0), s.H = in.getDimSize(1), s.W = in.getDimSize(2), s.C = in.getDimSize(3);
+    s.OH = out.getDimSize(1), s.OW = out.getDimSize(2), s.F = out.getDimSize(3);
+    if (uType.getShape() != ArrayRef<int64_t>{a, a, s.C, s.F} ||
+        (biasType.getDimSize(0) != s.F && biasType.getDimSize(0) != 1))
+      return std::nullopt;
+    s.biasPerFilter = biasType.getDimSize(0) == s.F;
+    s.lanes = vectorBits / 32;
+    while (s.lanes >= 4 && (s.C % s.lanes || s.F % s.lanes)) s.lanes /= 2;
+    if (s.lanes < 4) return std::nullopt;
     ArrayRef<int64_t> pad = conv.getPad();  // top, bottom, left, right
-    const int64_t TH = (OH + m - 1) / m, TW = (OW + m - 1) / m, T = N * TH * TW, A2 = a * a;
-    const int64_t HP = TH * m + 2, WP = TW * m + 2;
-    if (HP - H - pad[0] < 0 || WP - W - pad[2] < 0) return failure();
+    s.TH = (s.OH + m - 1) / m, s.TW = (s.OW + m - 1) / m, s.T = s.N * s.TH * s.TW, s.A2 = a * a;
+    s.HP = s.TH * m + 2, s.WP = s.TW * m + 2;
+    if (s.HP - s.H - pad[0] < 0 || s.WP - s.W - pad[2] < 0) return std::nullopt;
+    return s;
+  }
 
-    // Fold a following ReLU-like clamp.
-    tosa::ClampOp clamp;
-    if (conv->hasOneUse())
-      if (auto c = dyn_cast<tosa::ClampOp>(*conv->getUsers().begin());
-          c && c.getType() == out && isa<FloatAttr>(c.getMinValAttr()) && isa<FloatAttr>(c.getMaxValAttr()))
-        clamp = c;
+  /// A forall over rows of tiles (n, tile row): at the start of its body,
+  /// the image, the row's first input/output row and its first tile.
+  static std::tuple<Value, Value, Value> tileRow(OpBuilder &b, Location loc, Block *body, const Tiles &s) {
+    b.setInsertionPointToStart(body);
+    Value r = body->getArgument(0);
+    Value n = arith::DivUIOp::create(b, loc, r, index(b, loc, s.TH));
+    Value h0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, r, index(b, loc, s.TH)), index(b, loc, s.m));
+    Value t0 = arith::MulIOp::create(b, loc, r, index(b, loc, s.TW));
+    return {n, h0, t0};
+  }
 
-    OpBuilder b(conv);
-    Location loc = conv.getLoc();
+  /// 1. Input tiles: padded to whole tiles, transformed (V = B^T d B), as
+  /// [a*a, T, C].
+  Value inputTiles(OpBuilder &b, Location loc, tosa::Conv2DOp conv, const Tiles &s, Value zero, Value c0) {
+    const int64_t m = s.m, a = s.a, A2 = s.A2, N = s.N, H = s.H, W = s.W, C = s.C, TH = s.TH, TW = s.TW, T = s.T;
+    const int64_t HP = s.HP, WP = s.WP, lanes = s.lanes;
+    const winograd::Matrices &mx = s.mx;
     Type f32 = b.getF32Type();
     auto vec = VectorType::get({lanes}, f32);
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    Value c0 = index(b, loc, 0);
-
-    // 1. Input tiles: padded to whole tiles, transformed.
+    ArrayRef<int64_t> pad = conv.getPad();
     Value x = conv.getInput();
     if (pad[0] || pad[2] || HP - H - pad[0] || WP - W - pad[2]) {
       auto padded = RankedTensorType::get({N, HP, WP, C}, f32);
@@ -188,23 +213,13 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
                                         b.getIndexAttr(WP - W - pad[2]), b.getIndexAttr(0)};
       x = tensor::PadOp::create(b, loc, padded, x, low, high, zero);
     }
-    // A forall over rows of tiles (n, tile row): at the start of its body,
-    // the image, the row's first input/output row and its first tile.
-    auto tileRow = [&](OpBuilder &b, Location loc, Block *body) {
-      b.setInsertionPointToStart(body);
-      Value r = body->getArgument(0);
-      Value n = arith::DivUIOp::create(b, loc, r, index(b, loc, TH));
-      Value h0 = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, r, index(b, loc, TH)), index(b, loc, m));
-      Value t0 = arith::MulIOp::create(b, loc, r, index(b, loc, TW));
-      return std::tuple<Value, Value, Value>{n, h0, t0};
-    };
     Value vInit = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{A2, T, C}, f32);
     auto inputForall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(N * TH)},
                                              ValueRange{vInit}, std::nullopt);
     {
       Block *body = inputForall.getBody();
       OpBuilder::InsertionGuard guard(b);
-      auto [n, h0, t0] = tileRow(b, loc, body);
+      auto [n, h0, t0] = tileRow(b, loc, body, s);
       Value vOut = body->getArgument(1);
       SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), t0, b.getIndexAttr(0)};
       SmallVector<OpFoldResult> sizes = {b.getIndexAttr(A2), b.getIndexAttr(TW), b.getIndexAttr(C)};
@@ -246,16 +261,17 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
       tensor::ParallelInsertSliceOp::create(b, loc, rows->getResult(0), vOut, offs, sizes, ones);
     }
 
-    // 2. The a*a products: [a*a, T, C] x [a*a, C, F].
-    Value u3 = tensor::CollapseShapeOp::create(b, loc, u, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
-    auto mType = RankedTensorType::get({A2, T, F}, f32);
-    Value mInit = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, mType.getShape(), f32).getResult())
-                      .getResult(0);
-    Value prod = linalg::BatchMatmulOp::create(b, loc, TypeRange{mType}, ValueRange{inputForall.getResult(0), u3},
-                                               ValueRange{mInit})
-                     .getResult(0);
+    return inputForall.getResult(0);
+  }
 
-    // 3. Output tiles: transformed back, bias, clamp.
+  /// 3. Output tiles: the products transformed back (Y = A^T M A), the bias
+  /// added and `clamp` (if any) applied, as [N, TH*m, TW*m, F].
+  Value outputTiles(OpBuilder &b, Location loc, tosa::Conv2DOp conv, tosa::ClampOp clamp, Value prod, const Tiles &s,
+                    Value zero, Value c0) {
+    const int64_t m = s.m, a = s.a, A2 = s.A2, N = s.N, F = s.F, TH = s.TH, TW = s.TW, lanes = s.lanes;
+    const winograd::Matrices &mx = s.mx;
+    Type f32 = b.getF32Type();
+    auto vec = VectorType::get({lanes}, f32);
     auto yType = RankedTensorType::get({N, TH * m, TW * m, F}, f32);
     Value yInit = tensor::EmptyOp::create(b, loc, yType.getShape(), f32);
     auto outputForall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(N * TH)},
@@ -263,7 +279,7 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
     {
       Block *body = outputForall.getBody();
       OpBuilder::InsertionGuard guard(b);
-      auto [n, h0, t0] = tileRow(b, loc, body);
+      auto [n, h0, t0] = tileRow(b, loc, body, s);
       Value yOut = body->getArgument(1);
       SmallVector<OpFoldResult> offs = {n, h0, b.getIndexAttr(0), b.getIndexAttr(0)};
       SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(m), b.getIndexAttr(TW * m),
@@ -288,7 +304,7 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
                 b, loc, index(b, loc, 0), index(b, loc, F), index(b, loc, lanes), ValueRange{acc[0]},
                 [&](OpBuilder &b, Location loc, Value f, ValueRange acc) {
                   Value bv;
-                  if (biasType.getDimSize(0) == F) {
+                  if (s.biasPerFilter) {
                     bv = vector::TransferReadOp::create(b, loc, vec, bias, ValueRange{f}, zero, ArrayRef<bool>{true});
                   } else {
                     Value s = tensor::ExtractOp::create(b, loc, bias, ValueRange{index(b, loc, 0)});
@@ -327,10 +343,43 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
       b.setInsertionPointToEnd(outputForall.getTerminator().getBody());
       tensor::ParallelInsertSliceOp::create(b, loc, rows->getResult(0), yOut, offs, sizes, ones);
     }
-    Value y = outputForall.getResult(0);
-    if (yType != out) {
+    return outputForall.getResult(0);
+  }
+
+  /// The conv in Winograd form, or failure (it stays a conv).
+  LogicalResult rewrite(tosa::Conv2DOp conv, Value u, int m) {
+    std::optional<Tiles> tiles = tilesOf(conv, u, m);
+    if (!tiles) return failure();
+    const Tiles &s = *tiles;
+    auto out = cast<RankedTensorType>(conv.getType());
+
+    // Fold a following ReLU-like clamp.
+    tosa::ClampOp clamp;
+    if (conv->hasOneUse())
+      if (auto c = dyn_cast<tosa::ClampOp>(*conv->getUsers().begin());
+          c && c.getType() == out && isa<FloatAttr>(c.getMinValAttr()) && isa<FloatAttr>(c.getMaxValAttr()))
+        clamp = c;
+
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    Type f32 = b.getF32Type();
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    Value c0 = index(b, loc, 0);
+    Value v = inputTiles(b, loc, conv, s, zero, c0);
+
+    // 2. The a*a products: [a*a, T, C] x [a*a, C, F].
+    Value u3 = tensor::CollapseShapeOp::create(b, loc, u, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+    auto mType = RankedTensorType::get({s.A2, s.T, s.F}, f32);
+    Value mInit = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, mType.getShape(), f32).getResult())
+                      .getResult(0);
+    Value prod = linalg::BatchMatmulOp::create(b, loc, TypeRange{mType}, ValueRange{v, u3}, ValueRange{mInit})
+                     .getResult(0);
+
+    Value y = outputTiles(b, loc, conv, clamp, prod, s, zero, c0);
+    if (cast<RankedTensorType>(y.getType()) != out) {
       SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0)), ones(4, b.getIndexAttr(1));
-      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(N), b.getIndexAttr(OH), b.getIndexAttr(OW), b.getIndexAttr(F)};
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(s.N), b.getIndexAttr(s.OH), b.getIndexAttr(s.OW),
+                                         b.getIndexAttr(s.F)};
       y = tensor::ExtractSliceOp::create(b, loc, out, y, zeros, sizes, ones);
     }
     if (clamp) {

@@ -1,5 +1,14 @@
 // The host tuning and the register-tile choice of kiln-cpu-strategy.
 #include "lowering/cpu/CpuStrategy.h"
+#include "lowering/cpu/strategy/OpStrategy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -136,4 +145,55 @@ TEST(CpuStrategy, StreamingFilterBlocks) {
   }
   CpuTuning none;  // no vectors: plain loops, no blocks
   EXPECT_EQ(streamingFilterBlock(3, 3, 512, 512, 7, 49, none), 0);
+}
+
+// Each op class is owned by its own strategy (the first that recognizes
+// it), and ops no strategy schedules are recognized by none.
+TEST(CpuStrategy, EachOpClassHasItsStrategy) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::func::FuncDialect, mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
+                      mlir::arith::ArithDialect, mlir::math::MathDialect>();
+  const char *ir = R"mlir(
+    func.func @f(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %c: tensor<8x32xf32>,
+                 %bb: tensor<2x8x16xf32>, %bw: tensor<2x16x32xf32>, %bc: tensor<2x8x32xf32>,
+                 %img: tensor<1x10x10x16xf32>, %fhwc: tensor<32x3x3x16xf32>, %conv: tensor<1x8x8x32xf32>,
+                 %dwf: tensor<3x3x16xf32>, %dw: tensor<1x8x8x16xf32>, %win: tensor<3x3xf32>,
+                 %row: tensor<8xf32>, %col: tensor<32xf32>, %ints: tensor<8x32xi32>, %ib: tensor<32x32xi32>) {
+      %0 = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%c : tensor<8x32xf32>) -> tensor<8x32xf32>
+      %1 = linalg.batch_matmul ins(%bb, %bw : tensor<2x8x16xf32>, tensor<2x16x32xf32>) outs(%bc : tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+      %2 = linalg.conv_2d_nhwc_fhwc ins(%img, %fhwc : tensor<1x10x10x16xf32>, tensor<32x3x3x16xf32>) outs(%conv : tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32>
+      %3 = linalg.depthwise_conv_2d_nhwc_hwc ins(%img, %dwf : tensor<1x10x10x16xf32>, tensor<3x3x16xf32>) outs(%dw : tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
+      %4 = linalg.pooling_nhwc_max ins(%img, %win : tensor<1x10x10x16xf32>, tensor<3x3xf32>) outs(%dw : tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
+      %5 = linalg.reduce { arith.addf } ins(%c : tensor<8x32xf32>) outs(%row : tensor<8xf32>) dimensions = [1]
+      %6 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                           iterator_types = ["parallel", "parallel"]}
+          ins(%c : tensor<8x32xf32>) outs(%c : tensor<8x32xf32>) {
+        ^bb0(%x: f32, %o: f32):
+          %e = math.exp %x : f32
+          linalg.yield %e : f32
+      } -> tensor<8x32xf32>
+      %z = arith.constant 0.0 : f32
+      %7 = linalg.fill ins(%z : f32) outs(%c : tensor<8x32xf32>) -> tensor<8x32xf32>
+      %8 = linalg.matmul ins(%ints, %ib : tensor<8x32xi32>, tensor<32x32xi32>) outs(%ints : tensor<8x32xi32>) -> tensor<8x32xi32>
+      %9 = linalg.reduce { arith.addf } ins(%c : tensor<8x32xf32>) outs(%col : tensor<32xf32>) dimensions = [0]
+      return
+    }
+  )mlir";
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, &context);
+  ASSERT_TRUE(module);
+  std::vector<std::string> owners;
+  module->walk([&](mlir::linalg::LinalgOp op) {
+    std::string owner = "none";
+    for (const kiln::lowering::strategy::OpStrategy *s : kiln::lowering::strategy::strategies())
+      if (s->recognize(op)) {
+        owner = s->name().str();
+        break;
+      }
+    owners.push_back(owner);
+  });
+  // (%8 is an i32 matmul: no strategy; %9 sums columns, the innermost
+  // loop parallel.)
+  EXPECT_EQ(owners, (std::vector<std::string>{"matmul", "matmul", "conv", "window", "window", "row-reduction",
+                                              "elementwise", "elementwise", "none",
+                                              "outer-reduction"}));
 }

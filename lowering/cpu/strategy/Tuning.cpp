@@ -3,7 +3,7 @@
 // widths of streamed matmul weights, blocks of streamed conv filters (see
 // CpuStrategy.h).
 #include "lowering/cpu/CpuStrategy.h"
-#include "lowering/cpu/StrategySupport.h"
+#include "lowering/cpu/strategy/Support.h"
 
 #include "llvm/ADT/SmallVector.h"
 

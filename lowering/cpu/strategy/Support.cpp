@@ -1,5 +1,5 @@
-// Blocking and op classes of kiln-cpu-strategy (see StrategySupport.h).
-#include "lowering/cpu/StrategySupport.h"
+// Blocking and op classes of kiln-cpu-strategy (see Support.h).
+#include "lowering/cpu/strategy/Support.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

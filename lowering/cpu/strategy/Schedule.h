@@ -5,7 +5,7 @@
 // Thread-safety: one Schedule per pass run.
 #pragma once
 
-#include "lowering/cpu/StrategySupport.h"
+#include "lowering/cpu/strategy/Support.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"

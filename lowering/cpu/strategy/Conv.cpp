@@ -1,0 +1,196 @@
+// conv_2d_nhwc_fhwc / conv_2d_nhwc_hwcf (f32): the filter as HWCF (a
+// packed constant filter's transpose cancels: see kiln-hoist-constants),
+// parallel blocks of output rows and of output channels sized for L2 (a
+// filter that streams from memory: blocks of one register tile of filters,
+// each read from its own contiguous panel), then a register tile over
+// (output width, output channels), decomposed to 1-D convolutions and
+// vectorized like matmul. The conv's init and epilogue run in its parallel
+// tiles, or, where a register tile's filter columns fit the cache
+// (inRegisters), in its register tiles: the bias starts the accumulator,
+// the epilogue finishes it, one store (the register phase).
+//
+// 1x1 stride-1 convs whose matmul tile is better became matmuls before
+// (Prepare.cpp); Winograd convs are a pass of their own (WinogradConv.cpp).
+//
+// Where every register tile waits on loads (AVX2 on 7-wide maps), the
+// output columns are first split (transform.structured.split) into whole
+// tiles of a better size and one static tail tile (chooseRegisterTile).
+#include "lowering/cpu/strategy/OpStrategy.h"
+
+namespace kiln::lowering::strategy {
+namespace {
+
+struct ConvPlan {
+  /// Loops: n, oh, ow, f, kh, kw, c (both layouts).
+  SmallVector<int64_t> bounds;
+  /// Too few channels to vectorize well: loops, but on an HWCF filter all
+  /// the same, so that a packed filter's transpose cancels.
+  bool loops = false;
+  /// Filters per block, and the register tile within a block.
+  int64_t fc = 1;
+  RegisterTile reg{1, 1};
+  /// Parallel tiles (n, oh, ow, f) when `parallel`.
+  bool parallel = false;
+  SmallVector<int64_t> forallSizes;
+  /// The init and epilogue computed in register tiles `cols` (with the
+  /// filter loop peeled into whole vectors and the rest: `peelCols`).
+  bool inRegisters = false;
+  RegisterTile cols{1, 1};
+  bool peelCols = false;
+  /// Input channels per block (C: one block).
+  int64_t cb = 1;
+};
+
+/// The register tiles a conv computes its init and epilogue in: `reg`,
+/// or where its vectors would be partly empty (24 filters: 3 tiles of 8
+/// lanes of 16), tiles of whole vectors and one of the rest (16 + 8;
+/// `peel`), or narrower ones where `reg`'s filter columns would not fit.
+RegisterTile registerColumns(const RegisterTile &reg, int64_t OW, int64_t F, int64_t fc, int64_t reduction,
+                             const ScheduleWriter &w, bool &peel) {
+  const CpuTuning &tuning = w.tuning();
+  int64_t lanes = w.lanes();
+  RegisterTile cols = reg;
+  peel = false;
+  if (reg.n < lanes && fc == F && F > lanes && F % lanes) {
+    cols = chooseRegisterTile(OW, lanes, tuning);
+    peel = cols.n == lanes && OW % cols.m == 0;
+    if (!peel) cols = reg;
+  } else if (reduction * reg.n * 4 > kRegisterFusedColumnBytes && reg.n / 2 >= lanes) {
+    // Narrower tiles where the tile's filter columns would not fit
+    // (1x1 convs over 512 channels on 28-wide maps: 7 x 32, not
+    // 4 x 64), while they still do enough FMAs per load.
+    RegisterTile narrow = chooseRegisterTile(OW, reg.n / 2, tuning);
+    if (narrow.n == reg.n / 2 && !narrow.tail && tileScore(narrow.m, narrow.n, tuning) >= kNarrowTileScore)
+      cols = narrow;
+  }
+  return cols;
+}
+
+/// Input-channel blocks whose filter slice (KH x KW x cb x one
+/// register tile of filters) stays in L1 while every output row and
+/// column tile of the block reuses it: without them each output row
+/// streams the whole filter block from L2 again (a 1x1 conv with
+/// 2048 channels ran at 6% of peak, blocked at 85%).
+/// The block's rows of the (unpacked, HWCF) filter lie F floats
+/// apart: with many filters each row is on a page of its own, and
+/// with F * 4 a multiple of 4 KiB all of them fall into the same L1
+/// sets. The rows a block spans are capped at 128 KiB: on an AVX2
+/// host (Zen) the stride-2 1x1 conv 13x13x1024 -> 2048 went from
+/// 7.2-7.4 to 2.7-3.4 ms per call (BM_ResNet50Conv/20). (Huge pages
+/// do not remove such aliasing: it is in the L1 sets.)
+/// Constant filters are now stored with padded rows (kiln-hoist-
+/// constants), which removes the aliasing itself; the cap stays for
+/// filters that are not, and dropping it for padded ones measured
+/// within the noise.
+/// A filter read from panels spans the panel's width, not F: layer
+/// 4's 3x3 convs take blocks of 16 channels, not 4, its stride-2 1x1
+/// 128, not 16 (those kernels 0.92-0.97x their time, ResNet-50 in
+/// kiln profile --serial, alternating).
+int64_t channelBlock(linalg::LinalgOp op, int64_t KH, int64_t KW, int64_t C, int64_t F, const RegisterTile &rt,
+                     const CpuTuning &tuning) {
+  int64_t panel = panelWidth(op);
+  int64_t spanF = panel > 0 ? std::min(F, panel) : F;
+  int64_t cbLimit =
+      std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4), kFilterBlockSpanBytes / (KH * KW * spanF * 4));
+  int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
+  // A panel's block reads its whole reduction where that slice stays
+  // in L2 while every output row reuses it: the panel is then read
+  // start to end in one run (blocks of 16 channels read 2 KiB runs
+  // 64 KiB apart, nine at a time, each a new stream for the
+  // prefetchers). Layer 4's 3x3 convs (590 KiB slices on AVX-512)
+  // 0.80-0.90x their time, its stride-2 1x1 0.94x (kiln profile
+  // --serial of ResNet-50, alternating).
+  if (panel > 0 && KH * KW * C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
+  return cb;
+}
+
+class ConvStrategy final : public PlannedStrategy<ConvPlan> {
+public:
+  llvm::StringRef name() const override { return "conv"; }
+
+  bool recognize(linalg::LinalgOp op) const override {
+    return isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp>(op) && allF32(op);
+  }
+
+  std::optional<ConvPlan> choose(linalg::LinalgOp op, const ScheduleWriter &w) const override {
+    const CpuTuning &tuning = w.tuning();
+    ConvPlan p;
+    p.bounds = op.getStaticLoopRanges();
+    const SmallVector<int64_t> &bounds = p.bounds;
+    int64_t NB = bounds[0], OH = bounds[1], OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5],
+            C = bounds[6];
+    RegisterTile rt = chooseRegisterTile(OW, F, tuning);
+    if (rt.n < 4) {
+      p.loops = true;
+      return p;
+    }
+    int64_t filterRowBytes = KH * KW * C * 4;
+    // A conv that streams its filter (streamingFilterBlock): blocks of
+    // filters wide enough to read long runs of each filter row, every
+    // output row in each block, so that one thread reads each filter
+    // byte once.
+    int64_t streamBlock = streamingFilterBlock(KH, KW, C, F, OW, NB * OH * OW, tuning);
+    bool streaming = streamBlock > 0;
+    p.fc = streaming ? streamBlock : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
+    // The register tile within a block of fc filters (a multiple of the
+    // tile the blocks were sized by), rows split off where a tile that
+    // does not divide OW fits the registers better.
+    p.reg = chooseRegisterTile(OW, p.fc, tuning, /*allowTail=*/true);
+    p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
+    if (p.parallel) {
+      // Blocks of output rows (and filter blocks) for the threads.
+      int64_t ohb = streaming ? OH : rowBlockForThreads(OH, NB * (F / p.fc));
+      p.parallel = NB * (OH / ohb) * (F / p.fc) > 1;
+      p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, p.fc == F ? 0 : p.fc};
+      p.cols = registerColumns(p.reg, OW, F, p.fc, KH * KW * C, w, p.peelCols);
+      p.inRegisters = p.parallel && inRegisters(op, w.fusedOf(op), p.cols, KH * KW * C);
+    }
+    p.cb = channelBlock(op, KH, KW, C, F, rt, tuning);
+    return p;
+  }
+
+  void write(linalg::LinalgOp op, const ConvPlan &p, ScheduleWriter &w) const override {
+    Schedule &schedule = w.schedule();
+    Fused f = w.fusedOf(op);
+    if (p.loops) {
+      if (isa<linalg::Conv2DNhwcFhwcOp>(op)) schedule.op("transpose_conv2d", w.tag(op));
+      return w.unfused(f);
+    }
+    int64_t convSid = w.nextId();
+    std::string h = w.tag(op);
+    if (isa<linalg::Conv2DNhwcFhwcOp>(op)) h = schedule.op("transpose_conv2d", h);
+    const SmallVector<int64_t> &bounds = p.bounds;
+    int64_t NB = bounds[0], OW = bounds[2], F = bounds[3], C = bounds[6];
+    if (p.inRegisters) {
+      // The init and the epilogue in the register tiles: each tile's
+      // accumulator starts from the init (the bias) in registers, runs
+      // the whole reduction, and is finished (bias, activation,
+      // residual) and stored once. Loops: filter tiles outermost (a
+      // tile's filter columns stay in cache for every pixel), then
+      // rows, then column tiles.
+      w.inRegisterTiles(h, bounds, p.forallSizes, f, convSid, {NB > 1 ? 1 : 0, 1, p.cols.m, p.cols.n}, {0, 3, 1, 2},
+                        p.peelCols);
+      return;
+    }
+    if (p.parallel)
+      h = w.tileFused(h, bounds, p.forallSizes, f);
+    else {
+      w.unfused(f);
+      h = schedule.tile(h, {0, 0, 0, p.fc == F ? 0 : p.fc, 0, 0, 0});
+    }
+    if (p.cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, p.cb});
+    RegisterTile reg = p.reg;
+    w.registerTiles(h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
+      return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, reg.n, 1, 1, 1};
+    });
+  }
+};
+
+}  // namespace
+
+const OpStrategy &convStrategy() {
+  static const ConvStrategy strategy;
+  return strategy;
+}
+
+}  // namespace kiln::lowering::strategy

@@ -1,0 +1,86 @@
+// matmul and batch_matmul (f32): parallel blocks [Mc, Nc] (an scf.forall
+// when big enough), a k block, then a register tile [mr, nr, 1]; vectorized
+// to a vector.contract whose accumulator is hoisted out of the k loop,
+// lowered to outer products (broadcast A x vector of B, FMA). A matmul's
+// accumulator init and elementwise epilogue run inside its parallel tiles
+// (a batch-1 batch_matmul flattened for its epilogue became a 2-D matmul
+// first: Prepare.cpp). Blocks and register tiles: matmulBlocks (Support.cpp).
+#include "lowering/cpu/strategy/OpStrategy.h"
+
+namespace kiln::lowering::strategy {
+namespace {
+
+struct MatmulPlan {
+  SmallVector<int64_t> bounds;
+  bool batched = false;
+  MatmulBlocks blocks;
+  /// Tile sizes of the parallel blocks and of the k block (over every loop).
+  SmallVector<int64_t> outer, reduction;
+};
+
+class MatmulStrategy final : public PlannedStrategy<MatmulPlan> {
+public:
+  llvm::StringRef name() const override { return "matmul"; }
+
+  bool recognize(linalg::LinalgOp op) const override {
+    return isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) && allF32(op);
+  }
+
+  std::optional<MatmulPlan> choose(linalg::LinalgOp op, const ScheduleWriter &w) const override {
+    auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
+    auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+    if ((mm && mm.hasUserDefinedMaps()) || (bmm && bmm.hasUserDefinedMaps())) return std::nullopt;
+    MatmulPlan p;
+    p.bounds = op.getStaticLoopRanges();
+    p.batched = p.bounds.size() == 4;
+    int64_t M = p.bounds[p.batched], N = p.bounds[p.batched + 1], K = p.bounds[p.batched + 2];
+    int64_t B = p.batched ? p.bounds[0] : 1;
+    p.blocks = matmulBlocks(B, M, N, K, w.tuning());
+    const MatmulBlocks &mb = p.blocks;
+    p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};
+    p.reduction = {0, 0, mb.kc == K ? 0 : mb.kc};
+    if (p.batched) {
+      p.outer.insert(p.outer.begin(), B > 1 ? 1 : 0);
+      p.reduction.insert(p.reduction.begin(), 0);
+    }
+    return p;
+  }
+
+  void write(linalg::LinalgOp op, const MatmulPlan &p, ScheduleWriter &w) const override {
+    Schedule &schedule = w.schedule();
+    std::string h = w.tag(op);
+    Fused f = p.batched ? Fused{} : w.fusedOf(op);
+    bool parallel = p.blocks.parallel;
+    if (parallel && (f.init || f.epilogue))
+      h = w.tileFused(h, p.bounds, {p.outer[0], p.outer[1]}, f);
+    else {
+      w.unfused(f);
+      h = parallel ? schedule.tileForall(h, p.outer) : schedule.tile(h, p.outer);
+    }
+    h = schedule.tile(h, p.reduction);
+    RegisterTile rb = p.blocks.rb;
+    bool batched = p.batched;
+    // Column tiles outside row tiles: a tile's k block of B (kc x
+    // rb.n, in L1) serves every row tile before the next is read
+    // (rows outside read the block's nc columns of B, from L2, for
+    // each row tile; BERT-base's kernels took 1.04-1.06x the time).
+    SmallVector<int64_t> colsOuter = batched ? SmallVector<int64_t>{0, 2, 1, 3} : SmallVector<int64_t>{1, 0, 2};
+    w.registerTiles(
+        h, /*rowDim=*/batched ? 1 : 0, p.blocks.mc, rb,
+        [&](int64_t rows) {
+          SmallVector<int64_t> sizes = {rows, rb.n, 1};
+          if (batched) sizes.insert(sizes.begin(), 0);
+          return sizes;
+        },
+        /*decompose=*/false, colsOuter);
+  }
+};
+
+}  // namespace
+
+const OpStrategy &matmulStrategy() {
+  static const MatmulStrategy strategy;
+  return strategy;
+}
+
+}  // namespace kiln::lowering::strategy

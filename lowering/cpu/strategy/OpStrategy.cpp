@@ -1,0 +1,12 @@
+// The order kiln-cpu-strategy tries its op strategies in (see OpStrategy.h).
+#include "lowering/cpu/strategy/OpStrategy.h"
+
+namespace kiln::lowering::strategy {
+
+llvm::ArrayRef<const OpStrategy *> strategies() {
+  static const OpStrategy *const all[] = {&matmulStrategy(),         &convStrategy(),         &windowStrategy(),
+                                          &outerReductionStrategy(), &rowReductionStrategy(), &elementwiseStrategy()};
+  return all;
+}
+
+}  // namespace kiln::lowering::strategy

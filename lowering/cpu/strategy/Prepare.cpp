@@ -1,0 +1,282 @@
+// The rewrites kiln-cpu-strategy makes before its schedule (see Rewrites.h),
+// each into the form an op strategy schedules well: depthwise convs
+// (Window.cpp), conv filters and 1x1 convs (Conv.cpp, Matmul.cpp), batch-1
+// matmuls with epilogues (Matmul.cpp).
+#include "lowering/cpu/strategy/Rewrites.h"
+#include "lowering/cpu/strategy/Support.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln::lowering::strategy {
+namespace {
+
+/// The reshapes a rank change leaves behind folded away: collapse of
+/// expand (and back), reshapes of fills and of empty tensors.
+void foldReshapes(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  linalg::FillOp::getCanonicalizationPatterns(patterns, module.getContext());
+  tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, module.getContext());
+  tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, module.getContext());
+  tensor::EmptyOp::getCanonicalizationPatterns(patterns, module.getContext());
+  tensor::populateFoldTensorEmptyPatterns(patterns);
+  (void)applyPatternsGreedily(module, std::move(patterns));
+}
+
+/// Elementwise generics whose innermost loop has one iteration (the bias
+/// and activation after a depthwise conv run on its 5-D hwcm result) would
+/// be vectorized one element at a time: they lose that loop (operands
+/// collapsed, result expanded), and the reshapes and fills around them
+/// fold, so the vector strategy sees the channels as the innermost loop.
+void dropTrailingUnitLoops(ModuleOp module) {
+  SmallVector<linalg::GenericOp> generics;
+  module.walk([&](linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() < 2 || op.getNumParallelLoops() != op.getNumLoops()) return;
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    if (bounds.back() == 1) generics.push_back(op);
+  });
+  linalg::ControlDropUnitDims options;
+  options.controlFn = [](Operation *op) {
+    SmallVector<unsigned> dims;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic) return dims;
+    SmallVector<int64_t> bounds = generic.getStaticLoopRanges();
+    for (unsigned d = bounds.size(); d-- > 1 && bounds[d] == 1;) dims.push_back(d);
+    return dims;
+  };
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp op : generics) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, options);
+    if (failed(dropped)) continue;
+    rewriter.replaceOp(op, dropped->replacements);
+  }
+  foldReshapes(module);
+}
+
+}  // namespace
+
+/// depthwise_conv_2d_nhwc_hwcm with one filter per channel (what TOSA's
+/// depthwise_conv2d lowers to) as depthwise_conv_2d_nhwc_hwc, which the
+/// schedule can decompose and vectorize.
+void dropUnitMultiplier(ModuleOp module) {
+  SmallVector<linalg::DepthwiseConv2DNhwcHwcmOp> ops;
+  module.walk([&](linalg::DepthwiseConv2DNhwcHwcmOp op) {
+    auto filter = dyn_cast<RankedTensorType>(op.getInputs()[1].getType());
+    auto init = dyn_cast<RankedTensorType>(op.getOutputs()[0].getType());
+    if (op.hasPureTensorSemantics() && filter && init && filter.hasStaticShape() && init.hasStaticShape() &&
+        filter.getDimSize(3) == 1 && allF32(op))
+      ops.push_back(op);
+  });
+  for (linalg::DepthwiseConv2DNhwcHwcmOp op : ops) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<ReassociationIndices> filterMap = {{0}, {1}, {2, 3}}, outMap = {{0}, {1}, {2}, {3, 4}};
+    Value filter = tensor::CollapseShapeOp::create(b, loc, op.getInputs()[1], filterMap);
+    Value init = tensor::CollapseShapeOp::create(b, loc, op.getOutputs()[0], outMap);
+    auto dw = linalg::DepthwiseConv2DNhwcHwcOp::create(b, loc, TypeRange{init.getType()},
+                                                       ValueRange{op.getInputs()[0], filter}, ValueRange{init},
+                                                       op.getStrides(), op.getDilations());
+    Value out = tensor::ExpandShapeOp::create(b, loc, op->getResult(0).getType(), dw->getResult(0), outMap);
+    op->getResult(0).replaceAllUsesWith(out);
+    op->erase();
+  }
+  if (!ops.empty()) dropTrailingUnitLoops(module);
+}
+
+/// An FHWC conv whose filter is the transpose of an HWCF tensor (how
+/// kiln's packed constant filters reach a torch export's convs) reads the
+/// HWCF tensor itself: what transform.structured.transpose_conv2d and
+/// the transposes' cancelling would make of it later, made before the
+/// schedule, so that the conv has no producer on its filter side.
+void hwcfFilters(ModuleOp module) {
+  SmallVector<linalg::Conv2DNhwcFhwcOp> convs;
+  module.walk([&](linalg::Conv2DNhwcFhwcOp op) {
+    auto t = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>();
+    if (op.hasPureTensorSemantics() && t && t.getPermutation() == ArrayRef<int64_t>{3, 0, 1, 2}) convs.push_back(op);
+  });
+  for (linalg::Conv2DNhwcFhwcOp op : convs) {
+    OpBuilder b(op);
+    Value filter = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>().getInput();
+    auto conv = linalg::Conv2DNhwcHwcfOp::create(b, op.getLoc(), op->getResultTypes(),
+                                                 ValueRange{op.getInputs()[0], filter}, op.getOutputs(),
+                                                 op.getStrides(), op.getDilations());
+    op->replaceAllUsesWith(conv);
+    op->erase();
+  }
+}
+
+/// A 1x1 stride-1 conv (NHWC) is a matmul of its pixels, [N*H*W, C], by
+/// its filter, [C, F]: it becomes a linalg.matmul on collapsed views, and
+/// its accumulator init and elementwise epilogue are collapsed with it
+/// (the reshapes between them fold), so that the matmul strategy tiles
+/// it with its fused ops. As a conv the register tile's rows must divide
+/// the output width (4 x 64 on a 28-wide map); as a matmul they may take
+/// any number of pixels. Convs that stream their filter keep the conv
+/// strategy (and its panels).
+void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
+  SmallVector<linalg::LinalgOp> convs;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!isa<linalg::Conv2DNhwcFhwcOp, linalg::Conv2DNhwcHwcfOp>(op) || !op.hasPureTensorSemantics() ||
+        !allStatic(op) || !allF32(op))
+      return;
+    auto in = cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
+    auto out = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();  // n, oh, ow, f, kh, kw, c
+    if (bounds[4] != 1 || bounds[5] != 1 || in.getDimSize(1) != out.getDimSize(1) ||
+        in.getDimSize(2) != out.getDimSize(2))
+      return;
+    int64_t pixels = bounds[0] * bounds[1] * bounds[2], ow = bounds[2], f = bounds[3];
+    if (streamingFilterBlock(1, 1, bounds[6], f, ow, pixels, tuning) > 0) return;
+    // Only where the matmul's register tile loads less per FMA (on
+    // 14-wide maps AVX-512 takes 4 x 64 over 196 pixels instead of
+    // 7 x 32 over 14) ...
+    RegisterTile asConv = chooseRegisterTile(ow, f, tuning, true), asMatmul = chooseRegisterTile(pixels, f, tuning, true);
+    if (registerTileScore(asMatmul, pixels, tuning) < kMatmulTileGain * registerTileScore(asConv, ow, tuning))
+      return;
+    // ... and where the result (after an epilogue) is not written into a
+    // bigger tensor (the padded input of the next conv), which the
+    // collapsed rows cannot be a view of.
+    Value last = op->getResult(0);
+    if (last.hasOneUse())
+      if (auto g = dyn_cast<linalg::GenericOp>(*last.getUsers().begin()); g && g->getNumResults() == 1)
+        last = g->getResult(0);
+    for (Operation *user : last.getUsers())
+      if (!isa<linalg::LinalgOp, func::ReturnOp>(user)) return;
+    convs.push_back(op);
+  });
+  if (convs.empty()) return;
+  IRRewriter rewriter(module.getContext());
+  SmallVector<ReassociationIndices> pixels = {{0, 1, 2}, {3}};
+  llvm::SmallPtrSet<Operation *, 8> made;
+  for (linalg::LinalgOp op : convs) {
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto flat = [&](Value v) { return tensor::CollapseShapeOp::create(rewriter, loc, v, pixels).getResult(); };
+    // The filter as [C, F] (an FHWC filter that is a transpose of an
+    // HWCF one, kiln-hoist-constants' stored form, already reads that
+    // form: hwcfFilters).
+    Value filter = op.getDpsInputOperand(1)->get();
+    if (isa<linalg::Conv2DNhwcFhwcOp>(op)) {
+      auto type = cast<RankedTensorType>(filter.getType());  // F x 1 x 1 x C
+      Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{1, 1, type.getDimSize(3), type.getDimSize(0)},
+                                           type.getElementType());
+      filter = linalg::TransposeOp::create(rewriter, loc, filter, init, ArrayRef<int64_t>{1, 2, 3, 0})->getResult(0);
+    }
+    Value b = flat(filter);
+    Value init = flat(op.getDpsInitOperand(0)->get());
+    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                       ValueRange{flat(op.getDpsInputOperand(0)->get()), b}, ValueRange{init});
+    made.insert(mm);
+    Value result = tensor::ExpandShapeOp::create(rewriter, loc, op->getResult(0).getType(), mm->getResult(0), pixels);
+    rewriter.replaceOp(op, result);
+  }
+  // The ops around each new matmul (its init, its epilogue: elementwise
+  // over N x H x W x F) collapsed the same way; the reshapes between them
+  // fold.
+  SmallVector<linalg::GenericOp> around;
+  module.walk([&](linalg::GenericOp g) {
+    if (g.getNumLoops() != 4 || !isVectorizableElementwise(g) || !allStatic(g)) return;
+    bool touches = false;
+    for (Value v : g->getOperands())
+      if (auto e = v.getDefiningOp<tensor::ExpandShapeOp>(); e && made.contains(e.getSrc().getDefiningOp()))
+        touches = true;
+    for (Operation *user : g->getUsers())
+      if (auto c = dyn_cast<tensor::CollapseShapeOp>(user))
+        for (Operation *u : c->getUsers()) touches |= made.contains(u);
+    if (touches) around.push_back(g);
+  });
+  for (linalg::GenericOp g : around) {
+    if (!linalg::areDimSequencesPreserved(g.getIndexingMapsArray(), pixels)) continue;
+    rewriter.setInsertionPoint(g);
+    FailureOr<linalg::CollapseResult> c = linalg::collapseOpIterationDims(g, pixels, rewriter);
+    if (failed(c)) continue;
+    rewriter.replaceOp(g, c->results);
+  }
+  foldReshapes(module);
+}
+
+/// A matmul of batch 1 whose result is flattened for an elementwise
+/// epilogue (what TOSA's 3-D matmul + reshape + bias add become) as a 2-D
+/// linalg.matmul the epilogue reads directly, and an elementwise op that
+/// follows the epilogue through a reshape back to 3-D (BERT's GELU after
+/// the bias) fused into it: the epilogue can then be fused into the
+/// matmul's parallel tiles like a conv's.
+void flattenMatmulEpilogues(ModuleOp module) {
+  SmallVector<linalg::BatchMatmulOp> bmms;
+  module.walk([&](linalg::BatchMatmulOp op) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (op.hasPureTensorSemantics() && !op.hasUserDefinedMaps() && type && type.hasStaticShape() &&
+        type.getDimSize(0) == 1 && allF32(op) && op->getResult(0).hasOneUse())
+      if (auto c = dyn_cast<tensor::CollapseShapeOp>(*op->getResult(0).getUsers().begin());
+          c && c.getResultType().getRank() == 2 && c.getReassociationIndices().front().size() == 2)
+        bmms.push_back(op);
+  });
+  if (bmms.empty()) return;
+  IRRewriter rewriter(module.getContext());
+  SmallVector<ReassociationIndices> dropBatch = {{0, 1}, {2}};
+  SmallVector<Value> results;
+  for (linalg::BatchMatmulOp op : bmms) {
+    auto collapse = cast<tensor::CollapseShapeOp>(*op->getResult(0).getUsers().begin());
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto flat = [&](Value v) { return tensor::CollapseShapeOp::create(rewriter, loc, v, dropBatch).getResult(); };
+    Value init = flat(op.getOutputs()[0]);
+    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                       ValueRange{flat(op.getInputs()[0]), flat(op.getInputs()[1])}, ValueRange{init});
+    rewriter.replaceOp(collapse, mm->getResults());
+    rewriter.eraseOp(op);
+    results.push_back(mm->getResult(0));
+  }
+  // The epilogue's elementwise successor through expand_shape to 1 x M x N:
+  // its unit batch loop dropped, the reshapes cancel, and the two fuse.
+  for (Value r : results) {
+    if (!r.hasOneUse()) continue;
+    auto epilogue = dyn_cast<linalg::GenericOp>(*r.getUsers().begin());
+    if (!epilogue || !isVectorizableElementwise(epilogue) || !epilogue->getResult(0).hasOneUse()) continue;
+    auto expand = dyn_cast<tensor::ExpandShapeOp>(*epilogue->getResult(0).getUsers().begin());
+    if (!expand || expand.getResultType().getRank() != 3 || expand.getResultType().getDimSize(0) != 1 ||
+        !expand->hasOneUse())
+      continue;
+    auto next = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
+    if (!next || !isVectorizableElementwise(next) || next.getNumLoops() != 3) continue;
+    linalg::ControlDropUnitDims options;
+    Operation *nextOp = next.getOperation();
+    options.controlFn = [nextOp](Operation *op) {
+      return op == nextOp ? SmallVector<unsigned>{0} : SmallVector<unsigned>{};
+    };
+    rewriter.setInsertionPoint(next);
+    FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, next, options);
+    if (failed(dropped)) continue;
+    rewriter.replaceOp(next, dropped->replacements);
+    auto flatNext = cast<linalg::GenericOp>(dropped->resultOp.getOperation());
+    // collapse(expand(epilogue)) -> epilogue, then fuse.
+    for (OpOperand &in : flatNext->getOpOperands())
+      if (auto c = in.get().getDefiningOp<tensor::CollapseShapeOp>())
+        if (auto e = c.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+            e && e == expand && e.getSrcType() == c.getResultType()) {
+          in.set(e.getSrc());
+          if (c->use_empty()) rewriter.eraseOp(c);
+        }
+    if (!expand->use_empty()) continue;
+    rewriter.eraseOp(expand);
+    for (OpOperand &in : flatNext->getOpOperands()) {
+      if (in.get() != epilogue->getResult(0) || !linalg::areElementwiseOpsFusable(&in)) continue;
+      rewriter.setInsertionPoint(flatNext);
+      FailureOr<linalg::ElementwiseOpFusionResult> fusedOps = linalg::fuseElementwiseOps(rewriter, &in);
+      if (failed(fusedOps)) break;
+      for (OpResult res : flatNext->getResults()) rewriter.replaceAllUsesWith(res, fusedOps->replacements[res]);
+      rewriter.eraseOp(flatNext);
+      if (epilogue->use_empty()) rewriter.eraseOp(epilogue);  // now inside the fused op
+      break;
+    }
+  }
+  foldReshapes(module);
+}
+
+}  // namespace kiln::lowering::strategy

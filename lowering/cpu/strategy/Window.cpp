@@ -1,0 +1,77 @@
+// depthwise_conv_2d_nhwc_hwc and pooling (max, sum; f32): rows of output
+// pixels x channel vectors, the accumulator kept in registers across the
+// window (kh, kw). TOSA's depthwise hwcm with one filter per channel was
+// first rewritten to hwc (Prepare.cpp). The init and epilogue run in the
+// register tiles where the op is tiled for the threads (the window is
+// small, so the whole reduction runs in each tile anyway), else in its
+// parallel tiles.
+#include "lowering/cpu/strategy/OpStrategy.h"
+
+namespace kiln::lowering::strategy {
+namespace {
+
+struct WindowPlan {
+  /// Loops: n, oh, ow, c, kh, kw.
+  SmallVector<int64_t> bounds;
+  /// Output pixels x channels.
+  RegisterTile rt{1, 1};
+  /// Parallel tiles (n, oh, ow, c) when `parallel`.
+  bool parallel = false;
+  SmallVector<int64_t> forallSizes;
+  /// The init and epilogue computed in the register tiles.
+  bool inRegisters = false;
+};
+
+class WindowStrategy final : public PlannedStrategy<WindowPlan> {
+public:
+  llvm::StringRef name() const override { return "window"; }
+
+  bool recognize(linalg::LinalgOp op) const override {
+    return isa<linalg::DepthwiseConv2DNhwcHwcOp, linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op) &&
+           allF32(op);
+  }
+
+  std::optional<WindowPlan> choose(linalg::LinalgOp op, const ScheduleWriter &w) const override {
+    WindowPlan p;
+    p.bounds = op.getStaticLoopRanges();
+    int64_t NB = p.bounds[0], OH = p.bounds[1], OW = p.bounds[2], C = p.bounds[3];
+    p.rt = chooseRegisterTile(OW, C, w.tuning());
+    if (p.rt.n < 4) return std::nullopt;
+    p.parallel = 2.0 * NB * OH * OW * C * p.bounds[4] * p.bounds[5] >= kParallelMinFlops / 4;
+    if (p.parallel) {
+      int64_t ohb = rowBlockForThreads(OH, NB);
+      p.parallel = NB * (OH / ohb) > 1;
+      p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
+      Fused f = w.fusedOf(op);
+      p.inRegisters = p.parallel && (f.init || f.epilogue) && !computedOperands(op, f);
+    }
+    return p;
+  }
+
+  void write(linalg::LinalgOp op, const WindowPlan &p, ScheduleWriter &w) const override {
+    Schedule &schedule = w.schedule();
+    Fused f = w.fusedOf(op);
+    int64_t NB = p.bounds[0];
+    int64_t opSid = w.nextId();
+    std::string h = w.tag(op);
+    if (p.inRegisters)
+      return w.inRegisterTiles(h, p.bounds, p.forallSizes, f, opSid, {NB > 1 ? 1 : 0, 1, p.rt.m, p.rt.n}, {},
+                               /*peelFilters=*/false);
+    if (p.parallel)
+      h = w.tileFused(h, p.bounds, p.forallSizes, f);
+    else
+      w.unfused(f);
+    h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, p.rt.m, p.rt.n, 1, 1});
+    h = schedule.op("decompose", h);
+    schedule.vectorize(h);
+  }
+};
+
+}  // namespace
+
+const OpStrategy &windowStrategy() {
+  static const WindowStrategy strategy;
+  return strategy;
+}
+
+}  // namespace kiln::lowering::strategy
