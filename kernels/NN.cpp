@@ -247,6 +247,15 @@ llvm::Error depthwiseCompute(const KernelArgs &k) {
   const float *bias = static_cast<const float *>(k.inputs[2]);
   bool biasScalar = k.inputTypes[2].numElements() == 1;
   float *y = static_cast<float *>(k.outputs[0]);
+  if (M == 1) {  // one filter per channel (every TOSA export of a torch depthwise conv): vectors over channels
+    DepthwiseRowFn row = depthwiseRow();
+    parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r)
+        row(DepthwiseRow{x + (r / g.OH) * g.H * g.W * g.C, w, bias, y + r * g.OW * g.F, biasScalar, g.H, g.W, g.C,
+                         g.KH, g.KW, g.OW, r % g.OH, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw});
+    });
+    return llvm::Error::success();
+  }
   parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; ++r) {
       int64_t n = r / g.OH, oh = r % g.OH;

@@ -35,7 +35,71 @@ __attribute__((target("avx2,fma"))) void sumRows256(const float *a, const float 
 }
 void sumRows128(const float *a, const float *b, float *y, int64_t rows, int64_t w) { sumRowsBody(a, b, y, rows, w); }
 
+/// Channels in blocks of 32 accumulators kept in registers across the
+/// window (two AVX-512 or four AVX2 vectors), the rest one at a time.
+inline __attribute__((always_inline)) void depthwiseRowBody(const DepthwiseRow &d) {
+  constexpr int64_t kBlock = 32;
+  const int64_t ih0 = d.oh * d.sh - d.pt;
+  for (int64_t ow = 0; ow < d.OW; ++ow) {
+    const int64_t iw0 = ow * d.sw - d.pl;
+    float *__restrict out = d.y + ow * d.C;
+    auto window = [&](int64_t c, int64_t width, auto &&accumulate) {
+      for (int64_t kh = 0; kh < d.KH; ++kh) {
+        const int64_t ih = ih0 + kh * d.dh;
+        if (ih < 0 || ih >= d.H) continue;
+        for (int64_t kw = 0; kw < d.KW; ++kw) {
+          const int64_t iw = iw0 + kw * d.dw;
+          if (iw < 0 || iw >= d.W) continue;
+          accumulate(d.x + (ih * d.W + iw) * d.C + c, d.w + (kh * d.KW + kw) * d.C + c, width);
+        }
+      }
+    };
+    int64_t c = 0;
+    for (; c + kBlock <= d.C; c += kBlock) {
+      float acc[kBlock];
+      for (int64_t j = 0; j < kBlock; ++j) acc[j] = d.biasScalar ? d.bias[0] : d.bias[c + j];
+      window(c, kBlock, [&](const float *__restrict xp, const float *__restrict wp, int64_t) {
+        for (int64_t j = 0; j < kBlock; ++j) acc[j] += xp[j] * wp[j];
+      });
+      for (int64_t j = 0; j < kBlock; ++j) out[c + j] = acc[j];
+    }
+    if (c == d.C) continue;
+    for (int64_t j = c; j < d.C; ++j) out[j] = d.biasScalar ? d.bias[0] : d.bias[j];
+    window(c, d.C - c, [&](const float *__restrict xp, const float *__restrict wp, int64_t width) {
+      for (int64_t j = 0; j < width; ++j) out[c + j] += xp[j] * wp[j];
+    });
+  }
+}
+
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void depthwiseRow512(const DepthwiseRow &d) {
+  depthwiseRowBody(d);
+}
+__attribute__((target("avx2,fma"))) void depthwiseRow256(const DepthwiseRow &d) { depthwiseRowBody(d); }
+void depthwiseRow128(const DepthwiseRow &d) { depthwiseRowBody(d); }
+
+bool hostRuns(int vectorBits) {
+  if (vectorBits == 512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+  if (vectorBits == 256) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return vectorBits == 128;
+}
+
 }  // namespace
+
+DepthwiseRowFn depthwiseRowFor(int vectorBits) {
+  if (!hostRuns(vectorBits)) return nullptr;
+  return vectorBits == 512 ? &depthwiseRow512 : vectorBits == 256 ? &depthwiseRow256 : &depthwiseRow128;
+}
+
+DepthwiseRowFn depthwiseRow() {
+  static const DepthwiseRowFn widest = [] {
+    for (int bits : {512, 256})
+      if (DepthwiseRowFn f = depthwiseRowFor(bits)) return f;
+    return &depthwiseRow128;
+  }();
+  return widest;
+}
 
 SumRowsFn sumRowsFor(int vectorBits) {
   if (vectorBits == 512)  // every feature sumRows512 is built for

@@ -24,4 +24,19 @@ SumRowsFn sumRowsFor(int vectorBits);
 /// The variant for the widest vectors the host has.
 SumRowsFn sumRows();
 
+/// One output row (image n, output row oh) of a depthwise conv with one
+/// filter per channel, NHWC f32: y[ow][c] = bias[c] (or bias[0]) + the sum
+/// over the window of x[ih][iw][c] * w[kh][kw][c]. `x` points at image n,
+/// `y` at the row; positions outside the image are zero padding.
+struct DepthwiseRow {
+  const float *x, *w, *bias;
+  float *y;
+  bool biasScalar;
+  int64_t H, W, C, KH, KW, OW, oh;
+  int64_t sh, sw, pt, pl, dh, dw;
+};
+using DepthwiseRowFn = void (*)(const DepthwiseRow &row);
+DepthwiseRowFn depthwiseRowFor(int vectorBits);
+DepthwiseRowFn depthwiseRow();
+
 }  // namespace kiln::kernels

@@ -980,7 +980,11 @@ std::vector<Case> sweepCases() {
     cs.push_back(r);
   }
   for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
-           {{1, 17}, {5, 17}}, {{5, 1}, {5, 33}}, {{1, 1}, {9, 65}}, {{4, 1, 16}, {1, 3, 16}}}) {
+           {{1, 17}, {5, 17}}, {{5, 1}, {5, 33}}, {{1, 1}, {9, 65}}, {{4, 1, 16}, {1, 3, 16}},
+           // the kernel's rows: trailing dimensions merged while both
+           // operands stay contiguous or both broadcast, and not past that
+           {{2, 3, 4}, {1, 3, 4}}, {{2, 3, 4}, {2, 1, 4}}, {{2, 3, 1}, {2, 3, 4}}, {{1, 1, 1, 1}, {1, 7, 9, 33}},
+           {{1, 7, 1, 33}, {1, 7, 9, 33}}, {{1, 7, 9, 1}, {1, 1, 9, 1}}, {{3, 1, 5, 1}, {3, 4, 5, 6}}}) {
     Case c = binary("mul", F, a, b, [](double x, double y) { return x * y; }, F);
     c.name = "mul_broadcast_" + shapeToString(a) + "_" + shapeToString(b);
     cs.push_back(c);

@@ -37,6 +37,52 @@ TEST(VectorKernels, SumRowsMatchesReferenceAtEveryWidth) {
   EXPECT_EQ(kiln::kernels::sumRowsFor(100), nullptr);
 }
 
+// Depthwise rows: channel counts below, at and past the 32-channel block
+// (tails), strides, dilations, padding on every side, a scalar bias.
+TEST(VectorKernels, DepthwiseRowMatchesReferenceAtEveryWidth) {
+  struct Shape {
+    int64_t h, w, c, k, s, d, pad;
+    bool scalarBias;
+  };
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    kiln::kernels::DepthwiseRowFn f = kiln::kernels::depthwiseRowFor(bits);
+    if (!f) continue;
+    ++ran;
+    for (const Shape &g : std::vector<Shape>{{5, 6, 3, 3, 1, 1, 1, false},
+                                             {7, 7, 32, 3, 2, 1, 1, false},
+                                             {6, 9, 40, 3, 1, 2, 2, true},
+                                             {8, 5, 69, 5, 2, 1, 2, false}}) {
+      int64_t oh = (g.h + 2 * g.pad - (g.k - 1) * g.d - 1) / g.s + 1;
+      int64_t ow = (g.w + 2 * g.pad - (g.k - 1) * g.d - 1) / g.s + 1;
+      std::vector<float> x(size_t(g.h * g.w * g.c)), w(size_t(g.k * g.k * g.c)), bias(size_t(g.c)),
+          y(size_t(oh * ow * g.c), 123.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i + 1));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * float(i));
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * float(i);
+      for (int64_t r = 0; r < oh; ++r)
+        f(kiln::kernels::DepthwiseRow{x.data(), w.data(), bias.data(), y.data() + r * ow * g.c, g.scalarBias, g.h,
+                                      g.w, g.c, g.k, g.k, ow, r, g.s, g.s, g.pad, g.pad, g.d, g.d});
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q)
+          for (int64_t c = 0; c < g.c; ++c) {
+            double want = g.scalarBias ? bias[0] : bias[size_t(c)];
+            for (int64_t kh = 0; kh < g.k; ++kh)
+              for (int64_t kw = 0; kw < g.k; ++kw) {
+                int64_t ih = r * g.s - g.pad + kh * g.d, iw = q * g.s - g.pad + kw * g.d;
+                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                want += double(x[size_t((ih * g.w + iw) * g.c + c)]) * double(w[size_t((kh * g.k + kw) * g.c + c)]);
+              }
+            ASSERT_NEAR(y[size_t((r * ow + q) * g.c + c)], want, 1e-5 * (1 + std::abs(want)))
+                << bits << " bits, " << g.h << "x" << g.w << "x" << g.c << " k" << g.k << " s" << g.s << " d" << g.d
+                << ", output (" << r << ", " << q << ", " << c << ")";
+          }
+    }
+  }
+  EXPECT_GE(ran, 1);
+  EXPECT_EQ(kiln::kernels::depthwiseRowFor(100), nullptr);
+}
+
 TEST(VectorKernels, WidestIsOneTheHostRuns) {
   kiln::kernels::SumRowsFn widest = kiln::kernels::sumRows();
   ASSERT_NE(widest, nullptr);
