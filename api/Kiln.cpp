@@ -12,11 +12,13 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -162,36 +164,80 @@ std::string Runtime::targetDescription() const { return service_->target().descr
 
 struct Module::Impl {
   using Compiled = std::shared_ptr<const jit::CompiledFunction>;
+  /// (function, signature) -> code.
+  using Table =
+      llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>;
   std::shared_ptr<jit::CompileService> service;
   std::shared_ptr<HostExecutor> executor;
   std::unique_ptr<lowering::Program> program;
   double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
   bool serialSteps = false;       // RuntimeOptions::serialSteps
+  RuntimeOptions::CompilePolicy policy = RuntimeOptions::CompilePolicy::kWait;
   std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
-  // (function, signature) -> code; read-mostly: the call fast path.
+  WarningSink warn;
+  // Read-mostly, the call fast path: the code of each signature, and the
+  // kernel plans serving signatures whose code compiles in the background
+  // (tiered execution; a signature leaves `plans` when its code enters
+  // `tables`).
   mutable std::shared_mutex tableMu;
-  llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>
-      tables;
+  Table tables, plans;
   std::mutex mu;
   std::condition_variable idle;
-  int firstCallsInFlight = 0;  // callAsync compiles that still use this module
+  int firstCallsInFlight = 0;  // callAsync compiles and background compiles that still use this module
+  /// Stops background compiles when the module goes.
+  CancellationToken closing;
+  /// Under mu: the signatures ("function\0signature") whose background
+  /// compile started, and what tiered execution did.
+  std::set<std::string> background;
+  TierStats tiers;
+  std::atomic<uint64_t> kernelPlanCalls{0};
 
-  /// Compiled code for (function, signature), or null.
-  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const {
-    std::shared_lock<std::shared_mutex> lock(tableMu);
-    auto t = tables.find(function);
-    if (t == tables.end()) return nullptr;
+  static Compiled findIn(const Table &table, llvm::StringRef function, const cache::ShapeSignature &sig) {
+    auto t = table.find(function);
+    if (t == table.end()) return nullptr;
     auto b = t->second.find(sig.hash());
     if (b == t->second.end()) return nullptr;
     for (const auto &[s, fn] : b->second)
       if (s == sig) return fn;
     return nullptr;
   }
+  /// Compiled code for (function, signature), or null.
+  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const {
+    std::shared_lock<std::shared_mutex> lock(tableMu);
+    return findIn(tables, function, sig);
+  }
+  /// The kernel plan serving (function, signature) until its code is
+  /// compiled, or null.
+  Compiled findPlan(llvm::StringRef function, const cache::ShapeSignature &sig) const {
+    std::shared_lock<std::shared_mutex> lock(tableMu);
+    return findIn(plans, function, sig);
+  }
+  /// Adds `code` to `table` unless the signature has code there; returns
+  /// what the table holds for it.
+  Compiled insert(Table &table, llvm::StringRef function, const cache::ShapeSignature &sig, Compiled code) {
+    std::unique_lock<std::shared_mutex> lock(tableMu);
+    auto &bucket = table[function][sig.hash()];
+    for (const auto &[s2, existing] : bucket)
+      if (s2 == sig) return existing;
+    bucket.push_back({sig, code});
+    return code;
+  }
+  /// Compiled code for the signature, the kernel plan leaving `plans` (the
+  /// swap: later calls find the code first).
+  void swapIn(llvm::StringRef function, const cache::ShapeSignature &sig) {
+    std::unique_lock<std::shared_mutex> lock(tableMu);
+    auto t = plans.find(function);
+    if (t == plans.end()) return;
+    auto b = t->second.find(sig.hash());
+    if (b == t->second.end()) return;
+    llvm::erase_if(b->second, [&](const auto &entry) { return entry.first == sig; });
+  }
 };
 
 Module::Module(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Module::~Module() {
+  impl_->closing.cancel();  // background compiles stop between kernels
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->idle.wait(lock, [&] { return impl_->firstCallsInFlight == 0; });
   // Executions still running hold their code and weights themselves.
@@ -203,6 +249,8 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->executor = executor_;
   impl->callTimeoutSeconds = options_.callTimeoutSeconds;
   impl->serialSteps = options_.serialSteps;
+  impl->policy = options_.compilePolicy.value_or(RuntimeOptions::CompilePolicy::kWait);
+  impl->warn = options_.warnings ? options_.warnings : WarningSink(warnToStderr);
   impl->calls = calls_;
   impl->program = std::move(program);
   return std::unique_ptr<Module>(new Module(std::move(impl)));
@@ -281,12 +329,83 @@ Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
   if (Impl::Compiled fn = impl_->find(function, sig)) return fn;
   auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes, cancel);
   if (!code) return code.takeError();
-  std::unique_lock<std::shared_mutex> lock(impl_->tableMu);
-  auto &bucket = impl_->tables[function][sig.hash()];
-  for (const auto &[s2, existing] : bucket)
-    if (s2 == sig) return existing;
-  bucket.push_back({sig, *code});
-  return *code;
+  return impl_->insert(impl_->tables, function, sig, *code);
+}
+
+llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
+Module::firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel) {
+  using Policy = RuntimeOptions::CompilePolicy;
+  cache::ShapeSignature sig = cache::ShapeSignature::of(types);
+  if (impl_->policy == Policy::kWait ||
+      (impl_->policy == Policy::kTiered && impl_->service->cached(*impl_->program, function, types)))
+    return compile(function, types, cancel);
+  auto start = Clock::now();
+  auto plan = impl_->service->getOrCompile(*impl_->program, function, types, cancel, jit::Tier::kKernels);
+  if (!plan) {
+    if (impl_->policy == Policy::kKernelsOnly) return plan.takeError();
+    llvm::consumeError(plan.takeError());  // e.g. no kernel plan for an op: wait for the compiler
+    return compile(function, types, cancel);
+  }
+  if (impl_->policy == Policy::kKernelsOnly) return impl_->insert(impl_->tables, function, sig, *plan);
+  Impl::Compiled served = impl_->insert(impl_->plans, function, sig, *plan);
+  impl_->kernelPlanCalls.fetch_add(1, std::memory_order_relaxed);
+  size_t event = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->background.insert(function + '\0' + sig.str()).second) return served;  // another first call started it
+    ++impl_->firstCallsInFlight;
+    ++impl_->tiers.backgroundCompiles;
+    event = impl_->tiers.events.size();
+    impl_->tiers.events.push_back("@" + function + " (" + sig.str() + "): kernel plan ready in " +
+                                  llvm::formatv("{0:f1}", msSince(start)).str() + " ms");
+  }
+  compileInBackground(function, types, event);
+  return served;
+}
+
+void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event) {
+  cache::ShapeSignature sig = cache::ShapeSignature::of(types);
+  auto start = Clock::now();
+  uint64_t callsBefore = impl_->kernelPlanCalls.load();
+  impl_->executor->spawnBlocking([this, function, types, sig, start, event, callsBefore] {
+    auto done = llvm::make_scope_exit([this] {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      --impl_->firstCallsInFlight;
+      impl_->idle.notify_all();
+    });
+    auto code = compile(function, types, &impl_->closing);  // enters `tables`: later calls run it
+    std::string problem = code ? "" : toStatus(code.takeError()).str();
+    if (problem.empty()) impl_->swapIn(function, sig);
+    uint64_t onPlan = impl_->kernelPlanCalls.load() - callsBefore + 1;
+    std::string line = problem.empty() ? llvm::formatv("; compiled code from {0:f1} ms", msSince(start)).str()
+                                       : "; the compile failed (" + problem + "), the kernel plan keeps serving";
+    if (std::shared_ptr<TraceRecorder> trace = impl_->executor->trace()) {
+      TraceEvent e;
+      e.name = (problem.empty() ? "swap to compiled code @" : "compile failed behind the kernel plan @") + function;
+      e.category = "compile";
+      e.args = {{"signature", sig.str()}};
+      trace->add(std::move(e), start, Clock::now());
+    }
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++(problem.empty() ? impl_->tiers.swaps : impl_->tiers.backgroundFailures);
+    if (event < impl_->tiers.events.size())
+      impl_->tiers.events[event] += line + " (" + std::to_string(onPlan) + " call(s) on the plan so far)";
+    if (!problem.empty() && !impl_->closing.cancelled())
+      impl_->warn("@" + function + " (" + sig.str() + "): the JIT compile behind the kernel plan failed: " + problem);
+  });
+}
+
+Module::TierStats Module::tierStats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  TierStats s = impl_->tiers;
+  s.kernelPlanCalls = impl_->kernelPlanCalls.load();
+  return s;
+}
+
+void Module::waitForBackgroundCompiles() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->idle.wait(lock, [&] { return impl_->tiers.swaps + impl_->tiers.backgroundFailures ==
+                                      impl_->tiers.backgroundCompiles; });
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
@@ -325,6 +444,10 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
   if (Impl::Compiled fn = impl_->find(function, sig))  // fast path: no MLIR, no strings, a shared lock
     return fn->executable->execute(inputs, *impl_->executor, opts);
+  if (Impl::Compiled plan = impl_->findPlan(function, sig)) {  // tiered: its code is compiling
+    impl_->kernelPlanCalls.fetch_add(1, std::memory_order_relaxed);
+    return plan->executable->execute(inputs, *impl_->executor, opts);
+  }
 
   const FunctionSignature *s = impl_->program->lookup(function);
   size_t numResults = s ? s->results.size() : 1;
@@ -348,7 +471,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
       --impl_->firstCallsInFlight;
       impl_->idle.notify_all();
     });
-    auto compiled = compile(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
+    auto compiled = firstCode(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
     if (!compiled) {
       Status status = toStatus(compiled.takeError());
       for (auto &r : results) r->setError(status);

@@ -44,6 +44,22 @@ const char *cacheModeName(CacheMode m) {
   return "?";
 }
 
+const char *compilePolicyName(RuntimeOptions::CompilePolicy policy) {
+  switch (policy) {
+  case RuntimeOptions::CompilePolicy::kWait: return "wait";
+  case RuntimeOptions::CompilePolicy::kTiered: return "tiered";
+  case RuntimeOptions::CompilePolicy::kKernelsOnly: return "kernels-only";
+  }
+  return "?";
+}
+
+std::optional<RuntimeOptions::CompilePolicy> parseCompilePolicy(llvm::StringRef text) {
+  if (text == "wait") return RuntimeOptions::CompilePolicy::kWait;
+  if (text == "tiered") return RuntimeOptions::CompilePolicy::kTiered;
+  if (text == "kernels-only") return RuntimeOptions::CompilePolicy::kKernelsOnly;
+  return std::nullopt;
+}
+
 void warnToStderr(const std::string &message) { std::fprintf(stderr, "kiln: warning: %s\n", message.c_str()); }
 
 llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o) {
@@ -84,6 +100,12 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
       if (!bytes) return error(ErrorCode::kInvalidArgument, "KILN_MEMORY_LIMIT='%s': expected bytes, e.g. 512M or 2G", m);
       o.memoryLimitBytes = *bytes;
     }
+  if (!o.compilePolicy) {
+    const char *p = env("KILN_COMPILE_POLICY");
+    o.compilePolicy = p ? parseCompilePolicy(p) : RuntimeOptions::CompilePolicy::kWait;
+    if (!o.compilePolicy)
+      return error(ErrorCode::kInvalidArgument, "KILN_COMPILE_POLICY='%s': expected wait, tiered or kernels-only", p);
+  }
   if (!o.hugePageWeights) {
     const char *h = env("KILN_HUGE_PAGES");
     if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")

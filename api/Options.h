@@ -119,6 +119,19 @@ struct RuntimeOptions {
   /// starting "busy:".
   enum class WhenBusy { kWait, kFail };
   WhenBusy whenBusy = WhenBusy::kWait;
+  /// What a call whose shape signature has no compiled code yet does:
+  ///   kWait        compile (or load from the disk cache), then run: the
+  ///                call waits for the compiler (seconds for big models);
+  ///   kTiered      run at once on a plan of handwritten kernels while the
+  ///                JIT compile runs in the background; later calls switch
+  ///                to the compiled code when it is ready (atomically; calls
+  ///                in flight finish on the plan they started). Code already
+  ///                in the memory or disk cache is used at once, as kWait.
+  ///   kKernelsOnly handwritten kernels only, never a JIT compile (ops that
+  ///                no kernel takes are still compiled).
+  /// Unset = $KILN_COMPILE_POLICY (wait, tiered or kernels-only), else kWait.
+  enum class CompilePolicy { kWait, kTiered, kKernelsOnly };
+  std::optional<CompilePolicy> compilePolicy;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
   /// profiling, so that each step's time in a trace is its own rather than
@@ -138,7 +151,8 @@ struct RuntimeOptions {
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
-  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE, $KILN_MEMORY_LIMIT. What `explicitOptions` sets wins. Errors
+  /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE, $KILN_MEMORY_LIMIT,
+  /// $KILN_COMPILE_POLICY. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }
@@ -146,5 +160,10 @@ struct RuntimeOptions {
   /// host.
   int gpuOrdinal() const;
 };
+
+/// "wait" | "tiered" | "kernels-only"
+const char *compilePolicyName(RuntimeOptions::CompilePolicy policy);
+/// Parses a compile policy by its name; nothing for another word.
+std::optional<RuntimeOptions::CompilePolicy> parseCompilePolicy(llvm::StringRef text);
 
 }  // namespace kiln

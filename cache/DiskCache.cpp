@@ -319,6 +319,12 @@ void DiskCache::reject(const std::string &digest, const std::string &why) {
 
 void DiskCache::remove(const CacheKeyParts &key, const std::string &why) { reject(key.digest(), why); }
 
+bool DiskCache::contains(const CacheKeyParts &key) const {
+  if (mode_.load() == CacheMode::kOff) return false;
+  struct stat st;
+  return ::lstat(pathFor(key.digest()).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
   if (mode_.load() == CacheMode::kOff) return std::nullopt;
   std::string digest = key.digest(), path = pathFor(digest), name = digest + kSuffix;

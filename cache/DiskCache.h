@@ -89,6 +89,9 @@ public:
 
   /// The entry for `key`, or nullopt (miss, or a bad entry that was removed).
   std::optional<CachedFunction> load(const CacheKeyParts &key);
+  /// Whether an entry file for `key` exists (not whether it is valid: load
+  /// checks that). False with the cache off.
+  bool contains(const CacheKeyParts &key) const;
   /// Stores atomically; failures degrade the cache to read-only with a warning.
   void store(const CachedFunction &entry);
 

@@ -29,6 +29,12 @@ public:
     return evictions_;
   }
 
+  /// Whether a value is stored under `digest` (its use not refreshed).
+  bool contains(llvm::StringRef digest) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.find(digest) != entries_.end();
+  }
+
   /// The value stored under `digest` (refreshing its use), or null.
   Value get(llvm::StringRef digest) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -58,6 +58,9 @@ CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOpt
   compiler_.setPlacementTuner(options_.executor);
   targetText_ = target_->description();
   pipelineId_ = cache::hash128Hex(target_->name().str() + "\n" + target_->pipelineText());
+  kernelPlacement_ = options_.placement;
+  kernelPlacement_.modes = {{"*", ops::OpMode::kKernel}};
+  kernelPlacement_.measure = false;
 }
 
 CompileServiceStats CompileService::stats() const {
@@ -73,7 +76,8 @@ CompileServiceStats CompileService::stats() const {
 
 llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program &program,
                                                               llvm::StringRef function,
-                                                              llvm::ArrayRef<TensorType> inputTypes) {
+                                                              llvm::ArrayRef<TensorType> inputTypes,
+                                                              Tier tier) {
   auto graph = program.canonicalGraph(function);
   if (!graph) return graph.takeError();
   cache::CacheKeyParts key;
@@ -82,7 +86,7 @@ llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program 
   key.signature = cache::ShapeSignature::of(inputTypes).str();
   key.target = targetText_;
   key.pipeline = pipelineId_;
-  key.opModes = options_.placement.canonical();
+  key.opModes = placementFor(tier).canonical();
   key.kilnVersion = cache::kilnVersion();
   key.llvmVersion = LLVM_VERSION_STRING;
   return key;
@@ -91,12 +95,12 @@ llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program 
 llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::Program &program,
                                                                       llvm::StringRef function,
                                                                       llvm::ArrayRef<TensorType> inputTypes,
-                                                                      const CancellationToken *cancel) {
+                                                                      const CancellationToken *cancel, Tier tier) {
   const FunctionSignature *sig = program.lookup(function);
   if (!sig) return noSuchFunction(function, program.functions());
   if (auto err = checkInputs(*sig, inputTypes)) return std::move(err);
   auto lookupStart = Clock::now();
-  auto key = cacheKey(program, function, inputTypes);
+  auto key = cacheKey(program, function, inputTypes, tier);
   if (!key) return key.takeError();
   std::string digest = key->digest();
 
@@ -125,7 +129,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
     trace->add(std::move(e), lookupStart, Clock::now());
   }
   if (producer) {
-    auto produced = produce(program, function, inputTypes, *key, cancel);
+    auto produced = produce(program, function, inputTypes, *key, cancel, tier);
     std::lock_guard<std::mutex> lock(mu_);
     inFlight_.erase(digest);
     if (!produced) {  // not cached: a later call retries
@@ -144,7 +148,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
 
   // The cache holds code, not weights: modules that share a graph (e.g.
   // re-trained weights) share code and each bind their own.
-  auto weights = program.weights(function, target().weightLayouts(options_.placement));
+  auto weights = program.weights(function, target().weightLayouts(placementFor(tier)));
   if (!weights) return weights.takeError();
   bool same = weights->size() == code->weights.size();
   for (size_t i = 0; same && i < weights->size(); ++i)
@@ -156,15 +160,30 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   return Compiled(std::move(*bound));
 }
 
+bool CompileService::cached(lowering::Program &program, llvm::StringRef function,
+                            llvm::ArrayRef<TensorType> inputTypes, Tier tier) {
+  auto key = cacheKey(program, function, inputTypes, tier);
+  if (!key) {
+    llvm::consumeError(key.takeError());
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (memory_.contains(key->digest())) return true;
+  }
+  return disk_->contains(*key);
+}
+
 llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Program &program,
                                                                  llvm::StringRef function,
                                                                  llvm::ArrayRef<TensorType> types,
                                                                  const cache::CacheKeyParts &key,
-                                                                 const CancellationToken *cancel) {
+                                                                 const CancellationToken *cancel, Tier tier) {
+  const ops::PlacementOptions &placement = placementFor(tier);
   auto t0 = Clock::now();
   if (auto entry = disk_->load(key)) {
     // Warm start: the objects from disk, the weights from this program; no MLIR pass runs.
-    auto weights = program.weights(function, target().weightLayouts(options_.placement));
+    auto weights = program.weights(function, target().weightLayouts(placement));
     bool typesMatch = weights && entry->inputs == std::vector<TensorType>(types.begin(), types.end()) &&
                       entry->weights.size() == weights->size();
     for (size_t i = 0; typesMatch && i < weights->size(); ++i)
@@ -203,8 +222,9 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       options_.warn("compile cache entry for @" + function.str() + " (" + key.signature +
                     ") cannot be used (" + problem + "); compiling instead");
   }
+  if (tier == Tier::kCompiled && options_.faults.beforeCompile) options_.faults.beforeCompile();
   t0 = Clock::now();
-  auto compiled = compiler_.compile(program, function, types, options_.placement, options_.faults, cancel);
+  auto compiled = compiler_.compile(program, function, types, placement, options_.faults, cancel);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compiles;

@@ -66,6 +66,12 @@ struct CompileServiceStats {
   cache::DiskCacheStats disk;
 };
 
+/// What getOrCompile makes: code compiled under the service's placement
+/// (JIT where it chose JIT), or a plan of handwritten kernels (every op a
+/// kernel takes on it, no placement measuring; only ops that no kernel
+/// takes compiled), which tiered execution serves first calls with.
+enum class Tier { kCompiled, kKernels };
+
 class CompileService {
 public:
   using Compiled = std::shared_ptr<const CompiledFunction>;
@@ -79,10 +85,19 @@ public:
   /// callers waiting on that compile get the same error.
   llvm::Expected<Compiled> getOrCompile(lowering::Program &program, llvm::StringRef function,
                                         llvm::ArrayRef<TensorType> inputTypes,
-                                        const CancellationToken *cancel = nullptr);
+                                        const CancellationToken *cancel = nullptr, Tier tier = Tier::kCompiled);
   /// The full cache key of that request.
   llvm::Expected<cache::CacheKeyParts> cacheKey(lowering::Program &program, llvm::StringRef function,
-                                                llvm::ArrayRef<TensorType> inputTypes);
+                                                llvm::ArrayRef<TensorType> inputTypes,
+                                                Tier tier = Tier::kCompiled);
+  /// Whether getOrCompile would find that code in memory or in the disk
+  /// cache (no compile), as far as a look without loading tells.
+  bool cached(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
+              Tier tier = Tier::kCompiled);
+  /// The placement code of `tier` is compiled under.
+  const ops::PlacementOptions &placementFor(Tier tier) const {
+    return tier == Tier::kKernels ? kernelPlacement_ : options_.placement;
+  }
 
   Target &target() const { return *target_; }
   const ops::PlacementOptions &placement() const { return options_.placement; }
@@ -95,13 +110,14 @@ private:
   /// Memory miss: disk, else compile (and store).
   llvm::Expected<Compiled> produce(lowering::Program &program, llvm::StringRef function,
                                    llvm::ArrayRef<TensorType> types, const cache::CacheKeyParts &key,
-                                   const CancellationToken *cancel);
+                                   const CancellationToken *cancel, Tier tier);
   /// Moves `code`'s big weights into huge pages (the first time any code
   /// binds them), its first-call figures saying how long that took.
   void hugePageWeights(CompiledFunction &code);
 
   std::shared_ptr<Target> target_;
   CompileServiceOptions options_;
+  ops::PlacementOptions kernelPlacement_;  // Tier::kKernels
   Compiler compiler_;
   std::string targetText_, pipelineId_;
   std::unique_ptr<cache::DiskCache> disk_;

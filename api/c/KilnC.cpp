@@ -462,6 +462,9 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
       if (v == "wait") o.whenBusy = kiln::RuntimeOptions::WhenBusy::kWait;
       else if (v == "fail") o.whenBusy = kiln::RuntimeOptions::WhenBusy::kFail;
       else return bad("wait or fail");
+    } else if (n == "compile_policy") {
+      o.compilePolicy = kiln::parseCompilePolicy(value);
+      if (!o.compilePolicy) return bad("wait, tiered or kernels-only");
     } else if (n == "device") {
       o.device = value;
     } else if (n == "huge_pages") {
@@ -473,8 +476,8 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
     } else {
       return invalid("unknown option '" + n +
                      "' (options: threads, compile_threads, cache_dir, cache, cache_max_bytes, op_mode, placement, "
-                     "opt_level, max_vector_bits, memory_limit, call_timeout, max_in_flight, when_busy, device, "
-                     "huge_pages, serial_steps)");
+                     "opt_level, max_vector_bits, memory_limit, call_timeout, max_in_flight, when_busy, compile_policy, "
+                     "device, huge_pages, serial_steps)");
     }
     return nullptr;
   });

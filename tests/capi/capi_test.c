@@ -273,6 +273,10 @@ int main(void) {
   s = kiln_options_set(options, "threads", "many");
   CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "threads='many'"));
   kiln_status_free(s);
+  s = kiln_options_set(options, "compile_policy", "lazy");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "wait, tiered or kernels-only"));
+  kiln_status_free(s);
+  OK(kiln_options_set(options, "compile_policy", "wait"));
   OK(kiln_options_set(options, "threads", "2"));
   OK(kiln_options_set(options, "cache", "off"));
   OK(kiln_options_set(options, "placement", "fixed"));

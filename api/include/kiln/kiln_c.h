@@ -142,6 +142,10 @@ KILN_API void kiln_options_free(kiln_options *options);
  *   call_timeout       seconds a call may run (0 = no limit)
  *   max_in_flight      calls (sync and async) running at once per runtime (0 = no limit)
  *   when_busy          wait | fail: what a call beyond max_in_flight does
+ *   compile_policy     wait | tiered | kernels-only: what a call of a shape without
+ *                      compiled code does (wait for the compile; run at once on
+ *                      handwritten kernels while the JIT compiles in the background;
+ *                      kernels only)
  *   device             cpu | cuda | cuda:N
  *   huge_pages         0 | 1
  *   serial_steps       0 | 1 (one step of a call at a time: profiling)

@@ -1,0 +1,195 @@
+// Tiered execution (RuntimeOptions::compilePolicy): a call of a shape with
+// no compiled code runs at once on a plan of handwritten kernels while the
+// JIT compile runs in the background; later calls switch to the compiled
+// code. A fault-injection hook holds the compiler, so the tests see what
+// calls do before the compile finishes.
+#include "api/Kiln.h"
+#include "jit/CompileService.h"
+#include "jit/Compiler.h"
+#include "lowering/models/BuiltinModels.h"
+#include "tests/TestUtil.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+using namespace kiln;
+
+namespace {
+
+using Policy = RuntimeOptions::CompilePolicy;
+
+/// Where the compile service's JIT compiles wait until the test opens it
+/// (at most two minutes, so that a broken test fails rather than hangs).
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<int> entered{0};
+  void wait() {
+    ++entered;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::minutes(2), [&] { return open; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+RuntimeOptions options(Policy policy) {
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  o.compilePolicy = policy;
+  o.placement.measure = false;  // the same placement in every runtime
+  return o;
+}
+
+std::unique_ptr<Runtime> runtimeHeldBy(Policy policy, const std::shared_ptr<Gate> &gate) {
+  jit::FaultInjection faults;
+  faults.beforeCompile = [gate] { gate->wait(); };
+  return test::takeOrFail(Runtime::createWithFaults(options(policy), faults));
+}
+
+const std::string &mlp() { return models::findBuiltinModel("mlp")->mlir; }
+
+/// The mlp's output for `x`, compiled the plain way (policy wait).
+std::vector<double> reference(const Tensor &x) {
+  auto rt = test::takeOrFail(Runtime::create(options(Policy::kWait)));
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  return test::asDoubles(test::takeOrFail(m->call("main", {x}))[0]);
+}
+
+TEST(TieredExecution, FirstCallRunsOnKernelsWhileTheCompilerIsHeld) {
+  auto gate = std::make_shared<Gate>();
+  auto rt = runtimeHeldBy(Policy::kTiered, gate);
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  auto open = llvm::make_scope_exit([&] { gate->release(); });  // before the module waits for its compile
+  Tensor x = test::randomTensor({5, 64}, 3);
+  std::vector<double> want = reference(x);
+
+  auto first = test::takeOrFail(m->call("main", {x}));  // returns while the compile is held
+  EXPECT_TRUE(test::allClose(test::asDoubles(first[0]), want, 1e-5, 1e-6));
+  auto second = test::takeOrFail(m->call("main", {x}));
+  EXPECT_TRUE(test::allClose(test::asDoubles(second[0]), want, 1e-5, 1e-6));
+  Module::TierStats held = m->tierStats();
+  EXPECT_EQ(held.kernelPlanCalls, 2u);
+  EXPECT_EQ(held.backgroundCompiles, 1u);  // once per signature
+  EXPECT_EQ(held.swaps, 0u);
+  EXPECT_EQ(m->numCompiled(), 0u);
+
+  gate->release();
+  m->waitForBackgroundCompiles();
+  EXPECT_EQ(gate->entered.load(), 1);
+  Module::TierStats after = m->tierStats();
+  EXPECT_EQ(after.swaps, 1u);
+  EXPECT_EQ(m->numCompiled(), 1u);
+  auto third = test::takeOrFail(m->call("main", {x}));  // on the compiled code
+  EXPECT_TRUE(test::allClose(test::asDoubles(third[0]), want, 1e-5, 1e-6));
+  EXPECT_EQ(m->tierStats().kernelPlanCalls, 2u);
+  ASSERT_EQ(after.events.size(), 1u);
+  EXPECT_NE(after.events[0].find("@main (5x64xf32): kernel plan ready in"), std::string::npos) << after.events[0];
+  EXPECT_NE(after.events[0].find("compiled code from"), std::string::npos) << after.events[0];
+  auto code = test::takeOrFail(m->compile("main", {TensorType{DType::f32, {5, 64}}}));
+  EXPECT_GT(code->stats.kernelsCompiled, 0);  // JIT code, not the kernel plan
+}
+
+TEST(TieredExecution, ConcurrentCallersAcrossTheSwap) {
+  auto gate = std::make_shared<Gate>();
+  auto rt = runtimeHeldBy(Policy::kTiered, gate);
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  auto open = llvm::make_scope_exit([&] { gate->release(); });
+  Tensor x = test::randomTensor({3, 64}, 7);
+  std::vector<double> want = reference(x);
+  constexpr int kThreads = 4, kCalls = 40;
+  std::atomic<int> bad{0}, done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        auto r = m->call("main", {x});
+        if (!r || !test::allClose(test::asDoubles((*r)[0]), want, 1e-5, 1e-6)) ++bad;
+        if (!r) llvm::consumeError(r.takeError());
+        ++done;
+      }
+    });
+  while (done.load() < 8) std::this_thread::yield();  // some calls ran on the plan
+  gate->release();  // the swap happens while the threads call
+  for (auto &t : threads) t.join();
+  m->waitForBackgroundCompiles();
+  EXPECT_EQ(bad.load(), 0);
+  Module::TierStats s = m->tierStats();
+  EXPECT_EQ(s.backgroundCompiles, 1u);
+  EXPECT_EQ(s.swaps, 1u);
+  EXPECT_GE(s.kernelPlanCalls, 8u);
+  EXPECT_EQ(m->numCompiled(), 1u);
+}
+
+TEST(TieredExecution, KernelsOnlyNeverCompilesJitCode) {
+  auto gate = std::make_shared<Gate>();
+  gate->release();
+  auto rt = runtimeHeldBy(Policy::kKernelsOnly, gate);
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  Tensor x = test::randomTensor({2, 64}, 5);
+  auto r = test::takeOrFail(m->call("main", {x}));
+  EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(x), 1e-5, 1e-6));
+  EXPECT_EQ(gate->entered.load(), 0);
+  auto code = test::takeOrFail(m->compile("main", {TensorType{DType::f32, {2, 64}}}));
+  EXPECT_EQ(code->stats.kernelsCompiled, 0);
+  EXPECT_NE(code->placementSummary().find(": 0 JIT in 0 kernels"), std::string::npos) << code->placementSummary();
+  EXPECT_EQ(m->tierStats().backgroundCompiles, 0u);
+}
+
+TEST(TieredExecution, CodeInTheDiskCacheServesTheFirstCall) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-tiered", dir));
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  Tensor x = test::randomTensor({4, 64}, 9);
+  {
+    RuntimeOptions o = options(Policy::kWait);
+    o.cacheMode = CacheMode::kReadWrite;
+    o.cacheDir = dir.str().str();
+    auto rt = test::takeOrFail(Runtime::create(o));
+    auto m = test::takeOrFail(rt->loadModule(mlp()));
+    ASSERT_TRUE(bool(m->call("main", {x})));
+  }
+  auto gate = std::make_shared<Gate>();  // never opened: no compile may wait on it
+  jit::FaultInjection faults;
+  faults.beforeCompile = [gate] { ++gate->entered; };
+  RuntimeOptions o = options(Policy::kTiered);
+  o.cacheMode = CacheMode::kReadWrite;
+  o.cacheDir = dir.str().str();
+  auto rt = test::takeOrFail(Runtime::createWithFaults(o, faults));
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  auto r = test::takeOrFail(m->call("main", {x}));
+  EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(x), 1e-5, 1e-6));
+  EXPECT_EQ(m->tierStats().kernelPlanCalls, 0u);
+  EXPECT_EQ(gate->entered.load(), 0);
+  EXPECT_EQ(rt->compileService().stats().diskHits, 1u);
+}
+
+TEST(TieredExecution, PolicyFromTheEnvironment) {
+  ::setenv("KILN_COMPILE_POLICY", "tiered", 1);
+  auto o = RuntimeOptions::fromEnvironment();
+  ASSERT_TRUE(bool(o));
+  EXPECT_EQ(o->compilePolicy, Policy::kTiered);
+  RuntimeOptions explicitWait;
+  explicitWait.compilePolicy = Policy::kWait;  // explicit options win
+  EXPECT_EQ(test::takeOrFail(RuntimeOptions::fromEnvironment(explicitWait)).compilePolicy, Policy::kWait);
+  ::setenv("KILN_COMPILE_POLICY", "eager", 1);
+  std::string err = test::errorOf(RuntimeOptions::fromEnvironment());
+  ::unsetenv("KILN_COMPILE_POLICY");
+  EXPECT_NE(err.find("KILN_COMPILE_POLICY='eager': expected wait, tiered or kernels-only"), std::string::npos) << err;
+  EXPECT_EQ(parseCompilePolicy("kernels-only"), Policy::kKernelsOnly);
+  EXPECT_STREQ(compilePolicyName(Policy::kTiered), "tiered");
+}
+
+}  // namespace
