@@ -112,11 +112,24 @@ llvm::Error sliceCompute(const KernelArgs &a) {
   size_t es = dtypeSize(o.dtype);
   const char *x = static_cast<const char *>(a.inputs[0]);
   char *y = static_cast<char *>(a.outputs[0]);
-  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
+  // Rows of the innermost dimension are contiguous in the input (unit
+  // strides): one copy per row, the row index counted like an odometer.
+  size_t rank = o.shape.size();
+  if (rank == 0 || o.numElements() == 0) {
+    if (o.numElements()) std::memcpy(y, x, es);
+    return llvm::Error::success();
+  }
+  int64_t inner = o.shape.back(), rows = o.numElements() / inner;
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t r = 0; r < rows; ++r) {
     int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] + start[d]) * is[d];
-    std::memcpy(y + i * es, x + off * es, es);
-  });
+    for (size_t d = 0; d < rank; ++d) off += (idx[d] + start[d]) * is[d];
+    std::memcpy(y + r * inner * es, x + off * es, size_t(inner) * es);
+    for (size_t d = rank - 1; d-- > 0;) {  // the next row
+      if (++idx[d] < o.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
   return llvm::Error::success();
 }
 

@@ -77,6 +77,96 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void depthwiseRow512(const 
 __attribute__((target("avx2,fma"))) void depthwiseRow256(const DepthwiseRow &d) { depthwiseRowBody(d); }
 void depthwiseRow128(const DepthwiseRow &d) { depthwiseRowBody(d); }
 
+/// Tiles of 4 rows of A x 4 rows of B: 16 vector accumulators along k
+/// (8 loads per 16 FMAs), summed across their lanes once at the end; the
+/// k remainder and the edge tiles one element at a time. Rows of B outer,
+/// so that a tile's 4 rows of B stay in L1 while every row of A passes.
+/// (No lambdas: they would not carry the callers' target features.)
+#define KILN_LOAD(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef float Floats8 __attribute__((vector_size(32)));
+typedef float Floats4 __attribute__((vector_size(16)));
+template <typename Vec, int V>
+inline __attribute__((always_inline)) void dotProductsBody(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                                           float *y, int64_t ldy, int64_t m, int64_t n, int64_t k,
+                                                           bool accumulate) {
+  const int64_t kv = k / V * V;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float *br[4] = {b + j * ldb, b + (j + 1) * ldb, b + (j + 2) * ldb, b + (j + 3) * ldb};
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      const float *ar[4] = {a + i * lda, a + (i + 1) * lda, a + (i + 2) * lda, a + (i + 3) * lda};
+      Vec c[4][4];
+      for (int r = 0; r < 4; ++r)
+        for (int t = 0; t < 4; ++t) c[r][t] = Vec{} ;
+      for (int64_t q = 0; q < kv; q += V) {
+        Vec x[4], w[4];
+        for (int r = 0; r < 4; ++r) KILN_LOAD(x[r], ar[r] + q);
+        for (int t = 0; t < 4; ++t) KILN_LOAD(w[t], br[t] + q);
+        for (int r = 0; r < 4; ++r)
+          for (int t = 0; t < 4; ++t) c[r][t] += x[r] * w[t];
+      }
+      for (int r = 0; r < 4; ++r)
+        for (int t = 0; t < 4; ++t) {
+          float v = 0;
+          for (int l = 0; l < V; ++l) v += c[r][t][l];
+          for (int64_t q = kv; q < k; ++q) v += ar[r][q] * br[t][q];
+          float &out = y[(i + r) * ldy + j + t];
+          out = accumulate ? out + v : v;
+        }
+    }
+    for (; i < m; ++i)
+      for (int t = 0; t < 4; ++t) {
+        const float *ai = a + i * lda;
+        Vec acc = Vec{};
+        for (int64_t q = 0; q < kv; q += V) {
+          Vec x, w;
+          KILN_LOAD(x, ai + q);
+          KILN_LOAD(w, br[t] + q);
+          acc += x * w;
+        }
+        float v = 0;
+        for (int l = 0; l < V; ++l) v += acc[l];
+        for (int64_t q = kv; q < k; ++q) v += ai[q] * br[t][q];
+        float &out = y[i * ldy + j + t];
+        out = accumulate ? out + v : v;
+      }
+  }
+  for (; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      const float *ai = a + i * lda, *bj = b + j * ldb;
+      Vec acc = Vec{};
+      for (int64_t q = 0; q < kv; q += V) {
+        Vec x, w;
+        KILN_LOAD(x, ai + q);
+        KILN_LOAD(w, bj + q);
+        acc += x * w;
+      }
+      float v = 0;
+      for (int l = 0; l < V; ++l) v += acc[l];
+      for (int64_t q = kv; q < k; ++q) v += ai[q] * bj[q];
+      float &out = y[i * ldy + j];
+      out = accumulate ? out + v : v;
+    }
+}
+#undef KILN_LOAD
+
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void dotProducts512(const float *a, int64_t lda, const float *b,
+                                                                        int64_t ldb, float *y, int64_t ldy, int64_t m,
+                                                                        int64_t n, int64_t k, bool accumulate) {
+  dotProductsBody<Floats16, 16>(a, lda, b, ldb, y, ldy, m, n, k, accumulate);
+}
+__attribute__((target("avx2,fma"))) void dotProducts256(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                                         float *y, int64_t ldy, int64_t m, int64_t n, int64_t k,
+                                                         bool accumulate) {
+  dotProductsBody<Floats8, 8>(a, lda, b, ldb, y, ldy, m, n, k, accumulate);
+}
+void dotProducts128(const float *a, int64_t lda, const float *b, int64_t ldb, float *y, int64_t ldy, int64_t m,
+                    int64_t n, int64_t k, bool accumulate) {
+  dotProductsBody<Floats4, 4>(a, lda, b, ldb, y, ldy, m, n, k, accumulate);
+}
+
 bool hostRuns(int vectorBits) {
   if (vectorBits == 512)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
@@ -86,6 +176,20 @@ bool hostRuns(int vectorBits) {
 }
 
 }  // namespace
+
+DotProductsFn dotProductsFor(int vectorBits) {
+  if (!hostRuns(vectorBits)) return nullptr;
+  return vectorBits == 512 ? &dotProducts512 : vectorBits == 256 ? &dotProducts256 : &dotProducts128;
+}
+
+DotProductsFn dotProducts() {
+  static const DotProductsFn widest = [] {
+    for (int bits : {512, 256})
+      if (DotProductsFn f = dotProductsFor(bits)) return f;
+    return &dotProducts128;
+  }();
+  return widest;
+}
 
 DepthwiseRowFn depthwiseRowFor(int vectorBits) {
   if (!hostRuns(vectorBits)) return nullptr;

@@ -24,6 +24,15 @@ SumRowsFn sumRowsFor(int vectorBits);
 /// The variant for the widest vectors the host has.
 SumRowsFn sumRows();
 
+/// y[i * ldy + j] = (accumulate ? y[i * ldy + j] : 0) + the dot product of
+/// a[i * lda, + k) and b[j * ldb, + k) for i < m, j < n: A times B
+/// transposed, both row-major along k (an im2col row block times a conv's
+/// [F, KH*KW*C] filter; a matmul's rows times a transposed weight).
+using DotProductsFn = void (*)(const float *a, int64_t lda, const float *b, int64_t ldb, float *y, int64_t ldy,
+                               int64_t m, int64_t n, int64_t k, bool accumulate);
+DotProductsFn dotProductsFor(int vectorBits);
+DotProductsFn dotProducts();
+
 /// One output row (image n, output row oh) of a depthwise conv with one
 /// filter per channel, NHWC f32: y[ow][c] = bias[c] (or bias[0]) + the sum
 /// over the window of x[ih][iw][c] * w[kh][kw][c]. `x` points at image n,

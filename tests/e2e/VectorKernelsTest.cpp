@@ -83,6 +83,37 @@ TEST(VectorKernels, DepthwiseRowMatchesReferenceAtEveryWidth) {
   EXPECT_EQ(kiln::kernels::depthwiseRowFor(100), nullptr);
 }
 
+// Dot products: row and column counts around the 4 x 4 tiles, k around
+// every vector length, accumulating into y and not.
+TEST(VectorKernels, DotProductsMatchReferenceAtEveryWidth) {
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    kiln::kernels::DotProductsFn f = kiln::kernels::dotProductsFor(bits);
+    if (!f) continue;
+    ++ran;
+    for (int64_t m : {1, 4, 7})
+      for (int64_t n : {1, 4, 9})
+        for (int64_t k : {1, 15, 16, 33, 147})
+          for (bool accumulate : {false, true}) {
+            int64_t lda = k + 3, ldb = k + 1, ldy = n + 2;
+            std::vector<float> a(size_t(m * lda)), b(size_t(n * ldb)), y(size_t(m * ldy), 0.5f);
+            for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * float(i + 1));
+            for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.013f * float(i));
+            f(a.data(), lda, b.data(), ldb, y.data(), ldy, m, n, k, accumulate);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < ldy; ++j) {
+                double want = j < n ? (accumulate ? 0.5 : 0.0) : 0.5;  // columns past n untouched
+                for (int64_t q = 0; j < n && q < k; ++q) want += double(a[size_t(i * lda + q)]) * double(b[size_t(j * ldb + q)]);
+                ASSERT_NEAR(y[size_t(i * ldy + j)], want, 1e-5 * (1 + std::abs(want)))
+                    << bits << " bits, m " << m << " n " << n << " k " << k << (accumulate ? " accumulating" : "")
+                    << ", element (" << i << ", " << j << ")";
+              }
+          }
+  }
+  EXPECT_GE(ran, 1);
+  EXPECT_EQ(kiln::kernels::dotProductsFor(100), nullptr);
+}
+
 TEST(VectorKernels, WidestIsOneTheHostRuns) {
   kiln::kernels::SumRowsFn widest = kiln::kernels::sumRows();
   ASSERT_NE(widest, nullptr);
