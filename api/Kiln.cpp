@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -190,6 +191,16 @@ struct Module::Impl {
   /// compile started, and what tiered execution did.
   std::set<std::string> background;
   TierStats tiers;
+  /// Under mu: compiles waiting for the background thread, and whether it runs.
+  struct BackgroundJob {
+    std::string function;
+    std::vector<TensorType> types;
+    size_t event = 0;
+    Clock::time_point queued;
+    uint64_t callsBefore = 0;  // kernelPlanCalls when queued
+  };
+  std::deque<BackgroundJob> queue;
+  bool compiling = false;
   std::atomic<uint64_t> kernelPlanCalls{0};
 
   static Compiled findIn(const Table &table, llvm::StringRef function, const cache::ShapeSignature &sig) {
@@ -364,35 +375,60 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
 }
 
 void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event) {
-  cache::ShapeSignature sig = cache::ShapeSignature::of(types);
-  auto start = Clock::now();
-  uint64_t callsBefore = impl_->kernelPlanCalls.load();
-  impl_->executor->spawnBlocking([this, function, types, sig, start, event, callsBefore] {
-    auto done = llvm::make_scope_exit([this] {
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      --impl_->firstCallsInFlight;
-      impl_->idle.notify_all();
-    });
-    auto code = compile(function, types, &impl_->closing);  // enters `tables`: later calls run it
-    std::string problem = code ? "" : toStatus(code.takeError()).str();
-    if (problem.empty()) impl_->swapIn(function, sig);
-    uint64_t onPlan = impl_->kernelPlanCalls.load() - callsBefore + 1;
-    std::string line = problem.empty() ? llvm::formatv("; compiled code from {0:f1} ms", msSince(start)).str()
-                                       : "; the compile failed (" + problem + "), the kernel plan keeps serving";
-    if (std::shared_ptr<TraceRecorder> trace = impl_->executor->trace()) {
-      TraceEvent e;
-      e.name = (problem.empty() ? "swap to compiled code @" : "compile failed behind the kernel plan @") + function;
-      e.category = "compile";
-      e.args = {{"signature", sig.str()}};
-      trace->add(std::move(e), start, Clock::now());
+  // One compile at a time per module, in the order first calls asked, on a
+  // thread of its own rather than the blocking pool: first calls of other
+  // shapes must not queue behind compiles of seconds (their kernel plans
+  // would wait), and compiles of many new shapes at once would take the
+  // cores from the calls. The module's destructor waits for the thread
+  // (each queued compile counts in firstCallsInFlight) and cancels the rest.
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->queue.push_back({function, types, event, Clock::now(), impl_->kernelPlanCalls.load()});
+  if (impl_->compiling) return;
+  impl_->compiling = true;
+  std::thread([this] {
+    for (;;) {
+      Impl::BackgroundJob job;
+      {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        if (impl_->queue.empty()) {
+          impl_->compiling = false;
+          return;
+        }
+        job = std::move(impl_->queue.front());
+        impl_->queue.pop_front();
+      }
+      finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
     }
+  }).detach();
+}
+
+void Module::finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
+                                 Clock::time_point start, uint64_t callsBefore) {
+  auto done = llvm::make_scope_exit([this] {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    ++(problem.empty() ? impl_->tiers.swaps : impl_->tiers.backgroundFailures);
-    if (event < impl_->tiers.events.size())
-      impl_->tiers.events[event] += line + " (" + std::to_string(onPlan) + " call(s) on the plan so far)";
-    if (!problem.empty() && !impl_->closing.cancelled())
-      impl_->warn("@" + function + " (" + sig.str() + "): the JIT compile behind the kernel plan failed: " + problem);
+    --impl_->firstCallsInFlight;
+    impl_->idle.notify_all();
   });
+  cache::ShapeSignature sig = cache::ShapeSignature::of(types);
+  auto code = compile(function, types, &impl_->closing);  // enters `tables`: later calls run it
+  std::string problem = code ? "" : toStatus(code.takeError()).str();
+  if (problem.empty()) impl_->swapIn(function, sig);
+  uint64_t onPlan = impl_->kernelPlanCalls.load() - callsBefore + 1;
+  std::string line = problem.empty() ? llvm::formatv("; compiled code from {0:f1} ms", msSince(start)).str()
+                                     : "; the compile failed (" + problem + "), the kernel plan keeps serving";
+  if (std::shared_ptr<TraceRecorder> trace = impl_->executor->trace()) {
+    TraceEvent e;
+    e.name = (problem.empty() ? "swap to compiled code @" : "compile failed behind the kernel plan @") + function;
+    e.category = "compile";
+    e.args = {{"signature", sig.str()}};
+    trace->add(std::move(e), start, Clock::now());
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  ++(problem.empty() ? impl_->tiers.swaps : impl_->tiers.backgroundFailures);
+  if (event < impl_->tiers.events.size())
+    impl_->tiers.events[event] += line + " (" + std::to_string(onPlan) + " call(s) on the plan so far)";
+  if (!problem.empty() && !impl_->closing.cancelled())
+    impl_->warn("@" + function + " (" + sig.str() + "): the JIT compile behind the kernel plan failed: " + problem);
 }
 
 Module::TierStats Module::tierStats() const {
@@ -464,8 +500,9 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
     std::lock_guard<std::mutex> lock(impl_->mu);
     ++impl_->firstCallsInFlight;
   }
-  impl_->executor->spawnBlocking([this, fn = function.str(), args = std::vector<Tensor>(inputs.begin(), inputs.end()),
-                                  types = std::move(types), results, opts]() mutable {
+  llvm::unique_function<void()> firstCall = [this, fn = function.str(),
+                                              args = std::vector<Tensor>(inputs.begin(), inputs.end()),
+                                              types = std::move(types), results, opts]() mutable {
     auto done = llvm::make_scope_exit([this] {
       std::lock_guard<std::mutex> lock(impl_->mu);
       --impl_->firstCallsInFlight;
@@ -491,7 +528,12 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
         else to->emplace(from->get());
       });
     }
-  });
+  };
+  // Under tiered policies a first call runs on a thread of its own: the
+  // blocking pool may be busy for seconds with background compiles' helpers,
+  // and the point of a kernel plan is not to wait for them.
+  if (impl_->policy == RuntimeOptions::CompilePolicy::kWait) impl_->executor->spawnBlocking(std::move(firstCall));
+  else std::thread([task = std::move(firstCall)]() mutable { task(); }).detach();
   return results;
 }
 

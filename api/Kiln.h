@@ -26,6 +26,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,6 +165,9 @@ private:
   /// Compiles `function` at `types` on the blocking pool, then switches
   /// calls to it; completes tier event `event`.
   void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event);
+  /// One background compile: the swap, its tier event, the trace.
+  void finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
+                           std::chrono::steady_clock::time_point start, uint64_t callsBefore);
   std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                     bool inlineFirstStep,
                                                     std::shared_ptr<CancellationToken> cancel,

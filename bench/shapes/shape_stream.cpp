@@ -1,0 +1,101 @@
+// A stream of calls whose shapes change from call to call, from a cold
+// compile cache: the latency of every call, under one compile policy
+// (wait, tiered, kernels-only). Not a Google Benchmark: the figures that
+// matter are over a whole stream (p50, p99, max, compiles), which
+// bench/shapes/run.py compares with ONNX Runtime on the same stream.
+//
+//   kiln_shape_stream MODEL FUNCTION POLICY SIZES [THREADS]
+//     MODEL     an .mlir/.mlirbc file whose input 0 has a dynamic dim 0
+//     SIZES     the stream: dim 0 of input 0 for each call, "3,1,16,..."
+//   prints one line per call ("call <i> size <n> <ms>") and a summary.
+#include "api/Kiln.h"
+#include "jit/CompileService.h"
+#include "runtime/Clock.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+int main(int argc, char **argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: %s MODEL FUNCTION wait|tiered|kernels-only SIZES [THREADS]\n", argv[0]);
+    return 2;
+  }
+  std::string model = argv[1], function = argv[2];
+  auto policy = parseCompilePolicy(argv[3]);
+  if (!policy) {
+    std::fprintf(stderr, "policy '%s': expected wait, tiered or kernels-only\n", argv[3]);
+    return 2;
+  }
+  std::vector<int64_t> sizes;
+  std::stringstream list(argv[4]);
+  for (std::string item; std::getline(list, item, ',');) sizes.push_back(std::atoll(item.c_str()));
+  RuntimeOptions options;
+  options.cacheMode = CacheMode::kOff;  // cold: every new size compiles (or runs on a kernel plan)
+  options.compilePolicy = *policy;
+  options.threads = argc > 5 ? std::atoi(argv[5]) : 0;
+  auto rt = Runtime::create(options);
+  if (!rt) {
+    llvm::errs() << llvm::toString(rt.takeError()) << "\n";
+    return 1;
+  }
+  auto t0 = Clock::now();
+  auto m = (*rt)->loadModuleFromFile(model);
+  if (!m) {
+    llvm::errs() << llvm::toString(m.takeError()) << "\n";
+    return 1;
+  }
+  double loadMs = msSince(t0);
+  const FunctionSignature *sig = (*m)->signature(function);
+  if (!sig || sig->args.empty() || sig->args[0].type.shape.empty() || sig->args[0].type.shape[0] != kDynamic) {
+    std::fprintf(stderr, "@%s: input 0 must have a dynamic first dimension\n", function.c_str());
+    return 1;
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<double> ms;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<Tensor> inputs;
+    for (const auto &arg : sig->args) {
+      TensorType type = arg.type;
+      for (size_t d = 0; d < type.shape.size(); ++d)
+        if (type.shape[d] == kDynamic) type.shape[d] = d == 0 ? sizes[i] : 1;
+      Tensor t = Tensor::empty(type.dtype, type.shape);
+      if (type.dtype == DType::f32)
+        for (int64_t e = 0; e < t.numElements(); ++e) t.data<float>()[e] = uniform(rng);
+      else
+        std::fill_n(static_cast<char *>(t.rawData()), t.byteSize(), 0);
+      inputs.push_back(std::move(t));
+    }
+    auto start = Clock::now();
+    auto out = (*m)->call(function, inputs);
+    ms.push_back(msSince(start));
+    if (!out) {
+      llvm::errs() << "call " << i << ": " << llvm::toString(out.takeError()) << "\n";
+      return 1;
+    }
+    std::printf("call %zu size %lld %.3f\n", i, (long long)sizes[i], ms.back());
+  }
+  auto pct = [](std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+  };
+  std::vector<double> last(ms.end() - std::min<size_t>(ms.size(), 100), ms.end());
+  jit::CompileServiceStats st = (*rt)->compileService().stats();
+  Module::TierStats tiers = (*m)->tierStats();
+  std::printf("summary policy %s calls %zu load_ms %.1f p50_ms %.3f p99_ms %.3f max_ms %.3f last100_p50_ms %.3f "
+              "compiles %llu compile_ms %.1f kernel_plan_calls %llu swaps %llu\n",
+              argv[3], ms.size(), loadMs, pct(ms, 0.5), pct(ms, 0.99), pct(ms, 1.0), pct(last, 0.5),
+              (unsigned long long)st.compiles, st.compileMs, (unsigned long long)tiers.kernelPlanCalls,
+              (unsigned long long)tiers.swaps);
+  (*m)->waitForBackgroundCompiles();
+  return 0;
+}
