@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""A stream of calls whose batch size changes from call to call, from a cold
+start: kiln under each compile policy against ONNX Runtime on the same stream.
+
+Exports a torchvision model with a dynamic batch dimension to ONNX (fixed
+random weights, nothing downloaded) into a cache folder and imports it with
+`kiln import` (torch-mlir's ONNX route to TOSA). Draws the stream (batch
+sizes uniform in LO..HI, fixed seed), runs it through
+`kiln_shape_stream` (a fresh process and cache per policy) and through an
+ONNX Runtime session created at the start (its creation counted in the first
+call, as kiln's compile is), and prints p50, p99, max and the last 100 calls'
+p50 of each, the compiles, and kiln's ratios to ONNX Runtime.
+
+  bench/peers/setup.sh                                   # once: the Python environment
+  ~/.cache/kiln/peers-venv/bin/python bench/shapes/run.py [--model mobilenet_v2]
+        [--calls 300] [--sizes 1..16] [--policies wait,tiered] [--threads 2]
+"""
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+
+
+def cache_dir():
+    base = os.environ.get("KILN_PEERS_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "peers-models")
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
+def export(name, kiln):
+    """model.onnx (batch dynamic) and model.mlir (its TOSA) for `name`."""
+    folder = os.path.join(cache_dir(), name + "-dynbatch")
+    onnx, mlir = os.path.join(folder, "model.onnx"), os.path.join(folder, "model.mlir")
+    if os.path.exists(onnx) and os.path.exists(mlir):
+        return onnx, mlir
+    os.makedirs(folder, exist_ok=True)
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    torch.onnx.export(model, torch.randn(1, 3, 224, 224), onnx, opset_version=17, dynamo=False,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    subprocess.run([kiln, "import", "--force", onnx, "-o", mlir], check=True, capture_output=True)
+    return onnx, mlir
+
+
+def summary(times):
+    s = sorted(times)
+    pick = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]  # noqa: E731
+    last = sorted(times[-100:])
+    return {"p50": pick(s, 0.5), "p99": pick(s, 0.99), "max": s[-1], "last100_p50": pick(last, 0.5)}
+
+
+def run_kiln(binary, mlir, policy, sizes, threads):
+    out = subprocess.run([binary, mlir, "main_graph", policy, ",".join(map(str, sizes)), str(threads)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"kiln_shape_stream ({policy}) failed: {out.stderr.strip()[:500]}")
+    times, stats = [], {}
+    for line in out.stdout.splitlines():
+        f = line.split()
+        if f[0] == "call":
+            times.append(float(f[4]))
+        elif f[0] == "summary":
+            stats = dict(zip(f[1::2], f[2::2]))
+    return times, stats
+
+
+def run_ort(onnx, sizes, threads):
+    import onnxruntime as ort
+    rng = np.random.default_rng(7)
+    times = []
+    t0 = time.perf_counter()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx, opts, providers=["CPUExecutionProvider"])
+    created = (time.perf_counter() - t0) * 1e3
+    for i, n in enumerate(sizes):
+        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
+        t1 = time.perf_counter()
+        sess.run(None, {"x": x})
+        times.append((time.perf_counter() - t1) * 1e3 + (created if i == 0 else 0))
+    return times, created
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="mobilenet_v2")
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--sizes", default="1..16")
+    ap.add_argument("--policies", default="wait,tiered")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
+    ap.add_argument("--stream", default=os.path.join(ROOT, "build", "bin", "kiln_shape_stream"))
+    args = ap.parse_args()
+    lo, hi = (int(v) for v in args.sizes.split(".."))
+    onnx, mlir = export(args.model, args.kiln)
+    sizes = [random.Random(11 + i).randint(lo, hi) for i in range(args.calls)]
+    print(f"{args.model}, batch {lo}..{hi}, {args.calls} calls, {args.threads} threads, cold start")
+    rows = {}
+    try:
+        t, created = run_ort(onnx, sizes, args.threads)
+        rows["onnxruntime"] = (summary(t), f"session created in {created:.0f} ms")
+    except ImportError:
+        print("onnxruntime not installed: skipped")
+    for policy in args.policies.split(","):
+        t, st = run_kiln(args.stream, mlir, policy, sizes, args.threads)
+        rows["kiln " + policy] = (summary(t), f"{st.get('compiles', '?')} compiles in {st.get('compile_ms', '?')} ms, "
+                                              f"{st.get('kernel_plan_calls', '?')} calls on kernel plans")
+    print(f"{'':18s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'last-100 p50':>13s}")
+    for name, (s, note) in rows.items():
+        print(f"{name:18s} {s['p50']:9.1f} {s['p99']:9.1f} {s['max']:9.1f} {s['last100_p50']:13.1f}   {note}")
+    if "onnxruntime" in rows:
+        base = rows["onnxruntime"][0]
+        for name, (s, _) in rows.items():
+            if name.startswith("kiln"):
+                print(f"{name} / onnxruntime: p50 {s['p50'] / base['p50']:.2f}x, p99 {s['p99'] / base['p99']:.2f}x, "
+                      f"max {s['max'] / base['max']:.2f}x, last-100 p50 {s['last100_p50'] / base['last100_p50']:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
