@@ -385,6 +385,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
   impl_->queue.push_back({function, types, event, Clock::now(), impl_->kernelPlanCalls.load()});
   if (impl_->compiling) return;
   impl_->compiling = true;
+  ++impl_->firstCallsInFlight;  // the thread's own: it touches the module until it has left
   std::thread([this] {
     for (;;) {
       Impl::BackgroundJob job;
@@ -392,6 +393,8 @@ void Module::compileInBackground(const std::string &function, const std::vector<
         std::lock_guard<std::mutex> lock(impl_->mu);
         if (impl_->queue.empty()) {
           impl_->compiling = false;
+          --impl_->firstCallsInFlight;  // nothing of the module is touched after this lock is released
+          impl_->idle.notify_all();
           return;
         }
         job = std::move(impl_->queue.front());

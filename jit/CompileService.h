@@ -69,7 +69,8 @@ struct CompileServiceStats {
 /// What getOrCompile makes: code compiled under the service's placement
 /// (JIT where it chose JIT), or a plan of handwritten kernels (every op a
 /// kernel takes on it, no placement measuring; only ops that no kernel
-/// takes compiled), which tiered execution serves first calls with.
+/// takes compiled), which tiered execution serves first calls with. Kernel
+/// plans leave the weights where they are (no huge-page copy).
 enum class Tier { kCompiled, kKernels };
 
 class CompileService {
