@@ -79,7 +79,15 @@ TEST_P(Zoo, MatchesTheFramework) {
   auto rt = Runtime::create(o);
   ASSERT_TRUE(bool(rt)) << llvm::toString(rt.takeError());
   auto m = (*rt)->loadModuleFromFile(c.file);
-  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  if (!m) {
+    std::string err = llvm::toString(m.takeError());
+    // Newer torch-mlir versions export some ops (cumsum: BERT's position
+    // ids) to their own TMTensor dialect in linalg-on-tensors output: not an
+    // input kiln takes (its TOSA export of the same model is tested).
+    if (err.find("Dialect `tm_tensor' not found") != std::string::npos)
+      GTEST_SKIP() << c.file << " uses torch-mlir's tm_tensor dialect, which kiln does not take";
+    FAIL() << err;
+  }
   ASSERT_FALSE((*m)->functions().empty());
   std::string fn = (*m)->functions().front().name;  // main (torch-mlir) or main_graph (ONNX)
   auto out = (*m)->call(fn, {*x});
