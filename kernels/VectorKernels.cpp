@@ -86,6 +86,24 @@ void depthwiseRow128(const DepthwiseRow &d) { depthwiseRowBody(d); }
 typedef float Floats16 __attribute__((vector_size(64)));
 typedef float Floats8 __attribute__((vector_size(32)));
 typedef float Floats4 __attribute__((vector_size(16)));
+/// One dot product of the edges (rows or columns past the 4 x 4 tiles).
+template <typename Vec, int V>
+inline __attribute__((always_inline)) void dotOne(const float *ai, const float *bj, int64_t k, float *out,
+                                                  bool accumulate) {
+  const int64_t kv = k / V * V;
+  Vec acc = Vec{};
+  for (int64_t q = 0; q < kv; q += V) {
+    Vec x, w;
+    KILN_LOAD(x, ai + q);
+    KILN_LOAD(w, bj + q);
+    acc += x * w;
+  }
+  float v = 0;
+  for (int l = 0; l < V; ++l) v += acc[l];
+  for (int64_t q = kv; q < k; ++q) v += ai[q] * bj[q];
+  *out = accumulate ? *out + v : v;
+}
+
 template <typename Vec, int V>
 inline __attribute__((always_inline)) void dotProductsBody(const float *a, int64_t lda, const float *b, int64_t ldb,
                                                            float *y, int64_t ldy, int64_t m, int64_t n, int64_t k,
@@ -117,38 +135,10 @@ inline __attribute__((always_inline)) void dotProductsBody(const float *a, int64
         }
     }
     for (; i < m; ++i)
-      for (int t = 0; t < 4; ++t) {
-        const float *ai = a + i * lda;
-        Vec acc = Vec{};
-        for (int64_t q = 0; q < kv; q += V) {
-          Vec x, w;
-          KILN_LOAD(x, ai + q);
-          KILN_LOAD(w, br[t] + q);
-          acc += x * w;
-        }
-        float v = 0;
-        for (int l = 0; l < V; ++l) v += acc[l];
-        for (int64_t q = kv; q < k; ++q) v += ai[q] * br[t][q];
-        float &out = y[i * ldy + j + t];
-        out = accumulate ? out + v : v;
-      }
+      for (int t = 0; t < 4; ++t) dotOne<Vec, V>(a + i * lda, br[t], k, y + i * ldy + j + t, accumulate);
   }
   for (; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) {
-      const float *ai = a + i * lda, *bj = b + j * ldb;
-      Vec acc = Vec{};
-      for (int64_t q = 0; q < kv; q += V) {
-        Vec x, w;
-        KILN_LOAD(x, ai + q);
-        KILN_LOAD(w, bj + q);
-        acc += x * w;
-      }
-      float v = 0;
-      for (int l = 0; l < V; ++l) v += acc[l];
-      for (int64_t q = kv; q < k; ++q) v += ai[q] * bj[q];
-      float &out = y[i * ldy + j];
-      out = accumulate ? out + v : v;
-    }
+    for (int64_t i = 0; i < m; ++i) dotOne<Vec, V>(a + i * lda, b + j * ldb, k, y + i * ldy + j, accumulate);
 }
 #undef KILN_LOAD
 

@@ -26,13 +26,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-
-
-def cache_dir():
-    base = os.environ.get("KILN_PEERS_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "peers-models")
-    os.makedirs(base, exist_ok=True)
-    return base
+sys.path.insert(0, os.path.join(HERE, "..", "peers"))
+from run import cache_dir  # noqa: E402  (the peer benchmarks' model cache)
 
 
 def export(name, kiln):
