@@ -89,9 +89,6 @@ struct Grouping {
 struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
   using Base::Base;
   void runOnOperation() override {
-    const int limit = int(anchorsPerCluster);
-    const size_t opLimit = maxOps > 0 ? size_t(maxOps) : SIZE_MAX;
-    auto fits = [&](int anchors) { return limit <= 0 || anchors <= limit; };
     ModuleOp module = getOperation();
     auto fn = module.lookupSymbol<func::FuncOp>(kSpecializedFnName);
     if (!fn || fn.isExternal()) {
@@ -101,6 +98,22 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
     Block &body = fn.getBody().front();
     Grouping g;
     llvm::DenseMap<Operation *, size_t> order;
+    if (failed(group(body, g, order))) return signalPassFailure();
+    FailureOr<std::vector<int>> sorted = topologicalOrder(g, order);
+    if (failed(sorted)) {
+      fn.emitError() << "kiln-outline-clusters: internal error: the clusters form a cycle";
+      return signalPassFailure();
+    }
+    outline(module, body, g, *sorted, order);
+  }
+
+  /// Groups the ops of `body` (in `order`, numbered as they come): each
+  /// kernel op alone, JIT ops into clusters of at most anchorsPerCluster
+  /// anchors and maxOps ops, merged while the graph of groups stays acyclic.
+  LogicalResult group(Block &body, Grouping &g, llvm::DenseMap<Operation *, size_t> &order) {
+    const int limit = int(anchorsPerCluster);
+    const size_t opLimit = maxOps > 0 ? size_t(maxOps) : SIZE_MAX;
+    auto fits = [&](int anchors) { return limit <= 0 || anchors <= limit; };
     // A slice is a view: in its consumer's cluster generated code folds it
     // into its loads, while in its producer's it would be a copy that cluster
     // writes out (ResNet-50's stage ends wrote a 55x55x256 copy of their
@@ -124,7 +137,7 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
       auto placement = op.getAttrOfType<StringAttr>(kPlacementAttr);
       if (!placement) {
         op.emitError() << "kiln-outline-clusters: op is not placed (run kiln-place-ops first)";
-        return signalPassFailure();
+        return failure();
       }
       if (joinsUser(&op)) {
         waiting.insert(&op);
@@ -201,8 +214,12 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
           g.merge(chosen, d);
     }
 
-    // Topological order of live groups (Kahn over direct producer edges,
-    // ties by first op): O(edges log groups).
+    return success();
+  }
+
+  /// The live groups in an order their dependences allow (Kahn over direct
+  /// producer edges, ties by first op); failure when they form a cycle.
+  FailureOr<std::vector<int>> topologicalOrder(Grouping &g, llvm::DenseMap<Operation *, size_t> &order) {
     std::vector<int> live;
     for (size_t i = 0; i < g.groups.size(); ++i)
       if (!g.groups[i].dead) {
@@ -237,10 +254,16 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
         if (--indegree[n] == 0) ready.push(n);
     }
     if (sorted.size() != live.size()) {
-      fn.emitError() << "kiln-outline-clusters: internal error: the clusters form a cycle";
-      return signalPassFailure();
+      return failure();
     }
 
+    return sorted;
+  }
+
+  /// Constants first, then each group in `sorted` order: kernel ops move,
+  /// clusters become private functions and calls.
+  void outline(ModuleOp module, Block &body, Grouping &g, const std::vector<int> &sorted,
+               llvm::DenseMap<Operation *, size_t> &order) {
     // Constants first, then each group in order: kernel ops move, clusters
     // become calls.
     Operation *terminator = body.getTerminator();
