@@ -747,6 +747,16 @@ void kiln_module_stats_get(const kiln_module *m, kiln_module_stats *out) {
   out->pipeline_runs = m->module->pipelineRuns();
 }
 
+void kiln_module_tier_stats_get(const kiln_module *m, kiln_tier_stats *out) {
+  kiln::Module::TierStats t = m->module->tierStats();
+  out->kernel_plan_calls = t.kernelPlanCalls;
+  out->background_compiles = t.backgroundCompiles;
+  out->swaps = t.swaps;
+  out->failures = t.backgroundFailures;
+}
+
+void kiln_module_wait_background_compiles(kiln_module *m) { m->module->waitForBackgroundCompiles(); }
+
 // --- Profiling ---------------------------------------------------------------
 
 kiln_status *kiln_profiler_start(kiln_runtime *r, kiln_profiler **out) {

@@ -481,6 +481,33 @@ int main(void) {
   kiln_runtime_free(rt);
   kiln_options_free(options);
 
+  /* compile_policy = tiered: the first call of a shape runs on a kernel
+   * plan, its JIT compile in the background, then the swap. */
+  options = kiln_options_create();
+  OK(kiln_options_set(options, "cache", "off"));
+  OK(kiln_options_set(options, "compile_policy", "tiered"));
+  OK(kiln_runtime_create(options, &rt));
+  OK(kiln_runtime_load_builtin(rt, "mlp", &m));
+  const int64_t mlp_shape[] = {3, 64};
+  kiln_tensor *mx = NULL;
+  OK(kiln_tensor_create(KILN_F32, mlp_shape, 2, &mx));
+  result = NULL;  /* (a non-NULL entry is an output to compute into) */
+  OK(kiln_module_call(m, NULL, &mx, 1, &result, 1));
+  kiln_tensor_free(result);
+  result = NULL;
+  kiln_module_wait_background_compiles(m);
+  kiln_tier_stats ts;
+  kiln_module_tier_stats_get(m, &ts);
+  CHECK(ts.kernel_plan_calls == 1 && ts.background_compiles == 1 && ts.swaps == 1 && ts.failures == 0);
+  OK(kiln_module_call(m, NULL, &mx, 1, &result, 1));  /* on the compiled code */
+  kiln_module_tier_stats_get(m, &ts);
+  CHECK(ts.kernel_plan_calls == 1);
+  kiln_tensor_free(result);
+  kiln_tensor_free(mx);
+  kiln_module_free(m);
+  kiln_runtime_free(rt);
+  kiln_options_free(options);
+
   eager_and_kernels();
 
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);

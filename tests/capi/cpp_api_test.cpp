@@ -176,6 +176,23 @@ TEST(CppApi, InFlightLimitWaits) {
   t.join();
 }
 
+TEST(CppApi, TieredFirstCallThenSwap) {
+  // compile_policy = tiered: the first call runs on a kernel plan (same
+  // results), the JIT compile in the background, then the swap.
+  kiln::Runtime rt(quiet().set("compile_policy", "tiered"));
+  kiln::Module m = rt.load(KILN_CLASSIFIER);
+  std::vector<float> x = input();
+  kiln::Tensor in = kiln::Tensor::wrap(x.data(), {1, 4, 8});
+  expectNear(m.call({in})[1].values<float>(), logits(x));
+  m.waitForBackgroundCompiles();
+  kiln::TierStats t = m.tierStats();
+  EXPECT_EQ(t.kernel_plan_calls, 1u);
+  EXPECT_EQ(t.swaps, 1u);
+  expectNear(m.call({in})[1].values<float>(), logits(x));
+  EXPECT_EQ(m.tierStats().kernel_plan_calls, 1u);
+  EXPECT_EQ(m.stats().functions_compiled, 1u);
+}
+
 TEST(CppApi, EagerTraceKernelsAndBuiltins) {
   kiln::Runtime rt(quiet());
   kiln::Eager eager(rt);

@@ -294,6 +294,7 @@ private:
 
 using CacheStats = kiln_cache_stats;
 using ModuleStats = kiln_module_stats;
+using TierStats = kiln_tier_stats;
 
 /// What was compiled for one function at one set of input types.
 struct CompileInfo {
@@ -411,6 +412,14 @@ public:
     kiln_module_stats_get(h_.get(), &s);
     return s;
   }
+  /// How tiered execution (option compile_policy = tiered) served calls.
+  TierStats tierStats() const {
+    TierStats s{};
+    kiln_module_tier_stats_get(h_.get(), &s);
+    return s;
+  }
+  /// Blocks until every background compile started so far has finished.
+  void waitForBackgroundCompiles() { kiln_module_wait_background_compiles(h_.get()); }
   kiln_module *handle() const { return h_.get(); }
 
 private:

@@ -267,6 +267,19 @@ typedef struct kiln_module_stats {
 
 KILN_API void kiln_module_stats_get(const kiln_module *module, kiln_module_stats *out);
 
+/* Tiered execution (option compile_policy = tiered): how calls of shapes
+ * without compiled code were served. */
+typedef struct kiln_tier_stats {
+  uint64_t kernel_plan_calls;   /* calls run on a plan of handwritten kernels while JIT code compiled */
+  uint64_t background_compiles; /* JIT compiles started behind a kernel plan (one per shape signature) */
+  uint64_t swaps;               /* signatures switched from their kernel plan to compiled code */
+  uint64_t failures;            /* background compiles that failed (the kernel plan keeps serving) */
+} kiln_tier_stats;
+
+KILN_API void kiln_module_tier_stats_get(const kiln_module *module, kiln_tier_stats *out);
+/* Blocks until every background compile started so far has swapped or failed. */
+KILN_API void kiln_module_wait_background_compiles(kiln_module *module);
+
 /* Built-in models, built in code from deterministic weights (the same bytes
  * on every machine): "mlp", "cnn", "resnet50". */
 KILN_API size_t kiln_builtin_model_count(void);
