@@ -203,6 +203,18 @@ struct Module::Impl {
   bool compiling = false;
   std::atomic<uint64_t> kernelPlanCalls{0};
 
+  /// One use of the module (a first call's task, a queued background
+  /// compile, the background thread) ends: the destructor may go on once
+  /// none is left. `Locked`: the caller holds mu.
+  void leaveLocked() {
+    --firstCallsInFlight;
+    idle.notify_all();
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mu);
+    leaveLocked();
+  }
+
   static Compiled findIn(const Table &table, llvm::StringRef function, const cache::ShapeSignature &sig) {
     auto t = table.find(function);
     if (t == table.end()) return nullptr;
@@ -393,8 +405,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
         std::lock_guard<std::mutex> lock(impl_->mu);
         if (impl_->queue.empty()) {
           impl_->compiling = false;
-          --impl_->firstCallsInFlight;  // nothing of the module is touched after this lock is released
-          impl_->idle.notify_all();
+          impl_->leaveLocked();  // nothing of the module is touched after this lock is released
           return;
         }
         job = std::move(impl_->queue.front());
@@ -407,11 +418,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
 
 void Module::finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                                  Clock::time_point start, uint64_t callsBefore) {
-  auto done = llvm::make_scope_exit([this] {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    --impl_->firstCallsInFlight;
-    impl_->idle.notify_all();
-  });
+  auto done = llvm::make_scope_exit([this] { impl_->leave(); });
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
   auto code = compile(function, types, &impl_->closing);  // enters `tables`: later calls run it
   std::string problem = code ? "" : toStatus(code.takeError()).str();
@@ -506,11 +513,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   llvm::unique_function<void()> firstCall = [this, fn = function.str(),
                                               args = std::vector<Tensor>(inputs.begin(), inputs.end()),
                                               types = std::move(types), results, opts]() mutable {
-    auto done = llvm::make_scope_exit([this] {
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      --impl_->firstCallsInFlight;
-      impl_->idle.notify_all();
-    });
+    auto done = llvm::make_scope_exit([this] { impl_->leave(); });
     auto compiled = firstCode(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
     if (!compiled) {
       Status status = toStatus(compiled.takeError());

@@ -165,53 +165,40 @@ bool hostRuns(int vectorBits) {
   return vectorBits == 128;
 }
 
+/// The widest of 512, 256 and 128 the host runs.
+int hostWidest() { return hostRuns(512) ? 512 : hostRuns(256) ? 256 : 128; }
+
+/// The variant built for `vectorBits` (one of the three), or null when the
+/// host cannot run it or there is no such width.
+template <typename Fn> Fn variantFor(int vectorBits, Fn v512, Fn v256, Fn v128) {
+  if (!hostRuns(vectorBits)) return nullptr;
+  return vectorBits == 512 ? v512 : vectorBits == 256 ? v256 : v128;
+}
+
 }  // namespace
 
 DotProductsFn dotProductsFor(int vectorBits) {
-  if (!hostRuns(vectorBits)) return nullptr;
-  return vectorBits == 512 ? &dotProducts512 : vectorBits == 256 ? &dotProducts256 : &dotProducts128;
+  return variantFor(vectorBits, &dotProducts512, &dotProducts256, &dotProducts128);
 }
 
 DotProductsFn dotProducts() {
-  static const DotProductsFn widest = [] {
-    for (int bits : {512, 256})
-      if (DotProductsFn f = dotProductsFor(bits)) return f;
-    return &dotProducts128;
-  }();
+  static const DotProductsFn widest = dotProductsFor(hostWidest());
   return widest;
 }
 
 DepthwiseRowFn depthwiseRowFor(int vectorBits) {
-  if (!hostRuns(vectorBits)) return nullptr;
-  return vectorBits == 512 ? &depthwiseRow512 : vectorBits == 256 ? &depthwiseRow256 : &depthwiseRow128;
+  return variantFor(vectorBits, &depthwiseRow512, &depthwiseRow256, &depthwiseRow128);
 }
 
 DepthwiseRowFn depthwiseRow() {
-  static const DepthwiseRowFn widest = [] {
-    for (int bits : {512, 256})
-      if (DepthwiseRowFn f = depthwiseRowFor(bits)) return f;
-    return &depthwiseRow128;
-  }();
+  static const DepthwiseRowFn widest = depthwiseRowFor(hostWidest());
   return widest;
 }
 
-SumRowsFn sumRowsFor(int vectorBits) {
-  if (vectorBits == 512)  // every feature sumRows512 is built for
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-                   __builtin_cpu_supports("fma")
-               ? &sumRows512
-               : nullptr;
-  if (vectorBits == 256) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &sumRows256 : nullptr;
-  if (vectorBits == 128) return &sumRows128;
-  return nullptr;
-}
+SumRowsFn sumRowsFor(int vectorBits) { return variantFor(vectorBits, &sumRows512, &sumRows256, &sumRows128); }
 
 SumRowsFn sumRows() {
-  static const SumRowsFn widest = [] {
-    for (int bits : {512, 256})
-      if (SumRowsFn f = sumRowsFor(bits)) return f;
-    return &sumRows128;
-  }();
+  static const SumRowsFn widest = sumRowsFor(hostWidest());
   return widest;
 }
 
