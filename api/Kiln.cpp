@@ -1,5 +1,6 @@
 #include "api/Kiln.h"
 #include "api/Kernels.h"
+#include "api/impl/ModuleImpl.h"
 
 #include "cache/CacheKey.h"
 #include "jit/CompileService.h"
@@ -24,13 +25,14 @@
 #include <thread>
 
 namespace kiln {
-namespace {
 
 std::vector<AsyncValueRef<Tensor>> errorValues(size_t n, const Status &status) {
   std::vector<AsyncValueRef<Tensor>> v;
   for (size_t i = 0; i < std::max<size_t>(n, 1); ++i) v.push_back(makeErrorValue<Tensor>(status));
   return v;
 }
+
+namespace {
 
 cache::CacheMode toStoreMode(CacheMode m) {
   switch (m) {
@@ -163,100 +165,6 @@ std::string Runtime::targetDescription() const { return service_->target().descr
 
 // --- Module ------------------------------------------------------------------
 
-struct Module::Impl {
-  using Compiled = std::shared_ptr<const jit::CompiledFunction>;
-  /// (function, signature) -> code.
-  using Table =
-      llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>;
-  std::shared_ptr<jit::CompileService> service;
-  std::shared_ptr<HostExecutor> executor;
-  std::unique_ptr<lowering::Program> program;
-  double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
-  bool serialSteps = false;       // RuntimeOptions::serialSteps
-  RuntimeOptions::CompilePolicy policy = RuntimeOptions::CompilePolicy::kWait;
-  std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
-  WarningSink warn;
-  // Read-mostly, the call fast path: the code of each signature, and the
-  // kernel plans serving signatures whose code compiles in the background
-  // (tiered execution; a signature leaves `plans` when its code enters
-  // `tables`).
-  mutable std::shared_mutex tableMu;
-  Table tables, plans;
-  std::mutex mu;
-  std::condition_variable idle;
-  int firstCallsInFlight = 0;  // callAsync compiles and background compiles that still use this module
-  /// Stops background compiles when the module goes.
-  CancellationToken closing;
-  /// Under mu: the signatures ("function\0signature") whose background
-  /// compile started, and what tiered execution did.
-  std::set<std::string> background;
-  TierStats tiers;
-  /// Under mu: compiles waiting for the background thread, and whether it runs.
-  struct BackgroundJob {
-    std::string function;
-    std::vector<TensorType> types;
-    size_t event = 0;
-    Clock::time_point queued;
-    uint64_t callsBefore = 0;  // kernelPlanCalls when queued
-  };
-  std::deque<BackgroundJob> queue;
-  bool compiling = false;
-  std::atomic<uint64_t> kernelPlanCalls{0};
-
-  /// One use of the module (a first call's task, a queued background
-  /// compile, the background thread) ends: the destructor may go on once
-  /// none is left. `Locked`: the caller holds mu.
-  void leaveLocked() {
-    --firstCallsInFlight;
-    idle.notify_all();
-  }
-  void leave() {
-    std::lock_guard<std::mutex> lock(mu);
-    leaveLocked();
-  }
-
-  static Compiled findIn(const Table &table, llvm::StringRef function, const cache::ShapeSignature &sig) {
-    auto t = table.find(function);
-    if (t == table.end()) return nullptr;
-    auto b = t->second.find(sig.hash());
-    if (b == t->second.end()) return nullptr;
-    for (const auto &[s, fn] : b->second)
-      if (s == sig) return fn;
-    return nullptr;
-  }
-  /// Compiled code for (function, signature), or null.
-  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const {
-    std::shared_lock<std::shared_mutex> lock(tableMu);
-    return findIn(tables, function, sig);
-  }
-  /// The kernel plan serving (function, signature) until its code is
-  /// compiled, or null.
-  Compiled findPlan(llvm::StringRef function, const cache::ShapeSignature &sig) const {
-    std::shared_lock<std::shared_mutex> lock(tableMu);
-    return findIn(plans, function, sig);
-  }
-  /// Adds `code` to `table` unless the signature has code there; returns
-  /// what the table holds for it.
-  Compiled insert(Table &table, llvm::StringRef function, const cache::ShapeSignature &sig, Compiled code) {
-    std::unique_lock<std::shared_mutex> lock(tableMu);
-    auto &bucket = table[function][sig.hash()];
-    for (const auto &[s2, existing] : bucket)
-      if (s2 == sig) return existing;
-    bucket.push_back({sig, code});
-    return code;
-  }
-  /// Compiled code for the signature, the kernel plan leaving `plans` (the
-  /// swap: later calls find the code first).
-  void swapIn(llvm::StringRef function, const cache::ShapeSignature &sig) {
-    std::unique_lock<std::shared_mutex> lock(tableMu);
-    auto t = plans.find(function);
-    if (t == plans.end()) return;
-    auto b = t->second.find(sig.hash());
-    if (b == t->second.end()) return;
-    llvm::erase_if(b->second, [&](const auto &entry) { return entry.first == sig; });
-  }
-};
-
 Module::Module(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Module::~Module() {
@@ -273,6 +181,8 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->callTimeoutSeconds = options_.callTimeoutSeconds;
   impl->serialSteps = options_.serialSteps;
   impl->policy = options_.compilePolicy.value_or(RuntimeOptions::CompilePolicy::kWait);
+  impl->batchRanges = options_.batchRanges.value_or(true);
+  impl->hotBatchCalls = std::max(1, options_.hotBatchCalls);
   impl->warn = options_.warnings ? options_.warnings : WarningSink(warnToStderr);
   impl->calls = calls_;
   impl->program = std::move(program);
@@ -318,7 +228,7 @@ llvm::Expected<std::unique_ptr<Module>> Runtime::loadProgram(std::unique_ptr<low
 llvm::Error Runtime::prewarm(Module &module, llvm::StringRef function,
                              llvm::ArrayRef<std::vector<TensorType>> signatures) {
   for (const auto &sig : signatures) {
-    auto fn = module.compile(function, sig);
+    auto fn = module.compile(function, module.servingTypes(function, sig));
     if (!fn) return fn.takeError();
   }
   return llvm::Error::success();
@@ -386,7 +296,8 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
   return served;
 }
 
-void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event) {
+void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
+                                 bool hotSize) {
   // One compile at a time per module, in the order first calls asked, on a
   // thread of its own rather than the blocking pool: first calls of other
   // shapes must not queue behind compiles of seconds (their kernel plans
@@ -394,7 +305,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
   // cores from the calls. The module's destructor waits for the thread
   // (each queued compile counts in firstCallsInFlight) and cancels the rest.
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->queue.push_back({function, types, event, Clock::now(), impl_->kernelPlanCalls.load()});
+  impl_->queue.push_back({function, types, event, Clock::now(), impl_->kernelPlanCalls.load(), hotSize});
   if (impl_->compiling) return;
   impl_->compiling = true;
   ++impl_->firstCallsInFlight;  // the thread's own: it touches the module until it has left
@@ -411,7 +322,8 @@ void Module::compileInBackground(const std::string &function, const std::vector<
         job = std::move(impl_->queue.front());
         impl_->queue.pop_front();
       }
-      finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
+      if (job.hotSize) finishHotSize(job.function, job.types, job.event, job.queued);
+      else finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
     }
   }).detach();
 }
@@ -450,8 +362,10 @@ Module::TierStats Module::tierStats() const {
 
 void Module::waitForBackgroundCompiles() {
   std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->idle.wait(lock, [&] { return impl_->tiers.swaps + impl_->tiers.backgroundFailures ==
-                                      impl_->tiers.backgroundCompiles; });
+  impl_->idle.wait(lock, [&] {
+    return impl_->tiers.swaps + impl_->tiers.backgroundFailures + impl_->tiers.rangeKept ==
+           impl_->tiers.backgroundCompiles;
+  });
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
@@ -501,6 +415,11 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   for (const Tensor &t : inputs) types.push_back(t.type());
   if (s)  // cheap checks before any compile; an unknown function errors in compile()
     if (auto err = checkInputs(*s, types)) return errorValues(numResults, toStatus(std::move(err)));
+  // A batch size without code of its own, of a function that computes its
+  // batch item by item: calls of batch 1 (one compile serves every size).
+  if (s && impl_->batchRanges && s->batch.separable)
+    if (int64_t batch = rangeBatch(*s, inputs); batch > 1)
+      return startRange(*s, inputs, batch, opts.cancel, std::move(opts.outputs));
 
   // First call for this signature: compile (or load from disk) on the
   // blocking pool, then run.

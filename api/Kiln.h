@@ -124,6 +124,12 @@ public:
                                                                       llvm::ArrayRef<TensorType> inputTypes,
                                                                       const CancellationToken *cancel = nullptr);
 
+  /// The input types whose code serves a call of `function` at `types`:
+  /// with range code (RuntimeOptions::batchRanges) for a batch-separable
+  /// function, the same types at batch 1; else `types` themselves.
+  /// Runtime::prewarm compiles these.
+  std::vector<TensorType> servingTypes(llvm::StringRef function, std::vector<TensorType> types) const;
+
   /// Number of distinct (function, signature) compilations so far (kernel
   /// plans of tiered execution not counted).
   size_t numCompiled() const;
@@ -134,13 +140,21 @@ public:
     uint64_t backgroundCompiles = 0;  // JIT compiles started behind a kernel plan
     uint64_t swaps = 0;               // signatures switched from a kernel plan to compiled code
     uint64_t backgroundFailures = 0;  // compiles that failed (the kernel plan keeps serving)
+    /// Range code (RuntimeOptions::batchRanges): calls run as calls of
+    /// batch 1, batch sizes called often enough to get code of their own
+    /// compiled in the background (counted in backgroundCompiles; those that
+    /// took over count in swaps), and those whose own code measured no
+    /// faster, so that the batch-1 code keeps serving them.
+    uint64_t rangeCalls = 0;
+    uint64_t hotSizeCompiles = 0;
+    uint64_t rangeKept = 0;
     /// One line per background compile, e.g. "@main (5x64xf32): kernel plan
     /// ready in 3.1 ms; compiled code from 412.3 ms (2 calls on the plan)".
     std::vector<std::string> events;
   };
   TierStats tierStats() const;
-  /// Blocks until every background compile tiered calls started has
-  /// finished (swapped, or failed). Call it from a thread that may block.
+  /// Blocks until every background compile tiered calls or hot batch sizes
+  /// started has finished (swapped, kept the range code, or failed). Call it from a thread that may block.
   void waitForBackgroundCompiles();
   /// The persistent-cache key of `function` at these input types
   /// (cache/CacheKey.h).
@@ -164,10 +178,28 @@ private:
   firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel);
   /// Compiles `function` at `types` on the blocking pool, then switches
   /// calls to it; completes tier event `event`.
-  void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event);
+  void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
+                           bool hotSize = false);
   /// One background compile: the swap, its tier event, the trace.
   void finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                            std::chrono::steady_clock::time_point start, uint64_t callsBefore);
+  /// Range code (BatchRange.cpp): the batch of a call that `s` may split
+  /// (> 1), else 0.
+  int64_t rangeBatch(const FunctionSignature &s, llvm::ArrayRef<Tensor> inputs) const;
+  /// Runs a call of batch `batch` as calls of batch 1, each on its slice of
+  /// the inputs and outputs; `counted` = false for the measurements that
+  /// decide whether a hot size's own code takes over.
+  struct RangeCall;
+  std::vector<AsyncValueRef<Tensor>> startRange(const FunctionSignature &s, llvm::ArrayRef<Tensor> inputs,
+                                                int64_t batch, std::shared_ptr<CancellationToken> cancel,
+                                                std::vector<Tensor> outputs, bool counted = true);
+  void runItem(const std::shared_ptr<RangeCall> &call, int64_t item);
+  void itemDone(const std::shared_ptr<RangeCall> &call, int64_t item, std::vector<AsyncValueRef<Tensor>> results);
+  void finishRange(const std::shared_ptr<RangeCall> &call);
+  /// A hot batch size's own code, compiled in the background: takes over
+  /// from the range code if it measures faster.
+  void finishHotSize(const std::string &function, const std::vector<TensorType> &types, size_t event,
+                     std::chrono::steady_clock::time_point start);
   std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                     bool inlineFirstStep,
                                                     std::shared_ptr<CancellationToken> cancel,

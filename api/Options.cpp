@@ -106,6 +106,12 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     if (!o.compilePolicy)
       return error(ErrorCode::kInvalidArgument, "KILN_COMPILE_POLICY='%s': expected wait, tiered or kernels-only", p);
   }
+  if (!o.batchRanges) {
+    const char *r = env("KILN_BATCH_RANGES");
+    if (r && llvm::StringRef(r) != "0" && llvm::StringRef(r) != "1")
+      return error(ErrorCode::kInvalidArgument, "KILN_BATCH_RANGES='%s': expected 0 or 1", r);
+    o.batchRanges = !r || llvm::StringRef(r) == "1";
+  }
   if (!o.hugePageWeights) {
     const char *h = env("KILN_HUGE_PAGES");
     if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")

@@ -132,6 +132,16 @@ struct RuntimeOptions {
   /// Unset = $KILN_COMPILE_POLICY (wait, tiered or kernels-only), else kWait.
   enum class CompilePolicy { kWait, kTiered, kKernelsOnly };
   std::optional<CompilePolicy> compilePolicy;
+  /// Range code for batches: a call of a function whose batch the analysis
+  /// proves separable (FunctionSignature::batch), at a batch size without
+  /// code of its own, runs as calls of batch 1 on slices of its inputs,
+  /// each writing its slice of the outputs, so one compile serves every
+  /// batch size. A size called `hotBatchCalls` times gets code of its own
+  /// compiled in the background (not under kKernelsOnly), which takes over
+  /// only if it measures faster than the batch-1 code. Unset =
+  /// $KILN_BATCH_RANGES (0 or 1), else on.
+  std::optional<bool> batchRanges;
+  int hotBatchCalls = 8;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
   /// profiling, so that each step's time in a trace is its own rather than
@@ -152,7 +162,7 @@ struct RuntimeOptions {
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
   /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE, $KILN_MEMORY_LIMIT,
-  /// $KILN_COMPILE_POLICY. What `explicitOptions` sets wins. Errors
+  /// $KILN_COMPILE_POLICY, $KILN_BATCH_RANGES. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }

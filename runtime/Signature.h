@@ -19,6 +19,20 @@ struct ArgumentInfo {
   TensorType type;   // dims may be kDynamic
 };
 
+/// How a function treats dimension 0 of its dynamic inputs
+/// (lowering/graph/BatchDimension.h): when `separable`, every item of the
+/// batch is computed apart from the others, so a call with batch N may run
+/// as N calls with batch 1 on slices of the inputs, each writing its slice
+/// of the outputs.
+struct BatchDimension {
+  bool separable = false;
+  /// Why not, naming the op and where, e.g. "tosa.reduce_sum at m.mlir:7:10
+  /// reduces over the batch"; empty when separable.
+  std::string why;
+  std::vector<bool> inputs;  // by argument: dim 0 is the batch (else the argument is passed whole)
+  std::vector<int> results;  // by result: the dim holding the batch (the dims before it are 1)
+};
+
 struct FunctionSignature {
   std::string name;
   std::vector<ArgumentInfo> args;
@@ -26,6 +40,7 @@ struct FunctionSignature {
   std::vector<std::string> resultNames;  // by result: kiln.name / tf.entry_function outputs; may be empty
   std::string location;             // "file:line:col" of the func.func
   std::string unsupported;          // why kiln cannot call it (empty if callable)
+  BatchDimension batch;             // whether calls may be split along the batch
 };
 
 /// Checks a call's inputs against a signature (count, dtype, rank, static

@@ -58,7 +58,8 @@ while IFS= read -r line; do
   echo "host runtime includes a device runtime: $line"
   bad=1
 done < <(grep -HE '^#include "runtime/[a-z]+/' runtime/*.h runtime/*.cpp || true)
-# The public API's headers: tensors, futures, options, errors only.
+# The public API's headers: tensors, futures, options, errors only (api/impl/
+# holds what only the API's own .cpp files include, e.g. Module::Impl).
 while IFS= read -r line; do
   echo "public header: $line"
   bad=1

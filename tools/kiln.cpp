@@ -94,6 +94,7 @@ struct CommonOptions {
   std::string memoryLimit;  // --memory-limit BYTES[K|M|G]
   std::string placement;    // --placement measure|fixed
   std::string compilePolicy;  // --compile-policy wait|tiered|kernels-only
+  std::string batchRanges;    // --batch-ranges on|off
 };
 
 llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &o) {
@@ -139,6 +140,11 @@ llvm::Expected<std::unique_ptr<kiln::Runtime>> makeRuntime(const CommonOptions &
     if (!options.compilePolicy)
       return llvm::createStringError("--compile-policy %s: expected wait, tiered or kernels-only",
                                      o.compilePolicy.c_str());
+  }
+  if (!o.batchRanges.empty()) {
+    if (o.batchRanges != "on" && o.batchRanges != "off")
+      return llvm::createStringError("--batch-ranges %s: expected on or off", o.batchRanges.c_str());
+    options.batchRanges = o.batchRanges == "on";
   }
   return kiln::Runtime::create(options);
 }
@@ -211,6 +217,20 @@ static std::string opList(const std::vector<std::string> &ops) {
   for (size_t i = 0; i < counts.size(); ++i)
     s += (i ? ", " : "") + counts[i].first + (counts[i].second > 1 ? " x" + std::to_string(counts[i].second) : "");
   return s;
+}
+
+/// Whether calls of `sig` may be split along the batch (range code), and
+/// why not.
+std::string describeBatch(const kiln::FunctionSignature &sig) {
+  const kiln::BatchDimension &b = sig.batch;
+  if (!b.separable) return "not separable (" + b.why + "): each batch size compiles on its own";
+  std::string in, out;
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    if (b.inputs[i]) in += (in.empty() ? "" : ", ") + std::to_string(i);
+  for (size_t i = 0; i < b.results.size(); ++i)
+    out += (out.empty() ? "" : ", ") + std::to_string(i) + "@" + std::to_string(b.results[i]);
+  return "separable along dimension 0 of input(s) " + in + " (result@dim: " + out +
+         "): one compile at batch 1 serves every batch size";
 }
 
 /// `kiln run`, and `kiln profile` (with `profileDir`: the calls are
@@ -344,6 +364,7 @@ int runCommand(const std::string &model, const std::string &function,
   }
   if (explain) {
     std::printf("graph rewrites at load: %s\n", (*module)->graphRewrites().c_str());
+    std::printf("batch: %s\n", describeBatch(*sig).c_str());
     std::printf("placement: %s\n", (*compiled)->placementSummary().c_str());
     for (const auto &step : (*compiled)->plan.steps) {
       bool jit = step.kind == kiln::lowering::PlanStep::kJit;
@@ -520,6 +541,7 @@ int prewarmCommand(const std::string &model, const std::string &function,
     all.push_back(std::move(*types));
   }
   auto &cc = rt->compileService();
+  std::vector<std::vector<kiln::TensorType>> served;  // the signatures compiled (or found) so far
   for (size_t i = 0; i < all.size(); ++i) {
     const std::vector<kiln::TensorType> &types = all[i];
     std::string sigText;
@@ -528,6 +550,21 @@ int prewarmCommand(const std::string &model, const std::string &function,
       std::printf("prewarmed @%s (%s): given twice\n", function.c_str(), sigText.c_str());
       continue;
     }
+    // Range code: a batch-separable function's batch sizes share batch 1's code.
+    std::vector<kiln::TensorType> serving = module->servingTypes(function, types);
+    if (serving != types) {
+      std::string servingText;
+      for (auto &t : serving) servingText += (servingText.empty() ? "" : ",") + t.str();
+      bool again = std::find(served.begin(), served.end(), serving) != served.end();
+      std::printf("prewarmed @%s (%s): runs as calls of batch 1 (%s)%s\n", function.c_str(), sigText.c_str(),
+                  servingText.c_str(), again ? ", prewarmed above" : "");
+      if (again) continue;
+      sigText = servingText;
+    } else if (std::find(served.begin(), served.end(), serving) != served.end()) {
+      std::printf("prewarmed @%s (%s): prewarmed above\n", function.c_str(), sigText.c_str());
+      continue;
+    }
+    served.push_back(serving);
     auto before = cc.stats();
     auto t0 = Clock::now();
     if (auto err = rt->prewarm(*module, function, {types})) return fail(llvm::toString(std::move(err)));
@@ -583,7 +620,14 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
   if (!target) return fail(llvm::toString(target.takeError()));
   kiln::Runtime *rt = target->rt.get();
   kiln::Module *module = target->module.get();
-  const std::vector<kiln::TensorType> *types = &target->types;
+  // Range code: a batch-separable function's call runs on batch 1's code.
+  std::vector<kiln::TensorType> serving = module->servingTypes(function, target->types);
+  if (serving != target->types) {
+    std::string text;
+    for (auto &t : serving) text += (text.empty() ? "" : ",") + t.str();
+    std::printf("runs as calls of batch 1 (%s): the key of that code\n", text.c_str());
+  }
+  const std::vector<kiln::TensorType> *types = &serving;
   auto key = module->cacheKey(function, *types);
   if (!key) return fail(llvm::toString(key.takeError()));
   std::printf("key %s\n", key->digest().c_str());
@@ -678,6 +722,9 @@ int runMain(int argc, char **argv) {
                     "a call of a new shape: wait for its compile (wait, the default), run at once on handwritten "
                     "kernels while the JIT compile runs in the background (tiered), or kernels only (kernels-only); "
                     "also $KILN_COMPILE_POLICY");
+    cmd->add_option("--batch-ranges", common.batchRanges,
+                    "on (the default): a function that computes its batch item by item runs every batch size as "
+                    "calls of batch 1, one compile for all; off: each batch size compiles (also $KILN_BATCH_RANGES)");
     cmd->add_option("--cache-dir", common.cacheDir,
                     "compile cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)");
     cmd->add_option("--cache", common.cacheMode, "compile cache mode: off, ro, rw (default: $KILN_CACHE or rw)");

@@ -465,6 +465,11 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
     } else if (n == "compile_policy") {
       o.compilePolicy = kiln::parseCompilePolicy(value);
       if (!o.compilePolicy) return bad("wait, tiered or kernels-only");
+    } else if (n == "batch_ranges") {
+      if (!parseFlag(value, flag)) return bad("0 or 1");
+      o.batchRanges = flag;
+    } else if (n == "hot_batch_calls") {
+      if (!parseInt(value, 1, 1 << 30, o.hotBatchCalls)) return bad("a number of calls from 1");
     } else if (n == "device") {
       o.device = value;
     } else if (n == "huge_pages") {
@@ -477,7 +482,7 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
       return invalid("unknown option '" + n +
                      "' (options: threads, compile_threads, cache_dir, cache, cache_max_bytes, op_mode, placement, "
                      "opt_level, max_vector_bits, memory_limit, call_timeout, max_in_flight, when_busy, compile_policy, "
-                     "device, huge_pages, serial_steps)");
+                     "batch_ranges, hot_batch_calls, device, huge_pages, serial_steps)");
     }
     return nullptr;
   });
@@ -753,6 +758,9 @@ void kiln_module_tier_stats_get(const kiln_module *m, kiln_tier_stats *out) {
   out->background_compiles = t.backgroundCompiles;
   out->swaps = t.swaps;
   out->failures = t.backgroundFailures;
+  out->range_calls = t.rangeCalls;
+  out->hot_size_compiles = t.hotSizeCompiles;
+  out->range_kept = t.rangeKept;
 }
 
 void kiln_module_wait_background_compiles(kiln_module *m) { m->module->waitForBackgroundCompiles(); }

@@ -89,13 +89,17 @@ int main(int argc, char **argv) {
     return v.empty() ? 0.0 : v[std::min(v.size() - 1, size_t(p * double(v.size())))];
   };
   std::vector<double> last(ms.end() - std::min<size_t>(ms.size(), 100), ms.end());
+  // Compiles counted over the stream and what was still compiling behind it.
+  (*m)->waitForBackgroundCompiles();
   jit::CompileServiceStats st = (*rt)->compileService().stats();
   Module::TierStats tiers = (*m)->tierStats();
+  for (const std::string &e : tiers.events) std::printf("event %s\n", e.c_str());
   std::printf("summary policy %s calls %zu load_ms %.1f p50_ms %.3f p99_ms %.3f max_ms %.3f last100_p50_ms %.3f "
-              "compiles %llu compile_ms %.1f kernel_plan_calls %llu swaps %llu\n",
+              "compiles %llu compile_ms %.1f kernel_plan_calls %llu swaps %llu range_calls %llu hot_compiles %llu "
+              "range_kept %llu\n",
               argv[3], ms.size(), loadMs, pct(ms, 0.5), pct(ms, 0.99), pct(ms, 1.0), pct(last, 0.5),
               (unsigned long long)st.compiles, st.compileMs, (unsigned long long)tiers.kernelPlanCalls,
-              (unsigned long long)tiers.swaps);
-  (*m)->waitForBackgroundCompiles();
+              (unsigned long long)tiers.swaps, (unsigned long long)tiers.rangeCalls,
+              (unsigned long long)tiers.hotSizeCompiles, (unsigned long long)tiers.rangeKept);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include "runtime/FileIO.h"
 #include "runtime/Error.h"
 #include "lowering/graph/ProgramImpl.h"
+#include "lowering/graph/BatchDimension.h"
 #include "lowering/graph/Passes.h"
 #include "lowering/pipelines/Pipelines.h"
 
@@ -232,6 +233,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
       sig.resultNames.push_back(resultName(fn, i));
     }
     if (sig.unsupported.empty()) sig.unsupported = recursion(*I.module, fn);
+    if (sig.unsupported.empty()) sig.batch = analyzeBatchDimension(fn);
     I.functions.push_back(std::move(sig));
   }
   // A module with nothing to call (an empty file, only private functions)

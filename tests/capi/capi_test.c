@@ -486,6 +486,10 @@ int main(void) {
   options = kiln_options_create();
   OK(kiln_options_set(options, "cache", "off"));
   OK(kiln_options_set(options, "compile_policy", "tiered"));
+  s = kiln_options_set(options, "batch_ranges", "sometimes");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "0 or 1"));
+  kiln_status_free(s);
+  OK(kiln_options_set(options, "batch_ranges", "0"));  /* batch 3 gets a plan and code of its own */
   OK(kiln_runtime_create(options, &rt));
   OK(kiln_runtime_load_builtin(rt, "mlp", &m));
   const int64_t mlp_shape[] = {3, 64};
@@ -503,6 +507,25 @@ int main(void) {
   kiln_module_tier_stats_get(m, &ts);
   CHECK(ts.kernel_plan_calls == 1);
   kiln_tensor_free(result);
+  kiln_module_free(m);
+  kiln_runtime_free(rt);
+  kiln_options_free(options);
+
+  /* batch_ranges (the default): batch 3 of the mlp runs as three calls of
+   * batch 1, one compile (batch 1) for every size. */
+  options = kiln_options_create();
+  OK(kiln_options_set(options, "cache", "off"));
+  OK(kiln_options_set(options, "hot_batch_calls", "1000"));
+  OK(kiln_runtime_create(options, &rt));
+  OK(kiln_runtime_load_builtin(rt, "mlp", &m));
+  result = NULL;
+  OK(kiln_module_call(m, NULL, &mx, 1, &result, 1));
+  CHECK(kiln_tensor_shape(result)[0] == 3);
+  kiln_tensor_free(result);
+  kiln_module_tier_stats_get(m, &ts);
+  CHECK(ts.range_calls == 1 && ts.hot_size_compiles == 0);
+  kiln_module_stats_get(m, &ms);
+  CHECK(ms.functions_compiled == 1);
   kiln_tensor_free(mx);
   kiln_module_free(m);
   kiln_runtime_free(rt);

@@ -49,24 +49,35 @@ std::string denseText(const std::vector<float> &v, llvm::ArrayRef<int64_t> shape
 }  // namespace
 
 TEST(Models, MlpMatchesReferenceForSeveralBatchSizes) {
-  auto m = loadBuiltin("mlp");
-  ASSERT_TRUE(m);
-  ASSERT_EQ(m->functions().size(), 1u);
-  EXPECT_EQ(m->functions()[0].args[0].name, "x");
-  EXPECT_EQ(m->functions()[0].args[0].type.str(), "?x64xf32");
-  for (int64_t batch : {1, 3, 17}) {
-    Tensor x = test::randomTensor({batch, 64}, unsigned(batch));
-    auto out = KILN_TAKE(m->call("main", {x}));
-    ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].type().str(), std::to_string(batch) + "x10xf32");
-    EXPECT_TRUE(test::allClose(test::asDoubles(out[0]),
-                               test::asDoubles(mlpReference(x.toVector<float>(), batch)), 1e-4,
-                               1e-6));
+  // With range code (the default) batch 1's code serves every size; without
+  // it each size compiles.
+  for (bool ranges : {true, false}) {
+    SCOPED_TRACE(ranges ? "batch ranges on" : "batch ranges off");
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    o.batchRanges = ranges;
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadModule(models::findBuiltinModel("mlp")->mlir, "mlp"));
+    ASSERT_EQ(m->functions().size(), 1u);
+    EXPECT_EQ(m->functions()[0].args[0].name, "x");
+    EXPECT_EQ(m->functions()[0].args[0].type.str(), "?x64xf32");
+    EXPECT_TRUE(m->functions()[0].batch.separable) << m->functions()[0].batch.why;
+    for (int64_t batch : {1, 3, 17}) {
+      Tensor x = test::randomTensor({batch, 64}, unsigned(batch));
+      auto out = KILN_TAKE(m->call("main", {x}));
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_EQ(out[0].type().str(), std::to_string(batch) + "x10xf32");
+      EXPECT_TRUE(test::allClose(test::asDoubles(out[0]),
+                                 test::asDoubles(mlpReference(x.toVector<float>(), batch)), 1e-4,
+                                 1e-6));
+    }
+    size_t compiles = ranges ? 1u : 3u;
+    EXPECT_EQ(m->numCompiled(), compiles);
+    EXPECT_EQ(m->tierStats().rangeCalls, ranges ? 2u : 0u);
+    // Same signature again: no new compile.
+    ASSERT_TRUE(bool(m->call("main", {test::randomTensor({3, 64}, 9)})));
+    EXPECT_EQ(m->numCompiled(), compiles);
   }
-  EXPECT_EQ(m->numCompiled(), 3u);
-  // Same signature again: no new compile.
-  ASSERT_TRUE(bool(m->call("main", {test::randomTensor({3, 64}, 9)})));
-  EXPECT_EQ(m->numCompiled(), 3u);
 }
 
 TEST(Models, CnnMatchesReference) {

@@ -50,6 +50,7 @@ RuntimeOptions options(Policy policy) {
   o.cacheMode = CacheMode::kOff;
   o.compilePolicy = policy;
   o.placement.measure = false;  // the same placement in every runtime
+  o.batchRanges = false;         // one plan and one compile per signature (BatchRangeTest has both together)
   return o;
 }
 

@@ -146,6 +146,10 @@ KILN_API void kiln_options_free(kiln_options *options);
  *                      compiled code does (wait for the compile; run at once on
  *                      handwritten kernels while the JIT compiles in the background;
  *                      kernels only)
+ *   batch_ranges       0 | 1 (default 1): a function that computes its batch item by
+ *                      item runs every batch size as calls of batch 1 (one compile)
+ *   hot_batch_calls    calls of one batch size after which its own code compiles in
+ *                      the background, taking over if faster (default 8)
  *   device             cpu | cuda | cuda:N
  *   huge_pages         0 | 1
  *   serial_steps       0 | 1 (one step of a call at a time: profiling)
@@ -274,10 +278,19 @@ typedef struct kiln_tier_stats {
   uint64_t background_compiles; /* JIT compiles started behind a kernel plan (one per shape signature) */
   uint64_t swaps;               /* signatures switched from their kernel plan to compiled code */
   uint64_t failures;            /* background compiles that failed (the kernel plan keeps serving) */
+  /* Range code (option batch_ranges, on by default): calls of a batch-separable
+   * function run as calls of batch 1; batch sizes called hot_batch_calls times
+   * whose own code compiled in the background (counted in background_compiles;
+   * those that took over in swaps); and those whose own code measured no
+   * faster, so the calls of batch 1 keep serving them. */
+  uint64_t range_calls;
+  uint64_t hot_size_compiles;
+  uint64_t range_kept;
 } kiln_tier_stats;
 
 KILN_API void kiln_module_tier_stats_get(const kiln_module *module, kiln_tier_stats *out);
-/* Blocks until every background compile started so far has swapped or failed. */
+/* Blocks until every background compile started so far has swapped, kept the
+ * range code, or failed. */
 KILN_API void kiln_module_wait_background_compiles(kiln_module *module);
 
 /* Built-in models, built in code from deterministic weights (the same bytes

@@ -1,0 +1,129 @@
+// Module::Impl: what a loaded module holds (its program, the code of each
+// shape signature, tiered execution's plans and background queue, range
+// code's call counts), shared by the files that implement Module
+// (Kiln.cpp, BatchRange.cpp). Private to api/.
+#pragma once
+
+#include "api/Kiln.h"
+
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
+#include "lowering/graph/Program.h"
+#include "runtime/Clock.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+
+namespace kiln {
+
+struct Module::Impl {
+  using Compiled = std::shared_ptr<const jit::CompiledFunction>;
+  /// (function, signature) -> code.
+  using Table =
+      llvm::StringMap<llvm::DenseMap<uint64_t, llvm::SmallVector<std::pair<cache::ShapeSignature, Compiled>, 1>>>;
+  std::shared_ptr<jit::CompileService> service;
+  std::shared_ptr<HostExecutor> executor;
+  std::unique_ptr<lowering::Program> program;
+  double callTimeoutSeconds = 0;  // RuntimeOptions::callTimeoutSeconds
+  bool serialSteps = false;       // RuntimeOptions::serialSteps
+  RuntimeOptions::CompilePolicy policy = RuntimeOptions::CompilePolicy::kWait;
+  bool batchRanges = true;  // RuntimeOptions::batchRanges
+  int hotBatchCalls = 8;    // RuntimeOptions::hotBatchCalls
+  std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
+  WarningSink warn;
+  // Read-mostly, the call fast path: the code of each signature, and the
+  // kernel plans serving signatures whose code compiles in the background
+  // (tiered execution; a signature leaves `plans` when its code enters
+  // `tables`).
+  mutable std::shared_mutex tableMu;
+  Table tables, plans;
+  std::mutex mu;
+  std::condition_variable idle;
+  int firstCallsInFlight = 0;  // callAsync compiles and background compiles that still use this module
+  /// Stops background compiles when the module goes.
+  CancellationToken closing;
+  /// Under mu: the signatures ("function\0signature") whose background
+  /// compile started, and what tiered execution did.
+  std::set<std::string> background;
+  /// Under mu: calls the range code served, by "function\0signature".
+  std::map<std::string, uint64_t> rangeCallCounts;
+  TierStats tiers;
+  /// Under mu: compiles waiting for the background thread, and whether it runs.
+  struct BackgroundJob {
+    std::string function;
+    std::vector<TensorType> types;
+    size_t event = 0;
+    Clock::time_point queued;
+    uint64_t callsBefore = 0;  // kernelPlanCalls when queued
+    bool hotSize = false;      // a batch size the range code served often (finishHotSize)
+  };
+  std::deque<BackgroundJob> queue;
+  bool compiling = false;
+  std::atomic<uint64_t> kernelPlanCalls{0};
+
+  /// One use of the module (a first call's task, a queued background
+  /// compile, the background thread) ends: the destructor may go on once
+  /// none is left. `Locked`: the caller holds mu.
+  void leaveLocked() {
+    --firstCallsInFlight;
+    idle.notify_all();
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mu);
+    leaveLocked();
+  }
+
+  static Compiled findIn(const Table &table, llvm::StringRef function, const cache::ShapeSignature &sig) {
+    auto t = table.find(function);
+    if (t == table.end()) return nullptr;
+    auto b = t->second.find(sig.hash());
+    if (b == t->second.end()) return nullptr;
+    for (const auto &[s, fn] : b->second)
+      if (s == sig) return fn;
+    return nullptr;
+  }
+  /// Compiled code for (function, signature), or null.
+  Compiled find(llvm::StringRef function, const cache::ShapeSignature &sig) const {
+    std::shared_lock<std::shared_mutex> lock(tableMu);
+    return findIn(tables, function, sig);
+  }
+  /// The kernel plan serving (function, signature) until its code is
+  /// compiled, or null.
+  Compiled findPlan(llvm::StringRef function, const cache::ShapeSignature &sig) const {
+    std::shared_lock<std::shared_mutex> lock(tableMu);
+    return findIn(plans, function, sig);
+  }
+  /// Adds `code` to `table` unless the signature has code there; returns
+  /// what the table holds for it.
+  Compiled insert(Table &table, llvm::StringRef function, const cache::ShapeSignature &sig, Compiled code) {
+    std::unique_lock<std::shared_mutex> lock(tableMu);
+    auto &bucket = table[function][sig.hash()];
+    for (const auto &[s2, existing] : bucket)
+      if (s2 == sig) return existing;
+    bucket.push_back({sig, code});
+    return code;
+  }
+  /// Compiled code for the signature, the kernel plan leaving `plans` (the
+  /// swap: later calls find the code first).
+  void swapIn(llvm::StringRef function, const cache::ShapeSignature &sig) {
+    std::unique_lock<std::shared_mutex> lock(tableMu);
+    auto t = plans.find(function);
+    if (t == plans.end()) return;
+    auto b = t->second.find(sig.hash());
+    if (b == t->second.end()) return;
+    llvm::erase_if(b->second, [&](const auto &entry) { return entry.first == sig; });
+  }
+};
+
+/// One error value per result (at least one).
+std::vector<AsyncValueRef<Tensor>> errorValues(size_t n, const Status &status);
+
+}  // namespace kiln
