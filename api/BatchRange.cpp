@@ -12,7 +12,8 @@
 // own compiled in the background; it takes over only if it runs faster than
 // the range code (both measured on the background thread, min of two runs
 // after one to warm up), since a batch of N items in one kernel is not
-// always faster than N kernels of one.
+// always faster than N kernels of one. Once two hot sizes of a function in a
+// row kept the batch-1 code, only sizes bigger than all tried are compiled.
 #include "api/impl/ModuleImpl.h"
 
 #include "runtime/Trace.h"
@@ -248,8 +249,10 @@ void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
     std::lock_guard<std::mutex> lock(impl_->mu);
     ++impl_->tiers.rangeCalls;
     uint64_t calls = ++impl_->rangeCallCounts[key];
-    if (calls == uint64_t(impl_->hotBatchCalls) && impl_->policy != RuntimeOptions::CompilePolicy::kKernelsOnly &&
-        impl_->background.insert(key).second) {
+    const Impl::HotSizes &tried = impl_->hotSizes[s.name];
+    bool promising = tried.keptInARow < 2 || call->batch > tried.largestTried;
+    if (calls == uint64_t(impl_->hotBatchCalls) && promising &&
+        impl_->policy != RuntimeOptions::CompilePolicy::kKernelsOnly && impl_->background.insert(key).second) {
       ++impl_->firstCallsInFlight;  // the queued compile's
       ++impl_->tiers.backgroundCompiles;
       ++impl_->tiers.hotSizeCompiles;
@@ -257,6 +260,12 @@ void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
       impl_->tiers.events.push_back("@" + s.name + " (" + sig.str() + "): batch " + std::to_string(call->batch) +
                                     " ran " + std::to_string(calls) + " times as calls of batch 1");
     }
+  }
+  if (std::shared_ptr<TraceRecorder> trace = impl_->executor->trace()) {  // the call around its items' steps
+    TraceEvent e;
+    e.name = "@" + s.name + ": batch " + std::to_string(call->batch) + " as calls of batch 1";
+    e.category = "call";
+    trace->add(std::move(e), call->start, Clock::now());
   }
   for (size_t r = 0; r < call->results.size(); ++r) {
     if (call->failure) call->results[r]->setError(*call->failure);
@@ -325,6 +334,11 @@ void Module::finishHotSize(const std::string &function, const std::vector<Tensor
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   ++(tookOver ? impl_->tiers.swaps : impl_->tiers.rangeKept);
+  if (s && own < 1e300) {  // measured: what the next hot sizes of this function may expect
+    Impl::HotSizes &tried = impl_->hotSizes[function];
+    tried.keptInARow = tookOver ? 0 : tried.keptInARow + 1;
+    tried.largestTried = std::max(tried.largestTried, rangeBatch(*s, inputs));
+  }
   if (event < impl_->tiers.events.size()) impl_->tiers.events[event] += line;
 }
 

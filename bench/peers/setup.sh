@@ -12,7 +12,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/pip" install --quiet --upgrade pip
-"$VENV/bin/pip" install --quiet torch torchvision torch-mlir onnx onnxruntime numpy transformers
+"$VENV/bin/pip" install --quiet torch torchvision torch-mlir onnx onnxruntime openvino numpy transformers
 "$VENV/bin/python" - <<'PY'
 import importlib
 for m in ("torch", "torchvision", "torch_mlir", "onnx", "onnxruntime", "numpy", "transformers"):

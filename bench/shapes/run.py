@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A stream of calls whose batch size changes from call to call, from a cold
-start: kiln under each compile policy against ONNX Runtime on the same stream.
+start: kiln under each compile policy, with and without range code for
+batches (every size as calls of batch 1; "-noranges": every size compiles on
+its own), against ONNX Runtime and OpenVINO on the same stream.
 
 Exports a torchvision model with a dynamic batch dimension to ONNX (fixed
 random weights, nothing downloaded) into a cache folder and imports it with
@@ -8,12 +10,13 @@ random weights, nothing downloaded) into a cache folder and imports it with
 sizes uniform in LO..HI, fixed seed), runs it through
 `kiln_shape_stream` (a fresh process and cache per policy) and through an
 ONNX Runtime session created at the start (its creation counted in the first
-call, as kiln's compile is), and prints p50, p99, max and the last 100 calls'
-p50 of each, the compiles, and kiln's ratios to ONNX Runtime.
+call, as kiln's compile is) and an OpenVINO compiled model (likewise; skipped
+when openvino is not installed), and prints p50, p99, max and the last 100
+calls' p50 of each, the compiles, and kiln's ratios to both.
 
   bench/peers/setup.sh                                   # once: the Python environment
   ~/.cache/kiln/peers-venv/bin/python bench/shapes/run.py [--model mobilenet_v2]
-        [--calls 300] [--sizes 1..16] [--policies wait,tiered] [--threads 2]
+        [--calls 300] [--sizes 1..16] [--policies wait,tiered,wait-noranges,...] [--threads 2]
 """
 import argparse
 import os
@@ -56,17 +59,26 @@ def summary(times):
 
 
 def run_kiln(binary, mlir, policy, sizes, threads):
+    """policy: wait | tiered | kernels-only, with "-noranges": every batch size
+    compiles on its own (KILN_BATCH_RANGES=0) instead of running as calls of
+    batch 1."""
+    env = dict(os.environ)
+    if policy.endswith("-noranges"):
+        policy = policy[: -len("-noranges")]
+        env["KILN_BATCH_RANGES"] = "0"
     out = subprocess.run([binary, mlir, "main_graph", policy, ",".join(map(str, sizes)), str(threads)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"kiln_shape_stream ({policy}) failed: {out.stderr.strip()[:500]}")
-    times, stats = [], {}
+    times, stats = [], {"events": []}
     for line in out.stdout.splitlines():
         f = line.split()
         if f[0] == "call":
             times.append(float(f[4]))
         elif f[0] == "summary":
-            stats = dict(zip(f[1::2], f[2::2]))
+            stats.update(dict(zip(f[1::2], f[2::2])))
+        elif f[0] == "event":
+            stats["events"].append(line[len("event "):])
     return times, stats
 
 
@@ -88,12 +100,34 @@ def run_ort(onnx, sizes, threads):
     return times, created
 
 
+def run_openvino(onnx, sizes, threads):
+    """OpenVINO on the same stream: the model read and compiled with a
+    dynamic batch at the start (counted in the first call), f32 inference
+    precision, the LATENCY hint, `threads` threads."""
+    import openvino as ov
+    rng = np.random.default_rng(7)
+    times = []
+    t0 = time.perf_counter()
+    core = ov.Core()
+    model = core.read_model(onnx)
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY",
+                                                "INFERENCE_NUM_THREADS": str(threads)})
+    request = compiled.create_infer_request()
+    created = (time.perf_counter() - t0) * 1e3
+    for i, n in enumerate(sizes):
+        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
+        t1 = time.perf_counter()
+        request.infer({0: x})
+        times.append((time.perf_counter() - t1) * 1e3 + (created if i == 0 else 0))
+    return times, created
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mobilenet_v2")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--sizes", default="1..16")
-    ap.add_argument("--policies", default="wait,tiered")
+    ap.add_argument("--policies", default="wait,tiered,wait-noranges,tiered-noranges")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
     ap.add_argument("--stream", default=os.path.join(ROOT, "build", "bin", "kiln_shape_stream"))
@@ -108,18 +142,28 @@ def main():
         rows["onnxruntime"] = (summary(t), f"session created in {created:.0f} ms")
     except ImportError:
         print("onnxruntime not installed: skipped")
+    try:
+        t, created = run_openvino(onnx, sizes, args.threads)
+        rows["openvino"] = (summary(t), f"compiled in {created:.0f} ms")
+    except ImportError:
+        print("openvino not installed (pip install openvino into the peers venv): skipped")
     for policy in args.policies.split(","):
         t, st = run_kiln(args.stream, mlir, policy, sizes, args.threads)
         rows["kiln " + policy] = (summary(t), f"{st.get('compiles', '?')} compiles in {st.get('compile_ms', '?')} ms, "
-                                              f"{st.get('kernel_plan_calls', '?')} calls on kernel plans")
+                                              f"{st.get('kernel_plan_calls', '?')} item calls on kernel plans, "
+                                              f"{st.get('range_calls', '?')} calls as batch-1 items, "
+                                              f"{st.get('hot_compiles', '?')} hot sizes compiled "
+                                              f"({st.get('range_kept', '?')} kept batch-1 code)")
     print(f"{'':18s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'last-100 p50':>13s}")
     for name, (s, note) in rows.items():
         print(f"{name:18s} {s['p50']:9.1f} {s['p99']:9.1f} {s['max']:9.1f} {s['last100_p50']:13.1f}   {note}")
-    if "onnxruntime" in rows:
-        base = rows["onnxruntime"][0]
+    for peer in ("onnxruntime", "openvino"):
+        if peer not in rows:
+            continue
+        base = rows[peer][0]
         for name, (s, _) in rows.items():
             if name.startswith("kiln"):
-                print(f"{name} / onnxruntime: p50 {s['p50'] / base['p50']:.2f}x, p99 {s['p99'] / base['p99']:.2f}x, "
+                print(f"{name} / {peer}: p50 {s['p50'] / base['p50']:.2f}x, p99 {s['p99'] / base['p99']:.2f}x, "
                       f"max {s['max'] / base['max']:.2f}x, last-100 p50 {s['last100_p50'] / base['last100_p50']:.2f}x")
 
 
