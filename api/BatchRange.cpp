@@ -279,6 +279,23 @@ void Module::finishHotSize(const std::string &function, const std::vector<Tensor
   auto done = llvm::make_scope_exit([this] { impl_->leave(); });
   const FunctionSignature *s = impl_->program->lookup(function);
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
+  int64_t batch = 0;
+  for (size_t i = 0; s && i < types.size() && i < s->batch.inputs.size(); ++i)
+    if (s->batch.inputs[i] && !types[i].shape.empty()) batch = types[i].shape[0];
+  {
+    // Sizes turn hot together; by the time this one's turn comes, sizes
+    // measured before it may have shown that its own code will lose.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    const Impl::HotSizes &tried = impl_->hotSizes[function];
+    if (tried.keptInARow >= 2 && batch <= tried.largestTried) {
+      ++impl_->tiers.rangeKept;
+      if (event < impl_->tiers.events.size())
+        impl_->tiers.events[event] += "; not compiled: " + std::to_string(tried.keptInARow) +
+                                      " sizes in a row, up to " + std::to_string(tried.largestTried) +
+                                      ", kept the calls of batch 1";
+      return;
+    }
+  }
   auto code = impl_->service->getOrCompile(*impl_->program, function, types, &impl_->closing);
   std::string problem = code ? "" : toStatus(code.takeError()).str();
   double compileMs = msSince(start);
@@ -337,7 +354,7 @@ void Module::finishHotSize(const std::string &function, const std::vector<Tensor
   if (s && own < 1e300) {  // measured: what the next hot sizes of this function may expect
     Impl::HotSizes &tried = impl_->hotSizes[function];
     tried.keptInARow = tookOver ? 0 : tried.keptInARow + 1;
-    tried.largestTried = std::max(tried.largestTried, rangeBatch(*s, inputs));
+    tried.largestTried = std::max(tried.largestTried, batch);
   }
   if (event < impl_->tiers.events.size()) impl_->tiers.events[event] += line;
 }
