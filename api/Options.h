@@ -138,8 +138,9 @@ struct RuntimeOptions {
   /// each writing its slice of the outputs, so one compile serves every
   /// batch size. A size called `hotBatchCalls` times gets code of its own
   /// compiled in the background (not under kKernelsOnly), which takes over
-  /// only if it measures faster than the batch-1 code (after two sizes of
-  /// a function in a row did not, only bigger sizes are tried). Unset =
+  /// only if it measures faster than the batch-1 code (once one size of a
+  /// function did not, only sizes at least twice the largest tried are
+  /// compiled). Unset =
   /// $KILN_BATCH_RANGES (0 or 1), else on.
   std::optional<bool> batchRanges;
   int hotBatchCalls = 8;

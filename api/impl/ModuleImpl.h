@@ -55,12 +55,14 @@ struct Module::Impl {
   std::set<std::string> background;
   /// Under mu: calls the range code served, by "function\0signature".
   std::map<std::string, uint64_t> rangeCallCounts;
-  /// Under mu, by function: how its hot sizes' own code fared. After two in
-  /// a row kept the batch-1 code, only sizes bigger than every size tried
-  /// are compiled (a batch's own code that lost at 4 and 8 loses at 6).
+  /// Under mu, by function: how its hot sizes' own code fared. Once one
+  /// lost to the calls of batch 1, only sizes at least twice the largest
+  /// tried are compiled (batched code that lost at 8 loses at 6; at 16 its
+  /// bigger tiles may win).
   struct HotSizes {
     int keptInARow = 0;
     int64_t largestTried = 0;
+    bool promising(int64_t batch) const { return keptInARow == 0 || batch >= 2 * largestTried; }
   };
   std::map<std::string, HotSizes> hotSizes;
   TierStats tiers;
