@@ -252,7 +252,7 @@ void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
     ++impl_->tiers.rangeCalls;
     uint64_t calls = ++impl_->rangeCallCounts[key];
     bool promising = impl_->hotSizes[s.name].promising(call->batch);
-    if (calls == uint64_t(impl_->hotBatchCalls) && promising &&
+    if (impl_->hotBatchCalls > 0 && calls == uint64_t(impl_->hotBatchCalls) && promising &&
         impl_->policy != RuntimeOptions::CompilePolicy::kKernelsOnly && impl_->background.insert(key).second) {
       ++impl_->firstCallsInFlight;  // the queued compile's
       ++impl_->tiers.backgroundCompiles;

@@ -182,7 +182,7 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->serialSteps = options_.serialSteps;
   impl->policy = options_.compilePolicy.value_or(RuntimeOptions::CompilePolicy::kWait);
   impl->batchRanges = options_.batchRanges.value_or(true);
-  impl->hotBatchCalls = std::max(1, options_.hotBatchCalls);
+  impl->hotBatchCalls = std::max(0, options_.hotBatchCalls.value_or(8));
   impl->warn = options_.warnings ? options_.warnings : WarningSink(warnToStderr);
   impl->calls = calls_;
   impl->program = std::move(program);

@@ -112,6 +112,13 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
       return error(ErrorCode::kInvalidArgument, "KILN_BATCH_RANGES='%s': expected 0 or 1", r);
     o.batchRanges = !r || llvm::StringRef(r) == "1";
   }
+  if (!o.hotBatchCalls) {
+    const char *h = env("KILN_HOT_BATCH_CALLS");
+    int64_t calls = 8;
+    if (h && (llvm::StringRef(h).getAsInteger(10, calls) || calls < 0 || calls > (1 << 30)))
+      return error(ErrorCode::kInvalidArgument, "KILN_HOT_BATCH_CALLS='%s': expected a number of calls (0 = never)", h);
+    o.hotBatchCalls = int(calls);
+  }
   if (!o.hugePageWeights) {
     const char *h = env("KILN_HUGE_PAGES");
     if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")

@@ -141,9 +141,10 @@ struct RuntimeOptions {
   /// only if it measures faster than the batch-1 code (once one size of a
   /// function did not, only sizes at least twice the largest tried are
   /// compiled). Unset =
-  /// $KILN_BATCH_RANGES (0 or 1), else on.
+  /// $KILN_BATCH_RANGES (0 or 1), else on. hotBatchCalls: 0 = never; unset
+  /// = $KILN_HOT_BATCH_CALLS, else 8.
   std::optional<bool> batchRanges;
-  int hotBatchCalls = 8;
+  std::optional<int> hotBatchCalls;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
   /// profiling, so that each step's time in a trace is its own rather than

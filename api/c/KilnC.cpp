@@ -469,7 +469,9 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
       if (!parseFlag(value, flag)) return bad("0 or 1");
       o.batchRanges = flag;
     } else if (n == "hot_batch_calls") {
-      if (!parseInt(value, 1, 1 << 30, o.hotBatchCalls)) return bad("a number of calls from 1");
+      int calls = 0;
+      if (!parseInt(value, 0, 1 << 30, calls)) return bad("a number of calls (0 = never)");
+      o.hotBatchCalls = calls;
     } else if (n == "device") {
       o.device = value;
     } else if (n == "huge_pages") {

@@ -36,7 +36,7 @@ struct Module::Impl {
   bool serialSteps = false;       // RuntimeOptions::serialSteps
   RuntimeOptions::CompilePolicy policy = RuntimeOptions::CompilePolicy::kWait;
   bool batchRanges = true;  // RuntimeOptions::batchRanges
-  int hotBatchCalls = 8;    // RuntimeOptions::hotBatchCalls
+  int hotBatchCalls = 8;    // RuntimeOptions::hotBatchCalls (0 = never)
   std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
   WarningSink warn;
   // Read-mostly, the call fast path: the code of each signature, and the

@@ -351,14 +351,24 @@ TEST(BatchRange, TieredFirstCallOfAnyBatchRunsOnTheBatchOnePlan) {
 
 TEST(BatchRange, EnvironmentTurnsRangesOff) {
   ::setenv("KILN_BATCH_RANGES", "0", 1);
+  ::setenv("KILN_HOT_BATCH_CALLS", "0", 1);
   auto o = RuntimeOptions::fromEnvironment();
   ::setenv("KILN_BATCH_RANGES", "maybe", 1);
   auto bad = RuntimeOptions::fromEnvironment();
   ::unsetenv("KILN_BATCH_RANGES");
+  ::setenv("KILN_HOT_BATCH_CALLS", "often", 1);
+  auto badHot = RuntimeOptions::fromEnvironment();
+  ::unsetenv("KILN_HOT_BATCH_CALLS");
   ASSERT_TRUE(bool(o));
   EXPECT_FALSE(*o->batchRanges);
+  EXPECT_EQ(*o->hotBatchCalls, 0);
   std::string err = test::errorOf(std::move(bad));
   EXPECT_NE(err.find("KILN_BATCH_RANGES"), std::string::npos) << err;
+  err = test::errorOf(std::move(badHot));
+  EXPECT_NE(err.find("KILN_HOT_BATCH_CALLS='often'"), std::string::npos) << err;
+  auto defaults = test::takeOrFail(RuntimeOptions::fromEnvironment());
+  EXPECT_TRUE(*defaults.batchRanges);
+  EXPECT_EQ(*defaults.hotBatchCalls, 8);
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ KILN_API void kiln_options_free(kiln_options *options);
  *   batch_ranges       0 | 1 (default 1): a function that computes its batch item by
  *                      item runs every batch size as calls of batch 1 (one compile)
  *   hot_batch_calls    calls of one batch size after which its own code compiles in
- *                      the background, taking over if faster (default 8)
+ *                      the background, taking over if faster (default 8; 0 = never)
  *   device             cpu | cuda | cuda:N
  *   huge_pages         0 | 1
  *   serial_steps       0 | 1 (one step of a call at a time: profiling)
