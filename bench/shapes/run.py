@@ -154,6 +154,8 @@ def main():
                                               f"{st.get('range_calls', '?')} calls as batch-1 items, "
                                               f"{st.get('hot_compiles', '?')} hot sizes compiled "
                                               f"({st.get('range_kept', '?')} kept batch-1 code)")
+        for e in st["events"]:  # tiered swaps and hot sizes, one line each
+            print(f"  kiln {policy}: {e}")
     print(f"{'':18s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'last-100 p50':>13s}")
     for name, (s, note) in rows.items():
         print(f"{name:18s} {s['p50']:9.1f} {s['p99']:9.1f} {s['max']:9.1f} {s['last100_p50']:13.1f}   {note}")
