@@ -24,7 +24,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
-#include <thread>
 
 namespace kiln {
 namespace {
@@ -39,17 +38,6 @@ Tensor itemOf(const Tensor &t, int dim, int64_t batch, int64_t item) {
   return Tensor::wrap(t.dtype(), shape, static_cast<char *>(t.rawData()) + bytes * size_t(item), std::move(keep));
 }
 
-/// Runs `f` once every value of `values` is available (TFRT's RunWhenReady).
-void whenAllAvailable(const std::vector<AsyncValueRef<Tensor>> &values, std::function<void()> f) {
-  if (values.empty()) return f();
-  auto pending = std::make_shared<std::atomic<size_t>>(values.size());
-  auto shared = std::make_shared<std::function<void()>>(std::move(f));
-  for (const auto &v : values)
-    v->andThen([pending, shared] {
-      if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared)();
-    });
-}
-
 /// The first error among `values`, if any.
 std::optional<Status> firstError(const std::vector<AsyncValueRef<Tensor>> &values) {
   for (const auto &v : values)
@@ -57,6 +45,12 @@ std::optional<Status> firstError(const std::vector<AsyncValueRef<Tensor>> &value
   return std::nullopt;
 }
 
+/// `types` with each batched input's dim 0 set to 1: the signature of one item.
+std::vector<TensorType> itemTypesOf(const BatchDimension &b, std::vector<TensorType> types) {
+  for (size_t i = 0; i < types.size() && i < b.inputs.size(); ++i)
+    if (b.inputs[i] && !types[i].shape.empty()) types[i].shape[0] = 1;
+  return types;
+}
 
 }  // namespace
 
@@ -76,16 +70,20 @@ struct Module::RangeCall {
   std::optional<Status> failure;  // under mu: the first item's error
 
   std::optional<Status> prepareOutputs(const std::vector<TensorType> &itemTypes);
+  /// Chains of items to run at once: one per executor thread, at most one per item.
+  int chainsOn(const HostExecutor &executor) const {
+    return int(std::min<int64_t>(batch, std::max(1, executor.numThreads())));
+  }
 };
 
-int64_t Module::rangeBatch(const FunctionSignature &s, llvm::ArrayRef<Tensor> inputs) const {
+int64_t Module::rangeBatch(const FunctionSignature &s, llvm::ArrayRef<TensorType> types) {
   const BatchDimension &b = s.batch;
-  if (b.inputs.size() != inputs.size()) return 0;
+  if (b.inputs.size() != types.size()) return 0;
   int64_t batch = -1;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < types.size(); ++i) {
     if (!b.inputs[i]) continue;
-    if (inputs[i].rank() == 0) return 0;
-    int64_t n = inputs[i].shape()[0];
+    if (types[i].shape.empty()) return 0;
+    int64_t n = types[i].shape[0];
     if (batch >= 0 && n != batch) return 0;  // batched inputs disagree: compile this signature as it is
     batch = n;
   }
@@ -95,23 +93,22 @@ int64_t Module::rangeBatch(const FunctionSignature &s, llvm::ArrayRef<Tensor> in
 /// The whole outputs from item code's result types: the caller's tensors
 /// where given (checked), else new ones.
 std::optional<Status> Module::RangeCall::prepareOutputs(const std::vector<TensorType> &itemTypes) {
-  RangeCall &call = *this;
-  const FunctionSignature &s = *call.signature;
-  for (size_t r = 0; r < call.outputs.size(); ++r) {
+  const FunctionSignature &s = *signature;
+  for (size_t r = 0; r < outputs.size(); ++r) {
     TensorType whole = itemTypes[r];
     int dim = s.batch.results[r];
     if (dim >= int(whole.shape.size()))
       return Status{ErrorCode::kInternal, "@" + s.name + ": result " + std::to_string(r) + " has no dimension " +
                                               std::to_string(dim) + " to hold the batch", {}};
-    whole.shape[dim] *= call.batch;
-    if (call.outputs[r].valid()) {
-      if (call.outputs[r].type() != whole)
+    whole.shape[dim] *= batch;
+    if (outputs[r].valid()) {
+      if (outputs[r].type() != whole)
         return Status{ErrorCode::kInvalidArgument, "output " + std::to_string(r) + ": the given tensor is tensor<" +
-                                                       call.outputs[r].type().str() + ">, the result is tensor<" +
+                                                       outputs[r].type().str() + ">, the result is tensor<" +
                                                        whole.str() + ">", {}};
-      for (const Tensor &in : call.inputs) {
-        auto *o = static_cast<const char *>(call.outputs[r].rawData()), *i = static_cast<const char *>(in.rawData());
-        if (in.byteSize() && call.outputs[r].byteSize() && o < i + in.byteSize() && i < o + call.outputs[r].byteSize())
+      for (const Tensor &in : inputs) {
+        auto *o = static_cast<const char *>(outputs[r].rawData()), *i = static_cast<const char *>(in.rawData());
+        if (in.byteSize() && outputs[r].byteSize() && o < i + in.byteSize() && i < o + outputs[r].byteSize())
           return Status{ErrorCode::kInvalidArgument, "output " + std::to_string(r) + " overlaps an input (kiln reads "
                                                      "inputs while it writes outputs: give separate memory)", {}};
       }
@@ -119,25 +116,16 @@ std::optional<Status> Module::RangeCall::prepareOutputs(const std::vector<Tensor
     }
     auto t = Tensor::allocate(whole.dtype, whole.shape, "output " + std::to_string(r));
     if (!t) return toStatus(t.takeError());
-    call.outputs[r] = std::move(*t);
+    outputs[r] = std::move(*t);
   }
-  call.outputsReady = true;
+  outputsReady = true;
   return std::nullopt;
 }
 
 std::vector<TensorType> Module::servingTypes(llvm::StringRef function, std::vector<TensorType> types) const {
   const FunctionSignature *s = impl_->program->lookup(function);
-  if (!impl_->batchRanges || !s || !s->batch.separable || s->batch.inputs.size() != types.size()) return types;
-  int64_t batch = -1;
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (!s->batch.inputs[i]) continue;
-    if (types[i].shape.empty() || (batch >= 0 && types[i].shape[0] != batch)) return types;
-    batch = types[i].shape[0];
-  }
-  if (batch <= 1) return types;
-  for (size_t i = 0; i < types.size(); ++i)
-    if (s->batch.inputs[i]) types[i].shape[0] = 1;
-  return types;
+  if (!impl_->batchRanges || !s || !s->batch.separable || rangeBatch(*s, types) <= 1) return types;
+  return itemTypesOf(s->batch, std::move(types));
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::startRange(const FunctionSignature &s, llvm::ArrayRef<Tensor> inputs,
@@ -160,21 +148,17 @@ std::vector<AsyncValueRef<Tensor>> Module::startRange(const FunctionSignature &s
   // With code (or a kernel plan) for batch 1 at hand the outputs are known
   // and every chain starts now; else item 0 runs alone first (compiling it,
   // as the policy says) and the others follow it.
-  std::vector<TensorType> itemTypes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TensorType t = inputs[i].type();
-    if (s.batch.inputs[i]) t.shape[0] = 1;
-    itemTypes.push_back(std::move(t));
-  }
-  cache::ShapeSignature itemSig = cache::ShapeSignature::of(itemTypes);
+  std::vector<TensorType> types;
+  for (const Tensor &t : inputs) types.push_back(t.type());
+  cache::ShapeSignature itemSig = cache::ShapeSignature::of(itemTypesOf(s.batch, std::move(types)));
   Impl::Compiled code = impl_->find(s.name, itemSig);
   if (!code) code = impl_->findPlan(s.name, itemSig);
   int chains = 1;
   if (code) {
-    std::vector<TensorType> types;
-    for (size_t r = 0; r < s.results.size(); ++r) types.push_back(code->executable->outputType(r));
-    if (std::optional<Status> bad = call->prepareOutputs(types)) return errorValues(s.results.size(), *bad);
-    chains = int(std::min<int64_t>(batch, std::max(1, impl_->executor->numThreads())));
+    std::vector<TensorType> resultTypes;
+    for (size_t r = 0; r < s.results.size(); ++r) resultTypes.push_back(code->executable->outputType(r));
+    if (std::optional<Status> bad = call->prepareOutputs(resultTypes)) return errorValues(s.results.size(), *bad);
+    chains = call->chainsOn(*impl_->executor);
   }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -215,7 +199,7 @@ void Module::itemDone(const std::shared_ptr<RangeCall> &call, int64_t item,
       Tensor to = itemOf(call->outputs[r], s.batch.results[r], call->batch, 0);
       std::memcpy(to.rawData(), results[r]->get().rawData(), to.byteSize());
     }
-    extra = int(std::min<int64_t>(call->batch, std::max(1, impl_->executor->numThreads()))) - 1;
+    extra = call->chainsOn(*impl_->executor) - 1;
   }
   std::vector<int64_t> start;
   bool finished = false;
@@ -280,9 +264,7 @@ void Module::finishHotSize(const std::string &function, const std::vector<Tensor
   auto done = llvm::make_scope_exit([this] { impl_->leave(); });
   const FunctionSignature *s = impl_->program->lookup(function);
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
-  int64_t batch = 0;
-  for (size_t i = 0; s && i < types.size() && i < s->batch.inputs.size(); ++i)
-    if (s->batch.inputs[i] && !types[i].shape.empty()) batch = types[i].shape[0];
+  int64_t batch = s ? rangeBatch(*s, types) : 0;
   {
     // Sizes turn hot together; by the time this one's turn comes, sizes
     // measured before it may have shown that its own code will lose.
@@ -327,7 +309,7 @@ void Module::finishHotSize(const std::string &function, const std::vector<Tensor
     auto t0 = Clock::now();
     double a = timed((*code)->executable->execute(inputs, *impl_->executor, ExecuteOptions()), t0);
     t0 = Clock::now();
-    double b = timed(startRange(*s, inputs, rangeBatch(*s, inputs), nullptr, {}, /*counted=*/false), t0);
+    double b = timed(startRange(*s, inputs, batch, nullptr, {}, /*counted=*/false), t0);
     if (round == 0) continue;
     own = std::min(own, a);
     range = std::min(range, b);

@@ -77,12 +77,7 @@ struct CallLimiter {
   /// Releases the slot once every one of `results` is available.
   static void releaseWhenDone(const std::shared_ptr<CallLimiter> &self,
                               const std::vector<AsyncValueRef<Tensor>> &results) {
-    auto pending = std::make_shared<std::atomic<size_t>>(results.size());
-    if (results.empty()) return self->release();
-    for (const auto &r : results)
-      r->andThen([self, pending] {
-        if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) self->release();
-      });
+    whenAllAvailable(results, [self] { self->release(); });
   }
 };
 
@@ -418,7 +413,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   // A batch size without code of its own, of a function that computes its
   // batch item by item: calls of batch 1 (one compile serves every size).
   if (s && impl_->batchRanges && s->batch.separable)
-    if (int64_t batch = rangeBatch(*s, inputs); batch > 1)
+    if (int64_t batch = rangeBatch(*s, types); batch > 1)
       return startRange(*s, inputs, batch, opts.cancel, std::move(opts.outputs));
 
   // First call for this signature: compile (or load from disk) on the

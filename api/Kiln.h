@@ -183,9 +183,10 @@ private:
   /// One background compile: the swap, its tier event, the trace.
   void finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                            std::chrono::steady_clock::time_point start, uint64_t callsBefore);
-  /// Range code (BatchRange.cpp): the batch of a call that `s` may split
-  /// (> 1), else 0.
-  int64_t rangeBatch(const FunctionSignature &s, llvm::ArrayRef<Tensor> inputs) const;
+  /// Range code (BatchRange.cpp): the batch of a call of `s` at `types`
+  /// (its batched inputs' dim 0 when they agree), else 0 (or -1 when `s`
+  /// has no batched input). Split when > 1.
+  static int64_t rangeBatch(const FunctionSignature &s, llvm::ArrayRef<TensorType> types);
   /// Runs a call of batch `batch` as calls of batch 1, each on its slice of
   /// the inputs and outputs; `counted` = false for the measurements that
   /// decide whether a hot size's own code takes over.

@@ -544,26 +544,23 @@ int prewarmCommand(const std::string &model, const std::string &function,
   std::vector<std::vector<kiln::TensorType>> served;  // the signatures compiled (or found) so far
   for (size_t i = 0; i < all.size(); ++i) {
     const std::vector<kiln::TensorType> &types = all[i];
-    std::string sigText;
-    for (auto &t : types) sigText += (sigText.empty() ? "" : ",") + t.str();
+    std::string sigText = kiln::cache::ShapeSignature::of(types).str();
     if (std::find(all.begin(), all.begin() + i, types) != all.begin() + i) {
       std::printf("prewarmed @%s (%s): given twice\n", function.c_str(), sigText.c_str());
       continue;
     }
     // Range code: a batch-separable function's batch sizes share batch 1's code.
     std::vector<kiln::TensorType> serving = module->servingTypes(function, types);
+    bool again = std::find(served.begin(), served.end(), serving) != served.end();
     if (serving != types) {
-      std::string servingText;
-      for (auto &t : serving) servingText += (servingText.empty() ? "" : ",") + t.str();
-      bool again = std::find(served.begin(), served.end(), serving) != served.end();
+      std::string servingText = kiln::cache::ShapeSignature::of(serving).str();
       std::printf("prewarmed @%s (%s): runs as calls of batch 1 (%s)%s\n", function.c_str(), sigText.c_str(),
                   servingText.c_str(), again ? ", prewarmed above" : "");
-      if (again) continue;
       sigText = servingText;
-    } else if (std::find(served.begin(), served.end(), serving) != served.end()) {
+    } else if (again) {
       std::printf("prewarmed @%s (%s): prewarmed above\n", function.c_str(), sigText.c_str());
-      continue;
     }
+    if (again) continue;
     served.push_back(serving);
     auto before = cc.stats();
     auto t0 = Clock::now();
@@ -622,11 +619,9 @@ int cacheExplainCommand(const std::string &model, const std::string &function,
   kiln::Module *module = target->module.get();
   // Range code: a batch-separable function's call runs on batch 1's code.
   std::vector<kiln::TensorType> serving = module->servingTypes(function, target->types);
-  if (serving != target->types) {
-    std::string text;
-    for (auto &t : serving) text += (text.empty() ? "" : ",") + t.str();
-    std::printf("runs as calls of batch 1 (%s): the key of that code\n", text.c_str());
-  }
+  if (serving != target->types)
+    std::printf("runs as calls of batch 1 (%s): the key of that code\n",
+                kiln::cache::ShapeSignature::of(serving).str().c_str());
   const std::vector<kiln::TensorType> *types = &serving;
   auto key = module->cacheKey(function, *types);
   if (!key) return fail(llvm::toString(key.takeError()));

@@ -8,6 +8,7 @@
 #include "api/Kernels.h"
 #include "api/Kiln.h"
 #include "api/Profiler.h"
+#include "api/impl/WhenAllAvailable.h"
 #include "lowering/models/BuiltinModels.h"
 #include "jit/CompileService.h"
 #include "jit/Compiler.h"
@@ -690,12 +691,7 @@ void kiln_call_cancel(kiln_call *c) { c->cancel->cancel(); }
 
 void kiln_call_on_ready(kiln_call *c, void (*callback)(void *), void *ctx) {
   if (!callback) return;
-  if (c->results.empty()) return callback(ctx);
-  auto pending = std::make_shared<std::atomic<size_t>>(c->results.size());
-  for (const auto &r : c->results)
-    r->andThen([pending, callback, ctx] {
-      if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) callback(ctx);
-    });
+  kiln::whenAllAvailable(c->results, [callback, ctx] { callback(ctx); });
 }
 
 kiln_status *kiln_call_wait(kiln_call *c, kiln_tensor **outputs, size_t numOutputs) {

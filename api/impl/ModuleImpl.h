@@ -5,6 +5,7 @@
 #pragma once
 
 #include "api/Kiln.h"
+#include "api/impl/WhenAllAvailable.h"
 
 #include "cache/CacheKey.h"
 #include "jit/CompileService.h"
