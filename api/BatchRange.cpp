@@ -67,7 +67,8 @@ struct Module::RangeCall {
   std::mutex mu;
   int64_t next = 0;               // under mu: the next item to start
   int chains = 0;                 // under mu: chains still running
-  std::optional<Status> failure;  // under mu: the first item's error
+  std::optional<Status> failure;  // under mu: the error of the lowest item that failed
+  int64_t failedItem = -1;        // under mu: that item
 
   std::optional<Status> prepareOutputs(const std::vector<TensorType> &itemTypes);
   /// Chains of items to run at once: one per executor thread, at most one per item.
@@ -205,7 +206,10 @@ void Module::itemDone(const std::shared_ptr<RangeCall> &call, int64_t item,
   bool finished = false;
   {
     std::lock_guard<std::mutex> lock(call->mu);
-    if (error && !call->failure) {
+    // Items in flight on other chains may fail too (a cancellation reaches
+    // them all): the call reports the lowest, whichever finished first.
+    if (error && (!call->failure || item < call->failedItem)) {
+      call->failedItem = item;
       call->failure = *error;
       call->failure->message = "@" + s.name + ", item " + std::to_string(item) + " of a batch of " +
                                std::to_string(call->batch) + " (run as calls of batch 1): " + error->message;
