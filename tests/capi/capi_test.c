@@ -515,6 +515,9 @@ int main(void) {
    * batch 1, one compile (batch 1) for every size. */
   options = kiln_options_create();
   OK(kiln_options_set(options, "cache", "off"));
+  s = kiln_options_set(options, "hot_batch_calls", "-1");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "0 = never"));
+  kiln_status_free(s);
   OK(kiln_options_set(options, "hot_batch_calls", "1000"));
   OK(kiln_runtime_create(options, &rt));
   OK(kiln_runtime_load_builtin(rt, "mlp", &m));
