@@ -3,14 +3,15 @@
 # sideways within its own folder), and the public API's headers pull in no
 # MLIR, no LLVM IR/ORC, and nothing of the compile cache, JIT or lowering
 # (kernels/KernelRegistry.h is public: users write kernels against it).
-#   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> tools
+#   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> serve -> tools
+# (serve/, the server, sits on the public API alone: <kiln/...> and serve/).
 # and inside lowering/ its rooms (ir -> guards, cpu, gpu -> pipelines -> graph -> models).
 # and the host runtime does not include device runtimes (runtime/cuda).
 # Usage: check_layers.sh [ROOT] (default: this checkout). Exit status 1 and
 # one line per violation when something points up.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
-declare -A level=([runtime]=0 [ops]=1 [kernels]=2 [lowering]=2 [codegen]=2 [cache]=3 [jit]=4 [api]=5 [tools]=6)
+declare -A level=([runtime]=0 [ops]=1 [kernels]=2 [lowering]=2 [codegen]=2 [cache]=3 [jit]=4 [api]=5 [serve]=6 [tools]=7)
 bad=0
 for dir in "${!level[@]}"; do
   while IFS= read -r line; do
@@ -51,6 +52,13 @@ if [ -d lowering ]; then
     echo "layering: $file is in no room of lowering/ (rooms: ${!room[*]})"
     bad=1
   done < <(find lowering -maxdepth 1 -type f \( -name '*.h' -o -name '*.cpp' \) || true)
+fi
+# serve/ includes kiln only through the installed public API (<kiln/kiln.hpp>).
+if [ -d serve ]; then
+  while IFS= read -r line; do
+    echo "layering: serve/ includes a kiln header other than the public API: $line"
+    bad=1
+  done < <(grep -HE '^#include "[a-z]+/' -r serve --include='*.h' --include='*.cpp' | grep -vE '#include "serve/' || true)
 fi
 # Device runtimes (runtime/<device>/) sit beside the host runtime: nothing
 # of the host runtime (runtime/*.h, runtime/*.cpp) includes them.

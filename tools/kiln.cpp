@@ -34,6 +34,7 @@
 #include <system_error>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <limits>
@@ -772,7 +773,8 @@ int runMain(int argc, char **argv) {
   addTimeout(profile);
 
   std::vector<std::string> shapes;
-  CLI::App *prewarm = app.add_subcommand("prewarm", "compile a model into the persistent cache");
+  CLI::App *prewarm = app.add_subcommand(
+      "prewarm", "compile a model into the persistent cache (--model-repository DIR: every model kiln serve would serve)");
   prewarm->add_option("model", model, "MLIR file or built-in model")->required();
   prewarm->add_option("--function,-f", function, "function to compile")->capture_default_str();
   prewarm->add_option("--shape,-s", shapes,
@@ -796,6 +798,8 @@ int runMain(int argc, char **argv) {
     sub->fallthrough();  // --cache-dir / --cache may follow the subcommand
 
   CLI::App *list = app.add_subcommand("models", "list the built-in models");
+  app.add_subcommand("serve", "serve a model repository over the Open Inference Protocol (kiln serve --help)")
+      ->allow_extras();  // (main() hands `kiln serve` to kiln-serve before parsing)
 
   try {
     app.parse(argc, argv);
@@ -856,7 +860,32 @@ int runMain(int argc, char **argv) {
   return 0;
 }
 
+/// `kiln serve ...` and `kiln prewarm --model-repository DIR ...` run
+/// kiln-serve (installed beside kiln): the server sits on libkiln.so's public
+/// API, not on the static libraries this program links.
+static int execServer(int argc, char **argv, bool prewarmOnly) {
+  std::string self = "kiln";
+  if (char *exe = ::realpath("/proc/self/exe", nullptr)) {
+    self = exe;
+    std::free(exe);
+  }
+  std::string server = self.substr(0, self.rfind('/') + 1) + "kiln-serve";
+  std::vector<char *> args{const_cast<char *>(server.c_str())};
+  std::string flag = "--prewarm-only";
+  if (prewarmOnly) args.push_back(flag.data());
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(server.c_str(), args.data());
+  std::fprintf(stderr, "kiln: error: cannot run %s: %s (kiln serve is built with -DKILN_BUILD_SERVER=ON)\n",
+               server.c_str(), std::strerror(errno));
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return execServer(argc, argv, false);
+  if (argc >= 2 && std::strcmp(argv[1], "prewarm") == 0)
+    for (int i = 2; i < argc; ++i)
+      if (std::strncmp(argv[i], "--model-repository", 18) == 0) return execServer(argc, argv, true);
   int rc = runMain(argc, argv);
   // What was printed must have reached stdout (a full disk or /dev/full):
   // a clear error and a failing exit, not silence.

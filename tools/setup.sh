@@ -7,6 +7,7 @@ PACKAGES=(
   libtbb-dev libeigen3-dev                                  # executor, CPU kernels
   libgtest-dev libbenchmark-dev libcli11-dev                # tests, benchmarks, CLI
   libxxhash-dev nlohmann-json3-dev                          # cache keys/checksums, cache metadata
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev  # kiln serve
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -600,6 +600,18 @@ kiln_status *kiln_module_output_info(const kiln_module *m, const char *function,
   });
 }
 
+kiln_status *kiln_module_batch_separable(const kiln_module *m, const char *function, int *separable,
+                                         const char **why) {
+  return guard("kiln_module_batch_separable", [&]() -> kiln_status * {
+    if (!m || !separable) return invalid("kiln_module_batch_separable: module or separable is NULL");
+    auto sig = resolve(*m->module, function);
+    if (!sig) return fromError(sig.takeError());
+    *separable = (*sig)->batch.separable ? 1 : 0;
+    if (why) *why = (*sig)->batch.why.c_str();
+    return nullptr;
+  });
+}
+
 kiln_status *kiln_module_call(kiln_module *m, const char *function, kiln_tensor *const *inputs, size_t numInputs,
                               kiln_tensor **outputs, size_t numOutputs) {
   return guard("kiln_module_call", [&]() -> kiln_status * {

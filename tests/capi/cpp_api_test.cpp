@@ -242,3 +242,29 @@ TEST(CppApi, EagerTraceKernelsAndBuiltins) {
   EXPECT_FALSE(mlp.inputs().empty());
   EXPECT_THROW(rt.loadBuiltin("alexnet"), kiln::Error);
 }
+
+TEST(CppApi, BatchSeparableSaysWhetherRequestsMayBeMerged) {
+  kiln::Runtime rt;
+  kiln::Module m = rt.loadFromMemory(R"(
+func.func @rows(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %y = tosa.add %x, %x : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+func.func @total(%x: tensor<?x4xf32>) -> tensor<1x4xf32> {
+  %s = tosa.reduce_sum %x {axis = 0 : i32} : (tensor<?x4xf32>) -> tensor<1x4xf32>
+  return %s : tensor<1x4xf32>
+})",
+                                     "batch.mlir");
+  std::string why;
+  EXPECT_TRUE(m.batchSeparable("rows", &why));
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(m.batchSeparable("total", &why));
+  EXPECT_NE(why.find("tosa.reduce_sum"), std::string::npos) << why;
+  EXPECT_NE(why.find("batch.mlir"), std::string::npos) << why;
+  try {
+    m.batchSeparable("nosuch");
+    FAIL() << "no error for an unknown function";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), kiln::Code::invalid_argument);
+  }
+}

@@ -378,6 +378,15 @@ public:
       if (!out[i]) throw Error(Code::invalid_argument, "callInto: output " + std::to_string(i) + " is empty", "");
     detail::check(kiln_module_call(h_.get(), detail::cstr(function), in.data(), in.size(), out.data(), out.size()));
   }
+  /// Whether a call of batch N equals N calls of batch 1 on its slices
+  /// (kiln_module_batch_separable); `why` receives the reason when not.
+  bool batchSeparable(const std::string &function, std::string *why = nullptr) const {
+    int separable = 0;
+    const char *reason = nullptr;
+    detail::check(kiln_module_batch_separable(h_.get(), detail::cstr(function), &separable, &reason));
+    if (why) *why = reason ? reason : "";
+    return separable != 0;
+  }
   /// Starts a call and returns at once; `timeoutSeconds` > 0 bounds it.
   AsyncCall callAsync(const std::string &function, const std::vector<Tensor> &inputs, double timeoutSeconds = 0) {
     std::vector<kiln_tensor *> in = handles(inputs);

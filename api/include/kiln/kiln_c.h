@@ -209,6 +209,13 @@ KILN_API kiln_status *kiln_module_input_info(const kiln_module *module, const ch
                                              kiln_tensor_info *out);
 KILN_API kiln_status *kiln_module_output_info(const kiln_module *module, const char *function, size_t i,
                                               kiln_tensor_info *out);
+/* Whether `function`'s batch items are computed apart from each other (kiln's
+ * analysis of dimension 0 of its dynamic inputs): *separable = 1 when a call
+ * of batch N equals N calls of batch 1 on its slices (requests may be merged
+ * along dimension 0 and split back); else 0 and, when `why` is not NULL,
+ * *why = the reason (the op and where; valid while the module lives). */
+KILN_API kiln_status *kiln_module_batch_separable(const kiln_module *module, const char *function, int *separable,
+                                                  const char **why);
 
 /* Calls `function` (NULL = main or the only function) and waits.
  * outputs[i] == NULL: set to a new tensor the caller frees.
