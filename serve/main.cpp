@@ -48,9 +48,14 @@ int main(int argc, char **argv) {
                  "DIR/<model>/<version>/model.mlir|model.mlirbc (+ DIR/<model>/config.pbtxt), as Triton's")
       ->required();
   app.add_option("--host", options.http.host, "address to listen on (default loopback)")->capture_default_str();
-  app.add_option("--http-port", options.http.port, "HTTP/REST port (0: any free; -1: no HTTP)")->capture_default_str();
-  app.add_option("--grpc-port", options.grpc.port, "gRPC port (0: any free; -1: no gRPC)")->capture_default_str();
+  app.add_option("--http-port", options.http.port, "HTTP/REST port (0: any free; -1: no HTTP)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--grpc-port", options.grpc.port, "gRPC port (0: any free; -1: no gRPC)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
   app.add_option("--metrics-port", options.http.metricsPort, "Prometheus /metrics port (0: any free; -1: none)")
+      ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
   app.add_option("--http-threads", options.http.threads, "threads carrying HTTP connections")->capture_default_str();
   app.add_option("--max-request-bytes", maxBytes, "largest request body (HTTP) or message (gRPC), e.g. 64M")
