@@ -112,6 +112,15 @@ public:
     return finish(ctx, grpc::Status::OK);
   }
 
+  grpc::ServerUnaryReactor *ModelConfig(grpc::CallbackServerContext *ctx, const inference::ModelConfigRequest *req,
+                                        inference::ModelConfigResponse *res) override {
+    ServeError err;
+    ServedModel *m = state_.repository->find(req->name(), req->version(), &err);
+    if (!m) return finish(ctx, statusOf(err));
+    describeConfig(*m, res->mutable_config());
+    return finish(ctx, grpc::Status::OK);
+  }
+
   grpc::ServerUnaryReactor *ModelInfer(grpc::CallbackServerContext *ctx, const inference::ModelInferRequest *req,
                                        inference::ModelInferResponse *res) override {
     ServeError err;

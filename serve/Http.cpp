@@ -1,10 +1,12 @@
 #include "serve/Http.h"
 
 #include "serve/Metrics.h"
+#include "serve/proto/model_config.pb.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <google/protobuf/util/json_util.h>
 #include <kiln/version.h>
 #include <nlohmann/json.hpp>
 
@@ -365,23 +367,26 @@ void handleHttp(const ServerState &state, HttpRequest in, std::function<void(Htt
     }
     if (action == "config") {
       if (!methodIs("GET")) return;
-      auto dims = [&](const TensorSpec &s) {
-        std::vector<int64_t> d = s.shape;
-        if (m->settings().maxBatchSize > 0 && !d.empty()) d.erase(d.begin());
-        return d;
+      inference::ModelConfig config;
+      describeConfig(*m, &config);
+      google::protobuf::util::JsonPrintOptions options;
+      options.preserve_proto_field_names = true;
+      options.always_print_primitive_fields = true;
+      std::string text;
+      if (!google::protobuf::util::MessageToJsonString(config, &text, options).ok())
+        return reply(errorAnswer(500, "cannot write the configuration of '" + model + "'"));
+      // Protobuf's JSON writes 64-bit integers as strings; Triton's answers numbers.
+      json j = json::parse(text);
+      std::function<void(json &)> numbers = [&](json &v) {
+        if (v.is_array() || v.is_object())
+          for (json &e : v) numbers(e);
+        else if (v.is_string() && !v.get<std::string>().empty() &&
+                 v.get<std::string>().find_first_not_of("-0123456789") == std::string::npos)
+          v = std::stoll(v.get<std::string>());
       };
-      json inputs = json::array(), outputs = json::array();
-      for (const TensorSpec &s : m->inputs())
-        inputs.push_back({{"name", s.name}, {"data_type", std::string("TYPE_") + protocolName(s.dtype)}, {"dims", dims(s)}});
-      for (const TensorSpec &s : m->outputs())
-        outputs.push_back({{"name", s.name}, {"data_type", std::string("TYPE_") + protocolName(s.dtype)}, {"dims", dims(s)}});
-      json config{{"name", m->name()},   {"platform", "kiln_mlir"}, {"backend", "kiln"},
-                  {"max_batch_size", m->settings().maxBatchSize}, {"input", inputs}, {"output", outputs}};
-      if (m->settings().dynamicBatching)
-        config["dynamic_batching"] = {
-            {"preferred_batch_size", m->settings().preferredBatchSizes},
-            {"max_queue_delay_microseconds", m->settings().maxQueueDelay.count()}};
-      return reply(jsonAnswer(config));
+      for (const char *key : {"input", "output", "dynamic_batching"})
+        if (j.contains(key)) numbers(j[key]);
+      return reply(jsonAnswer(j));
     }
     if (action == "infer") {
       if (!methodIs("POST")) return;

@@ -103,7 +103,47 @@ void checkSpecs(const std::string &where, const char *what, const google::protob
   }
 }
 
+inference::DataType configTypeOf(kiln::DType d) {
+  inference::DataType t = inference::TYPE_INVALID;
+  inference::DataType_Parse(std::string("TYPE_") + protocolName(d), &t);
+  return t;
+}
+
 }  // namespace
+
+void describeConfig(const ServedModel &m, inference::ModelConfig *config) {
+  config->set_name(m.name());
+  config->set_platform("kiln_mlir");
+  config->set_backend("kiln");
+  config->set_max_batch_size(m.settings().maxBatchSize);
+  auto dims = [&](const TensorSpec &s) {
+    std::vector<int64_t> d = s.shape;
+    if (m.settings().maxBatchSize > 0 && !d.empty()) d.erase(d.begin());
+    return d;
+  };
+  for (const TensorSpec &s : m.inputs()) {
+    inference::ModelInput *in = config->add_input();
+    in->set_name(s.name);
+    in->set_data_type(configTypeOf(s.dtype));
+    for (int64_t d : dims(s)) in->add_dims(d);
+  }
+  for (const TensorSpec &s : m.outputs()) {
+    inference::ModelOutput *out = config->add_output();
+    out->set_name(s.name);
+    out->set_data_type(configTypeOf(s.dtype));
+    for (int64_t d : dims(s)) out->add_dims(d);
+  }
+  if (m.settings().dynamicBatching) {
+    inference::ModelDynamicBatching *db = config->mutable_dynamic_batching();
+    for (int p : m.settings().preferredBatchSizes) db->add_preferred_batch_size(p);
+    db->set_max_queue_delay_microseconds(uint64_t(m.settings().maxQueueDelay.count()));
+    db->mutable_default_queue_policy()->set_max_queue_size(uint32_t(m.settings().maxQueueSize));
+  }
+  inference::ModelInstanceGroup *group = config->add_instance_group();
+  group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+  group->set_count(m.settings().instances);
+  (*config->mutable_parameters())["function"].set_string_value(m.function());
+}
 
 Repository::Repository(const RepositoryOptions &options, Batcher *batcher,
                        const std::function<void(const std::string &)> &log)

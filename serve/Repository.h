@@ -16,7 +16,15 @@
 #include <utility>
 #include <vector>
 
+namespace inference {
+class ModelConfig;
+}
+
 namespace kiln::serve {
+
+/// A served model's configuration in Triton's form (what ModelConfig and
+/// GET .../config answer): names, datatypes, dims, batching.
+void describeConfig(const ServedModel &model, inference::ModelConfig *config);
 
 struct RepositoryOptions {
   std::string dir;

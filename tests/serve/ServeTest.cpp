@@ -167,6 +167,8 @@ TEST_F(ServeTest, HttpHealthAndMetadata) {
   HttpReply config = httpCall(port(), http::verb::get, "/v2/models/batched/config");
   EXPECT_EQ(config.js()["max_batch_size"], 8);
   EXPECT_EQ(config.js()["input"][0]["dims"], json({4}));
+  EXPECT_EQ(config.js()["input"][0]["data_type"], "TYPE_FP32");
+  EXPECT_EQ(config.js()["dynamic_batching"]["max_queue_delay_microseconds"], 20000);
   HttpReply plain = httpCall(port(), http::verb::get, "/v2/models/plain");
   EXPECT_EQ(plain.js()["versions"], json({"3"}));
 }
@@ -310,6 +312,18 @@ TEST_F(ServeTest, GrpcEndpoints) {
     req.set_name("nosuch");
     inference::ModelReadyResponse res;
     EXPECT_EQ(stub->ModelReady(&ctx, req, &res).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    inference::ModelConfigRequest req;
+    req.set_name("batched");
+    inference::ModelConfigResponse res;
+    ASSERT_TRUE(stub->ModelConfig(&ctx, req, &res).ok());
+    EXPECT_EQ(res.config().max_batch_size(), 8);
+    ASSERT_EQ(res.config().input_size(), 1);
+    EXPECT_EQ(res.config().input(0).data_type(), inference::TYPE_FP32);
+    EXPECT_EQ(res.config().input(0).dims_size(), 1);
+    EXPECT_EQ(res.config().dynamic_batching().max_queue_delay_microseconds(), 20000u);
   }
   inference::ModelInferResponse res;
   grpc::Status s = grpcInfer(stub, "plain", {1, 2, 3, 4, -9, 0, 0, 0}, 2, &res);
