@@ -84,6 +84,12 @@ int main(int argc, char **argv) {
   if (!options.httpEnabled) options.http.metricsPort = -1;
   auto &ro = options.repository.runtimeOptions;
   ro.emplace_back("compile_policy", compilePolicy.empty() ? "tiered" : compilePolicy);
+  // Merged batches of a separable model run as calls of batch 1 (range code).
+  // A merged size's own code is not compiled behind them: every size a
+  // dynamic batcher forms would compile and be measured against the calls of
+  // batch 1, taking the cores the requests need, and today batched code loses
+  // to them (docs/benchmarks.md#serving-benchserve). --option hot_batch_calls=N turns it on.
+  ro.emplace_back("hot_batch_calls", "0");
   if (threads) ro.emplace_back("threads", std::to_string(threads));
   if (!cacheDir.empty()) ro.emplace_back("cache_dir", cacheDir);
   for (const std::string &o : runtimeOptions) {

@@ -60,6 +60,36 @@ def wait_ready(url, proc, seconds=600):
     return False
 
 
+TINY = '''func.func @main(%x: tensor<1x4xf32> {kiln.name = "x"}) -> tensor<1x4xf32> {
+  %y = tosa.add %x, %x : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  return %y : tensor<1x4xf32>
+}
+'''
+
+
+def overhead(args):
+    """What the protocol adds to a call: a one-row model served (gRPC, binary) vs the same loop in process."""
+    repo = tempfile.mkdtemp(prefix="kiln-serve-tiny-")
+    os.makedirs(os.path.join(repo, "tiny", "1"))
+    with open(os.path.join(repo, "tiny", "1", "model.mlir"), "w") as f:
+        f.write(TINY)
+    http, grpc = free_port(), free_port()
+    server = subprocess.Popen([os.path.join(args.build, "bin", "kiln-serve"), "--model-repository", repo, "--http-port",
+                               str(http), "--grpc-port", str(grpc), "--metrics-port", "-1", "--option", "cache=off"],
+                              stderr=subprocess.DEVNULL)
+    if not wait_ready(f"http://127.0.0.1:{http}/v2/health/ready", server):
+        sys.exit("tiny: kiln serve did not become ready")
+    served = loadgen(args.build, args, "kiln serve tiny", ["--url", f"127.0.0.1:{grpc}", "--model", "tiny", "--concurrency", "1"])
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=60)
+    local = loadgen(args.build, args, "kiln in process tiny", ["--in-process", os.path.join(repo, "tiny", "1", "model.mlir"),
+                                                              "--concurrency", "1", "--option", "cache=off"])
+    if served and local:
+        print(f"-- tiny: concurrency 1: kiln serve p50 - in-process p50 = {1000 * (served['p50'] - local['p50']):.0f} us "
+              "(gRPC, binary tensors, loopback; target <= 100 us)", flush=True)
+    shutil.rmtree(repo, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--models", nargs="*", default=[os.path.join(CACHE, "peers-models", "resnet50-dynbatch")])
@@ -71,6 +101,8 @@ def main():
     p.add_argument("--queue-delay-us", type=int, default=2000)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--venv", default=os.path.join(CACHE, "peers-venv"))
+    p.add_argument("--serve-option", action="append", default=[], help="a kiln runtime option NAME=VALUE for kiln serve")
+    p.add_argument("--overhead", action="store_true", help="also: the protocol's overhead on a one-row model, served vs in process")
     args = p.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     python = os.path.join(args.venv, "bin", "python")
@@ -79,6 +111,8 @@ def main():
     if not have_kserve:
         print(f"KServe peer skipped: no venv with kserve and onnxruntime at {args.venv} "
               "(bench/peers/setup.sh, then pip install kserve)")
+    if args.overhead:
+        overhead(args)
     for src in args.models:
         name = os.path.basename(src.rstrip("/")).replace("-dynbatch", "")
         mlir, onnx = os.path.join(src, "model.mlir"), os.path.join(src, "model.onnx")
@@ -97,7 +131,8 @@ def main():
         server = subprocess.Popen([os.path.join(args.build, "bin", "kiln-serve"), "--model-repository", repo,
                                    "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", "-1",
                                    "--threads", str(args.threads), "--max-queue-size", "256",
-                                   "--cache-dir", os.path.join(CACHE, "serve-bench-cache")], stderr=log)
+                                   "--cache-dir", os.path.join(CACHE, "serve-bench-cache")]
+                                  + [a for o in args.serve_option for a in ("--option", o)], stderr=log)
         t0 = time.time()
         if not wait_ready(f"http://127.0.0.1:{http}/v2/health/ready", server):
             print(open(log.name).read())
