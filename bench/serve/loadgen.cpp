@@ -64,6 +64,8 @@ int main(int argc, char **argv) {
   app.add_option("--seconds", seconds, "measured time");
   app.add_option("--warmup", warmup, "time before measuring");
   app.add_option("--label", label, "name printed on the result line");
+  bool ping = false;
+  app.add_flag("--ping", ping, "call ServerLive instead of ModelInfer: gRPC's own round trip, the floor under any model");
   std::vector<std::string> given, options;
   app.add_option("--option", options, "in process: a kiln runtime option NAME=VALUE (e.g. cache_dir=DIR, as the server's)");
   app.add_option("--input", given, "NAME:DATATYPE:DIMS (e.g. x:FP32:-1x3x224x224) instead of asking the server's metadata");
@@ -87,6 +89,8 @@ int main(int argc, char **argv) {
       datatypes.push_back(kiln::DType(i.dtype) == kiln::DType::f32 ? "FP32" : std::string(kiln::name(i.dtype)));
       shapes.push_back(i.shape);
     }
+  } else if (ping) {
+    stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(url, grpc::InsecureChannelCredentials()));
   } else if (!given.empty()) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(INT32_MAX);
@@ -176,6 +180,11 @@ int main(int argc, char **argv) {
         } catch (const kiln::Error &e) {
           error = e.codeName();
         }
+      } else if (ping) {
+        grpc::ClientContext ctx;
+        inference::ServerLiveResponse res;
+        grpc::Status s = stub->ServerLive(&ctx, {}, &res);
+        if (!s.ok()) error = "grpc " + std::to_string(int(s.error_code()));
       } else {
         grpc::ClientContext ctx;
         inference::ModelInferResponse res;

@@ -79,6 +79,7 @@ def overhead(args):
                               stderr=subprocess.DEVNULL)
     if not wait_ready(f"http://127.0.0.1:{http}/v2/health/ready", server):
         sys.exit("tiny: kiln serve did not become ready")
+    ping = loadgen(args.build, args, "gRPC ServerLive", ["--url", f"127.0.0.1:{grpc}", "--ping", "--concurrency", "1"])
     served = loadgen(args.build, args, "kiln serve tiny", ["--url", f"127.0.0.1:{grpc}", "--model", "tiny", "--concurrency", "1"])
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=60)
@@ -87,6 +88,9 @@ def overhead(args):
     if served and local:
         print(f"-- tiny: concurrency 1: kiln serve p50 - in-process p50 = {1000 * (served['p50'] - local['p50']):.0f} us "
               "(gRPC, binary tensors, loopback; target <= 100 us)", flush=True)
+    if served and ping:
+        print(f"   of which gRPC's own round trip (ServerLive p50): {1000 * ping['p50']:.0f} us; "
+              f"kiln serve's infer path beyond it: {1000 * (served['p50'] - ping['p50']):.0f} us", flush=True)
     shutil.rmtree(repo, ignore_errors=True)
 
 
