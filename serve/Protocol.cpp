@@ -61,13 +61,18 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 }
 
 std::optional<uint64_t> elementCount(const std::vector<int64_t> &shape) {
+  // At most 2^48 elements: their bytes (8 per element at most) never wrap a
+  // 64-bit count, so a hostile shape cannot make a wrong size look right.
+  constexpr uint64_t kMax = uint64_t(1) << 48;
   uint64_t n = 1;
+  bool zero = false;
   for (int64_t d : shape) {
-    if (d < 0) return std::nullopt;
-    if (d != 0 && n > (uint64_t(1) << 62) / uint64_t(d)) return std::nullopt;
-    n *= uint64_t(d);
+    if (d < 0 || uint64_t(d) > kMax) return std::nullopt;
+    if (d == 0) zero = true;
+    else if (n > kMax / uint64_t(d)) return std::nullopt;
+    else n *= uint64_t(d);
   }
-  return n;
+  return zero ? 0 : n;
 }
 
 }  // namespace kiln::serve

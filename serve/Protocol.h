@@ -40,7 +40,7 @@ const char *protocolName(kiln::DType dtype);
 /// "[1,3,224,224]"
 std::string shapeText(const std::vector<int64_t> &shape);
 /// Elements of `shape`, or nullopt when a dim is negative or the count
-/// overflows (a hostile shape).
+/// passes 2^48 (a hostile shape: its byte count could wrap).
 std::optional<uint64_t> elementCount(const std::vector<int64_t> &shape);
 
 /// One input tensor of a request: its bytes are row-major, little-endian,

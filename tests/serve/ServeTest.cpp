@@ -240,6 +240,15 @@ TEST_F(ServeTest, HttpErrorsNameWhatWasWrong) {
   expect(post("/v2/models/plain/infer", h, h.size() + 5), 400, "larger than the body");
   json hostile = {{"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {int64_t(1) << 40, int64_t(1) << 40}}, {"data", {1}}}}}};
   expect(post("/v2/models/plain/infer", hostile.dump()), 400, "invalid shape");
+  // 2^61 FP64 elements are 2^64 bytes, which wraps to 0: refused, not taken for an empty tensor.
+  json wraps = {{"inputs", {{{"name", "x"}, {"datatype", "FP64"}, {"shape", {int64_t(1) << 61}}, {"parameters", {{"binary_data_size", 0}}}}}}};
+  std::string w = wraps.dump();
+  expect(post("/v2/models/plain/infer", w, w.size()), 400, "invalid shape");
+  EXPECT_FALSE(elementCount({int64_t(1) << 61}).has_value());
+  EXPECT_FALSE(elementCount({int64_t(1) << 30, int64_t(1) << 30}).has_value());
+  EXPECT_EQ(elementCount({0, int64_t(1) << 40}), 0u);
+  EXPECT_FALSE(elementCount({0, int64_t(1) << 62}).has_value());
+  EXPECT_EQ(elementCount({3, 224, 224}), 3u * 224 * 224);
   json batch = inferBody(std::vector<float>(36, 1.f), 9);
   expect(post("/v2/models/batched/infer", batch.dump()), 400, "batch size 9 is outside 1..8");
   expect(post("/v2/models/nosuch/infer", "{}"), 404, "unknown model 'nosuch'");
