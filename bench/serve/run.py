@@ -94,6 +94,37 @@ def overhead(args):
     shutil.rmtree(repo, ignore_errors=True)
 
 
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def overload(args, repo, name):
+    """Concurrency 64 against a queue limit of 16: beyond it only clean UNAVAILABLE answers, the served
+    requests' p99 bounded, the server's memory flat."""
+    http, grpc = free_port(), free_port()
+    server = subprocess.Popen([os.path.join(args.build, "bin", "kiln-serve"), "--model-repository", repo,
+                               "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", "-1",
+                               "--threads", str(args.threads), "--max-queue-size", "16",
+                               "--cache-dir", os.path.join(CACHE, "serve-bench-cache")], stderr=subprocess.DEVNULL)
+    if not wait_ready(f"http://127.0.0.1:{http}/v2/health/ready", server):
+        sys.exit("overload: kiln serve did not become ready")
+    rss = [rss_mib(server.pid)]
+    rounds = []
+    for i in range(4):
+        rounds.append(loadgen(args.build, args, f"overload {name} ({i + 1})",
+                              ["--url", f"127.0.0.1:{grpc}", "--model", name, "--concurrency", "64"]))
+        rss.append(rss_mib(server.pid))
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=120)
+    errors = " / ".join((r and r["errors"]) or "none" for r in rounds)
+    print(f"-- overload: queue limit 16, concurrency 64, 4 rounds: server RSS " + " -> ".join(f"{m:.0f}" for m in rss) +
+          f" MiB; answers other than results per round: {errors} (grpc 14 = UNAVAILABLE)", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--models", nargs="*", default=[os.path.join(CACHE, "peers-models", "resnet50-dynbatch")])
@@ -107,6 +138,8 @@ def main():
     p.add_argument("--venv", default=os.path.join(CACHE, "peers-venv"))
     p.add_argument("--serve-option", action="append", default=[], help="a kiln runtime option NAME=VALUE for kiln serve")
     p.add_argument("--overhead", action="store_true", help="also: the protocol's overhead on a one-row model, served vs in process")
+    p.add_argument("--overload", action="store_true",
+                   help="also: concurrency 64 against a queue limit of 16 (answers beyond it, p99 of the served, memory)")
     args = p.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     python = os.path.join(args.venv, "bin", "python")
@@ -149,6 +182,8 @@ def main():
                                                      ["--url", f"127.0.0.1:{grpc}", "--model", name + "_batched", "--concurrency", str(c)])
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+        if args.overload:
+            overload(args, repo, name)
         results[("in-process", 1)] = loadgen(args.build, args, f"kiln in process {name}", ["--in-process", mlir, "--concurrency", "1", "--option", "cache_dir=" + os.path.join(CACHE, "serve-bench-cache"),
                                                  "--option", f"threads={args.threads}"])
         if have_kserve and os.path.exists(onnx):
