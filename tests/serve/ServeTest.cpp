@@ -438,6 +438,49 @@ TEST_F(ServeTest, DeadlinesAndOverload) {
   EXPECT_LE(ok, 4);
 }
 
+/// Clients that go away: mid-body, and after sending a request the server is
+/// still holding (its answer has nowhere to go); the server keeps serving.
+TEST_F(ServeTest, ClientsThatDisconnectMidRequest) {
+  auto send = [&](const std::string &bytes) {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), uint16_t(port())});
+    asio::write(socket, asio::buffer(bytes));
+    socket.close();
+  };
+  std::string body = json{{"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, 4}}, {"data", {1, 2, 3, 4}}}}}}.dump();
+  send("POST /v2/models/plain/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"inputs\": [");
+  send("POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+       "\r\n\r\n" + body);
+  send("GET /v2/health/rea");
+  // gRPC: a call whose client cancels while the model holds it.
+  {
+    inference::ModelInferRequest req;
+    req.set_model_name("slow");
+    auto *in = req.add_inputs();
+    in->set_name("x");
+    in->set_datatype("FP32");
+    in->add_shape(1);
+    in->add_shape(4);
+    req.add_raw_input_contents(std::string(16, '\0'));
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse res;
+    std::thread cancel([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ctx.TryCancel();
+    });
+    grpc::Status s = stub->ModelInfer(&ctx, req, &res);
+    cancel.join();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slow model's queue delay passes
+  EXPECT_EQ(httpCall(port(), http::verb::post, "/v2/models/plain/infer", inferBody({1, 2, 3, 4}, 1).dump()).status, 200);
+  inference::ModelInferResponse res;
+  EXPECT_TRUE(grpcInfer(stub, "slow", {1, 2, 3, 4}, 1, &res).ok());
+  HttpReply metrics = httpCall(server->metricsPort(), http::verb::get, "/metrics");
+  EXPECT_NE(metrics.body.find("kiln_requests_in_flight{model=\"slow\",version=\"1\"} 0"), std::string::npos) << metrics.body;
+}
+
 /// A fuzz of request bodies on both transports: mutated valid requests and
 /// random bytes; every answer is an answer (no crash, no hang), and the server
 /// serves a valid request afterwards.
