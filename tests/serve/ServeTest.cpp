@@ -73,10 +73,10 @@ max_batch_size: 8
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "output_0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 20000 })");
-  // Holds requests 400 ms (never fills a batch of 8) and takes 2 at a time.
+  // Holds requests 1 s (never fills a batch of 8) and takes 2 at a time.
   write(dir / "slow/1/model.mlir", kBatched);
   write(dir / "slow/config.pbtxt", R"(max_batch_size: 8
-dynamic_batching { max_queue_delay_microseconds: 400000 default_queue_policy { max_queue_size: 2 } })");
+dynamic_batching { max_queue_delay_microseconds: 1000000 default_queue_policy { max_queue_size: 2 } })");
   write(dir / "plain/3/model.mlir", kBatched);  // no configuration: names and shapes from the model
   return dir;
 }
@@ -407,7 +407,7 @@ TEST_F(ServeTest, DynamicBatchingMergesConcurrentRequestsAndSplitsTheAnswers) {
 }
 
 TEST_F(ServeTest, DeadlinesAndOverload) {
-  // The slow model holds requests 400 ms: a 50 ms timeout expires in its queue.
+  // The slow model holds requests 1 s: a 50 ms timeout expires in its queue.
   HttpReply r = httpCall(port(), http::verb::post, "/v2/models/slow/infer",
                          json{{"parameters", {{"timeout", 50000}}},
                               {"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, 4}}, {"data", {1, 2, 3, 4}}}}}}
@@ -473,12 +473,18 @@ TEST_F(ServeTest, ClientsThatDisconnectMidRequest) {
     cancel.join();
     EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slow model's queue delay passes
+  auto inFlight = [&] {
+    std::string text = httpCall(server->metricsPort(), http::verb::get, "/metrics").body;
+    std::string key = "kiln_requests_in_flight{model=\"slow\",version=\"1\"} ";
+    size_t at = text.find(key);
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + key.size()));
+  };
+  for (int i = 0; i < 200 && inFlight() != 0; ++i)  // the slow model's queue delay passes
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(inFlight(), 0);
   EXPECT_EQ(httpCall(port(), http::verb::post, "/v2/models/plain/infer", inferBody({1, 2, 3, 4}, 1).dump()).status, 200);
   inference::ModelInferResponse res;
   EXPECT_TRUE(grpcInfer(stub, "slow", {1, 2, 3, 4}, 1, &res).ok());
-  HttpReply metrics = httpCall(server->metricsPort(), http::verb::get, "/metrics");
-  EXPECT_NE(metrics.body.find("kiln_requests_in_flight{model=\"slow\",version=\"1\"} 0"), std::string::npos) << metrics.body;
 }
 
 /// A fuzz of request bodies on both transports: mutated valid requests and
@@ -602,22 +608,30 @@ TEST(ServeProgram, SigtermDrainsRequestsInFlightAndExitsZero) {
     FILE *f = std::freopen(logFile.c_str(), "w", stderr);
     (void)f;
     ::execl(KILN_SERVE_BIN, KILN_SERVE_BIN, "--model-repository", dir.c_str(), "--http-port", "0", "--grpc-port", "0",
-            "--metrics-port", "-1", "--option", "cache=off", (char *)nullptr);
+            "--metrics-port", "0", "--option", "cache=off", (char *)nullptr);
     std::_Exit(127);
   }
-  int httpPort = 0;
+  int httpPort = 0, metricsPort = 0;
   for (int i = 0; i < 600 && !httpPort; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ifstream in(logFile);
     std::string line;
     while (std::getline(in, line))
-      if (size_t at = line.find("ready: HTTP 127.0.0.1:"); at != std::string::npos)
+      if (size_t at = line.find("ready: HTTP 127.0.0.1:"); at != std::string::npos) {
         httpPort = std::stoi(line.substr(at + 22));
+        if (size_t m = line.find("metrics 127.0.0.1:"); m != std::string::npos) metricsPort = std::stoi(line.substr(m + 18));
+      }
   }
   ASSERT_GT(httpPort, 0) << "kiln-serve did not report ready";
+  ASSERT_GT(metricsPort, 0);
   std::string body = json{{"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, 4}}, {"data", {1, 2, 3, 4}}}}}}.dump();
   auto inFlight = std::async(std::launch::async, [&] { return httpCall(httpPort, http::verb::post, "/v2/models/slow/infer", body); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // queued: the slow model holds it 400 ms
+  // SIGTERM once the request is queued (the slow model holds it 1 s).
+  for (int i = 0; i < 200; ++i) {
+    std::string text = httpCall(metricsPort, http::verb::get, "/metrics").body;
+    if (text.find("kiln_requests_in_flight{model=\"slow\",version=\"1\"} 1") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ::kill(pid, SIGTERM);
   HttpReply r = inFlight.get();
   EXPECT_EQ(r.status, 200) << r.body;
