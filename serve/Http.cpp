@@ -375,17 +375,19 @@ void handleHttp(const ServerState &state, HttpRequest in, std::function<void(Htt
       std::string text;
       if (!google::protobuf::util::MessageToJsonString(config, &text, options).ok())
         return reply(errorAnswer(500, "cannot write the configuration of '" + model + "'"));
-      // Protobuf's JSON writes 64-bit integers as strings; Triton's answers numbers.
+      // Protobuf's JSON writes 64-bit integers (dims, the queue delay) as
+      // strings; Triton's answers numbers. Names stay strings, digits or not.
       json j = json::parse(text);
-      std::function<void(json &)> numbers = [&](json &v) {
-        if (v.is_array() || v.is_object())
-          for (json &e : v) numbers(e);
-        else if (v.is_string() && !v.get<std::string>().empty() &&
-                 v.get<std::string>().find_first_not_of("-0123456789") == std::string::npos)
-          v = std::stoll(v.get<std::string>());
+      auto numbers = [](json &v) {
+        if (v.is_string()) v = std::stoll(v.get<std::string>());
+        for (json &e : v)
+          if (e.is_string()) e = std::stoll(e.get<std::string>());
       };
-      for (const char *key : {"input", "output", "dynamic_batching"})
-        if (j.contains(key)) numbers(j[key]);
+      for (const char *key : {"input", "output"})
+        for (json &t : j[key])
+          if (t.contains("dims")) numbers(t["dims"]);
+      if (j.contains("dynamic_batching") && j["dynamic_batching"].contains("max_queue_delay_microseconds"))
+        numbers(j["dynamic_batching"]["max_queue_delay_microseconds"]);
       return reply(jsonAnswer(j));
     }
     if (action == "infer") {

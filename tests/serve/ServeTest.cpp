@@ -78,6 +78,12 @@ dynamic_batching { max_queue_delay_microseconds: 20000 })");
   write(dir / "slow/config.pbtxt", R"(max_batch_size: 8
 dynamic_batching { max_queue_delay_microseconds: 1000000 default_queue_policy { max_queue_size: 2 } })");
   write(dir / "plain/3/model.mlir", kBatched);  // no configuration: names and shapes from the model
+  // A tensor named by digits stays a name (a string) in the configuration's JSON.
+  write(dir / "digits/1/model.mlir", R"(
+func.func @main(%x: tensor<?x4xf32> {kiln.name = "7"}) -> (tensor<?x4xf32> {kiln.name = "42"}) {
+  %y = tosa.add %x, %x : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+})");
   return dir;
 }
 
@@ -169,6 +175,10 @@ TEST_F(ServeTest, HttpHealthAndMetadata) {
   EXPECT_EQ(config.js()["input"][0]["dims"], json({4}));
   EXPECT_EQ(config.js()["input"][0]["data_type"], "TYPE_FP32");
   EXPECT_EQ(config.js()["dynamic_batching"]["max_queue_delay_microseconds"], 20000);
+  HttpReply digits = httpCall(port(), http::verb::get, "/v2/models/digits/config");
+  EXPECT_EQ(digits.js()["input"][0]["name"], "7") << digits.body;
+  EXPECT_EQ(digits.js()["output"][0]["name"], "42") << digits.body;
+  EXPECT_EQ(digits.js()["input"][0]["dims"], json({-1, 4})) << digits.body;
   HttpReply plain = httpCall(port(), http::verb::get, "/v2/models/plain");
   EXPECT_EQ(plain.js()["versions"], json({"3"}));
 }
