@@ -96,7 +96,7 @@ public:
                                            inference::ServerMetadataResponse *res) override {
     res->set_name("kiln");
     res->set_version(KILN_VERSION_STRING);
-    res->add_extensions("binary_tensor_data");
+    for (const std::string &e : kExtensions) res->add_extensions(e);
     return finish(ctx, grpc::Status::OK);
   }
   grpc::ServerUnaryReactor *ModelMetadata(grpc::CallbackServerContext *ctx, const inference::ModelMetadataRequest *req,
@@ -106,7 +106,7 @@ public:
     if (!m) return finish(ctx, statusOf(err));
     res->set_name(m->name());
     for (const auto &[v, s] : state_.repository->model(m->name())->versions) res->add_versions(std::to_string(v));
-    res->set_platform("kiln_mlir");
+    res->set_platform(kPlatform);
     fillMetadata(m->inputs(), res->mutable_inputs());
     fillMetadata(m->outputs(), res->mutable_outputs());
     return finish(ctx, grpc::Status::OK);

@@ -334,7 +334,7 @@ void handleHttp(const ServerState &state, HttpRequest in, std::function<void(Htt
     if (!methodIs("GET")) return;
     return reply(jsonAnswer({{"name", "kiln"},
                              {"version", KILN_VERSION_STRING},
-                             {"extensions", {"binary_tensor_data", "model_configuration", "statistics"}}}));
+                             {"extensions", kExtensions}}));
   }
   if (p.size() == 3 && p[1] == "health" && (p[2] == "live" || p[2] == "ready")) {
     if (!methodIs("GET")) return;
@@ -361,7 +361,7 @@ void handleHttp(const ServerState &state, HttpRequest in, std::function<void(Htt
       for (const auto &[v, s] : state.repository->model(model)->versions) versions.push_back(std::to_string(v));
       return reply(jsonAnswer({{"name", m->name()},
                                {"versions", versions},
-                               {"platform", "kiln_mlir"},
+                               {"platform", kPlatform},
                                {"inputs", tensorMetadata(m->inputs())},
                                {"outputs", tensorMetadata(m->outputs())}}));
     }

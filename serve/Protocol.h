@@ -19,6 +19,13 @@ namespace kiln::serve {
 
 using Clock = std::chrono::steady_clock;
 
+/// What model metadata and configuration call kiln's models.
+inline constexpr const char *kPlatform = "kiln_mlir";
+/// The protocol extensions kiln serves, as server metadata lists them on
+/// both transports: Triton's binary tensor data (HTTP) and model
+/// configuration (GET .../config, ModelConfig).
+inline const std::vector<std::string> kExtensions = {"binary_tensor_data", "model_configuration"};
+
 /// What went wrong, in the protocol's terms (an HTTP status, a gRPC code).
 enum class ErrorKind { invalid_argument, not_found, unavailable, deadline_exceeded, cancelled, too_large, internal };
 

@@ -113,7 +113,7 @@ inference::DataType configTypeOf(kiln::DType d) {
 
 void describeConfig(const ServedModel &m, inference::ModelConfig *config) {
   config->set_name(m.name());
-  config->set_platform("kiln_mlir");
+  config->set_platform(kPlatform);
   config->set_backend("kiln");
   config->set_max_batch_size(m.settings().maxBatchSize);
   auto dims = [&](const TensorSpec &s) {

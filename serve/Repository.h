@@ -36,7 +36,6 @@ struct RepositoryOptions {
 struct RepositoryModel {
   std::string name;
   std::string error;  // why it failed to load (empty when loaded)
-  std::string platform = "kiln_mlir";
   std::map<int64_t, std::unique_ptr<ServedModel>> versions;
 };
 

@@ -158,6 +158,7 @@ TEST_F(ServeTest, HttpHealthAndMetadata) {
   HttpReply meta = httpCall(port(), http::verb::get, "/v2");
   EXPECT_EQ(meta.status, 200);
   EXPECT_EQ(meta.js()["name"], "kiln");
+  EXPECT_EQ(meta.js()["extensions"], json({"binary_tensor_data", "model_configuration"}));
   HttpReply m = httpCall(port(), http::verb::get, "/v2/models/batched");
   ASSERT_EQ(m.status, 200) << m.body;
   json j = m.js();
@@ -313,6 +314,8 @@ TEST_F(ServeTest, GrpcEndpoints) {
     inference::ServerMetadataResponse res;
     ASSERT_TRUE(stub->ServerMetadata(&ctx, {}, &res).ok());
     EXPECT_EQ(res.name(), "kiln");
+    EXPECT_EQ(std::vector<std::string>(res.extensions().begin(), res.extensions().end()),
+              (std::vector<std::string>{"binary_tensor_data", "model_configuration"}));
   }
   {
     grpc::ClientContext ctx;
