@@ -10,7 +10,6 @@
 #include <kiln/version.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstring>
 
 namespace kiln::serve {

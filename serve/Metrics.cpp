@@ -1,6 +1,5 @@
 #include "serve/Metrics.h"
 
-#include <cstdio>
 #include <sstream>
 
 namespace kiln::serve {
@@ -41,9 +40,9 @@ std::string prometheusText(const Repository &repository) {
   family({"kiln_requests_in_flight", "gauge", "Requests accepted and not yet answered"},
          [](const ServedModel &m) { return m.counters().inFlight.load(); });
   family({"kiln_model_compiled_signatures", "gauge", "Distinct input types the model holds code for"},
-         [](const ServedModel &m) { return const_cast<ServedModel &>(m).module().stats().functions_compiled; });
+         [](const ServedModel &m) { return m.module().stats().functions_compiled; });
   family({"kiln_model_pipeline_runs_total", "counter", "MLIR compiles run for the model (0 when all came from the cache)"},
-         [](const ServedModel &m) { return const_cast<ServedModel &>(m).module().stats().pipeline_runs; });
+         [](const ServedModel &m) { return m.module().stats().pipeline_runs; });
   const char *batch = "kiln_batch_size";
   out << "# HELP " << batch << " Batch sizes of the kiln calls run\n# TYPE " << batch << " histogram\n";
   for (const ServedModel *m : served) {
@@ -56,13 +55,11 @@ std::string prometheusText(const Repository &repository) {
     out << batch << "_count{" << labels(*m) << "} " << cumulative << "\n";
     out << batch << "_sum{" << labels(*m) << "} " << m->counters().inferences.load() << "\n";
   }
-  std::vector<std::shared_ptr<kiln::Runtime>> runtimes = repository.runtimes();
+  std::vector<kiln::CacheStats> runtimes;  // read once per runtime, for every family below
+  for (const std::shared_ptr<kiln::Runtime> &r : repository.runtimes()) runtimes.push_back(r->cacheStats());
   auto runtimeFamily = [&](const Family &f, auto value) {
     out << "# HELP " << f.name << " " << f.help << "\n# TYPE " << f.name << " " << f.type << "\n";
-    for (size_t i = 0; i < runtimes.size(); ++i) {
-      kiln::CacheStats s = runtimes[i]->cacheStats();
-      out << f.name << "{runtime=\"" << i << "\"} " << value(s) << "\n";
-    }
+    for (size_t i = 0; i < runtimes.size(); ++i) out << f.name << "{runtime=\"" << i << "\"} " << value(runtimes[i]) << "\n";
   };
   runtimeFamily({"kiln_compiles_total", "counter", "Functions compiled (not found in memory or on disk)"},
                 [](const kiln::CacheStats &s) { return s.compiles; });

@@ -21,8 +21,7 @@ ServedModel::ServedModel(std::string name, std::string version, kiln::Module mod
                          Batcher *batcher)
     : name_(std::move(name)), version_(std::move(version)), module_(std::move(module)), function_(std::move(function)),
       settings_(std::move(settings)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
-  std::string why;
-  separable_ = module_.batchSeparable(function_, &why);
+  separable_ = module_.batchSeparable(function_);
   if (settings_.maxBatchSize > 0)
     for (const TensorSpec &in : inputs_)
       if (in.shape.empty() || (in.shape[0] != -1 && in.shape[0] < settings_.maxBatchSize))
@@ -114,8 +113,8 @@ void ServedModel::infer(InferRequest request, InferDone done) {
     counters_.failure++;
     return p.done(std::move(error), {});
   }
-  if (outstanding_.fetch_add(1) >= settings_.maxQueueSize) {
-    outstanding_.fetch_sub(1);
+  if (counters_.inFlight.fetch_add(1) >= int64_t(settings_.maxQueueSize)) {
+    counters_.inFlight.fetch_sub(1);
     counters_.rejected++;
     counters_.failure++;
     return p.done(ServeError{ErrorKind::unavailable, "model '" + name_ + "' version " + version_ +
@@ -123,7 +122,6 @@ void ServedModel::infer(InferRequest request, InferDone done) {
                                                          " requests waiting or running)"},
                   {});
   }
-  counters_.inFlight++;
   if (batcher_) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -148,11 +146,10 @@ void ServedModel::finish(Pending &p, std::optional<ServeError> error, InferRespo
   counters_.requestUs += us(end - p.request.received);
   counters_.queueUs += us(started - p.enqueued);
   counters_.computeUs += us(end - started);
-  counters_.inFlight--;
   p.done(std::move(error), std::move(response));
   p.done = nullptr;
   p.request.payload.reset();
-  if (outstanding_.fetch_sub(1) == 1) {
+  if (counters_.inFlight.fetch_sub(1) == 1) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_.notify_all();
   }
@@ -199,6 +196,7 @@ void ServedModel::execute(std::vector<Pending> batch) {
   std::vector<kiln::Tensor> args;
   Clock::time_point deadline = Clock::time_point::max();
   for (const Pending &p : ps) deadline = std::min(deadline, p.request.deadline);
+  bool hadDeadline = deadline != Clock::time_point::max();
   try {
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (!merged) {
@@ -224,7 +222,7 @@ void ServedModel::execute(std::vector<Pending> batch) {
       args.push_back(std::move(t));
     }
     double timeout = 0;
-    if (deadline != Clock::time_point::max())
+    if (hadDeadline)
       timeout = std::max(1e-6, std::chrono::duration<double>(deadline - started).count());
     counters_.executions++;
     counters_.inferences += uint64_t(rows);
@@ -232,7 +230,6 @@ void ServedModel::execute(std::vector<Pending> batch) {
     while (bucket + 1 < ModelCounters::kBatchBuckets && (int64_t(1) << bucket) < rows) ++bucket;
     counters_.batchSizes[bucket]++;
     auto call = std::make_shared<kiln::AsyncCall>(module_.callAsync(function_, args, timeout));
-    bool hadDeadline = deadline != Clock::time_point::max();
     call->onReady([this, call, shared, started, merged, padded, hadDeadline, failAll]() {
       std::vector<kiln::Tensor> results;
       try {
@@ -242,12 +239,11 @@ void ServedModel::execute(std::vector<Pending> batch) {
       } catch (const std::exception &e) {
         return failAll(ServeError{ErrorKind::internal, e.what()});
       }
-      std::vector<std::shared_ptr<const void>> holders;
-      for (kiln::Tensor &t : results) holders.push_back(std::make_shared<kiln::Tensor>(std::move(t)));
+      std::vector<std::shared_ptr<const kiln::Tensor>> tensors;
+      for (kiln::Tensor &t : results) tensors.push_back(std::make_shared<const kiln::Tensor>(std::move(t)));
       if (merged)
-        for (size_t o = 0; o < holders.size(); ++o) {
-          auto t = std::static_pointer_cast<const kiln::Tensor>(holders[o]);
-          std::vector<int64_t> shape = t->shape();
+        for (size_t o = 0; o < tensors.size(); ++o) {
+          std::vector<int64_t> shape = tensors[o]->shape();
           if (shape.empty() || shape[0] != padded)
             return failAll(ServeError{ErrorKind::internal,
                                       "model '" + name_ + "': output '" + outputs_[o].name + "' has shape " +
@@ -260,14 +256,14 @@ void ServedModel::execute(std::vector<Pending> batch) {
         r.model = name_;
         r.version = version_;
         r.id = p.request.id;
-        r.holders = holders;
+        r.holders.assign(tensors.begin(), tensors.end());
         for (size_t o = 0; o < outputs_.size(); ++o) {
           bool wanted = p.request.outputs.empty();
           bool binary = p.request.binaryOutputs;
           for (const RequestedOutput &ro : p.request.outputs)
             if (ro.name == outputs_[o].name) wanted = true, binary = ro.binary;
           if (!wanted) continue;
-          auto t = std::static_pointer_cast<const kiln::Tensor>(holders[o]);
+          const kiln::Tensor *t = tensors[o].get();
           OutputTensor out{outputs_[o].name, t->dtype(), t->shape(), static_cast<const uint8_t *>(t->rawData()),
                            t->byteSize(), binary};
           if (merged) {
@@ -284,7 +280,7 @@ void ServedModel::execute(std::vector<Pending> batch) {
       executionDone();
     });
   } catch (const kiln::Error &e) {
-    failAll(fromKiln(e, deadline != Clock::time_point::max()));
+    failAll(fromKiln(e, hadDeadline));
   } catch (const std::exception &e) {
     failAll(ServeError{ErrorKind::internal, e.what()});
   }
@@ -383,7 +379,7 @@ void ServedModel::stopTaking() {
 void ServedModel::drain() {
   stopTaking();
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return outstanding_.load() == 0 && running_ == 0; });
+  idle_.wait(lock, [&] { return counters_.inFlight.load() == 0 && running_ == 0; });
 }
 
 Batcher::Batcher() : thread_([this] { loop(); }) {}

@@ -37,7 +37,7 @@ struct ModelCounters {
   std::atomic<uint64_t> success{0}, failure{0}, rejected{0};
   std::atomic<uint64_t> inferences{0}, executions{0};  // items, kiln calls
   std::atomic<uint64_t> requestUs{0}, queueUs{0}, computeUs{0};
-  std::atomic<int64_t> inFlight{0};
+  std::atomic<int64_t> inFlight{0};  // requests accepted, not yet answered: what the queue bound counts
   static constexpr int kBatchBuckets = 8;                  // 1, 2, 4, ..., 64, more
   std::atomic<uint64_t> batchSizes[kBatchBuckets] = {};   // executions by batch size
 };
@@ -59,6 +59,7 @@ public:
   const ModelSettings &settings() const { return settings_; }
   const ModelCounters &counters() const { return counters_; }
   kiln::Module &module() { return module_; }
+  const kiln::Module &module() const { return module_; }
   const std::string &function() const { return function_; }
 
   /// Checks `request` against the model and runs it; `done` is called once,
@@ -99,7 +100,6 @@ private:
   bool separable_ = false;  // requests may be merged with no padding (kiln's batch analysis)
   ModelCounters counters_;
   std::atomic<bool> draining_{false};
-  std::atomic<size_t> outstanding_{0};
   std::mutex mu_;
   std::condition_variable idle_;
   std::deque<Pending> queue_;
