@@ -106,6 +106,7 @@ void ServedModel::infer(InferRequest request, InferDone done) {
   Clock::time_point now = Clock::now();
   if (draining_.load()) {
     counters_.rejected++;
+    counters_.failure++;  // (failures include rejections, as for a full queue)
     return done(ServeError{ErrorKind::unavailable, "model '" + name_ + "' is shutting down"}, {});
   }
   Pending p{std::move(request), std::move(done), 1, now};
