@@ -164,13 +164,9 @@ public:
     for (const auto &o : req->outputs()) r.outputs.push_back({o.name(), true});
     auto parameterTimeout = req->parameters().find("timeout");
     if (parameterTimeout != req->parameters().end() && parameterTimeout->second.int64_param() > 0)
-      r.deadline = r.received + std::chrono::microseconds(std::min<int64_t>(parameterTimeout->second.int64_param(), int64_t(1) << 40));
-    std::chrono::system_clock::time_point deadline = ctx->deadline();
-    if (deadline != std::chrono::system_clock::time_point::max()) {
-      auto left = deadline - std::chrono::system_clock::now();
-      if (left < std::chrono::hours(24 * 365))
-        r.deadline = std::min(r.deadline, r.received + std::chrono::duration_cast<Clock::duration>(left));
-    }
+      r.limitTo(std::chrono::microseconds(parameterTimeout->second.int64_param()));
+    if (ctx->deadline() != std::chrono::system_clock::time_point::max())
+      r.limitTo(std::chrono::duration_cast<Clock::duration>(ctx->deadline() - std::chrono::system_clock::now()));
     r.payload = converted;  // the request's own bytes live until the RPC finishes, after the call
     r.abandoned = [ctx] { return ctx->IsCancelled(); };
     grpc::ServerUnaryReactor *reactor = ctx->DefaultReactor();

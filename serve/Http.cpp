@@ -226,7 +226,7 @@ InferRequest parseInfer(const HttpRequest &in, const std::string &model, const s
       if (!p["timeout"].is_number_integer() || p["timeout"].get<int64_t>() < 0)
         throw std::invalid_argument("parameter 'timeout' is not a count of microseconds");
       int64_t us = p["timeout"].get<int64_t>();
-      if (us > 0) r.deadline = r.received + std::chrono::microseconds(std::min<int64_t>(us, int64_t(1) << 40));
+      if (us > 0) r.limitTo(std::chrono::microseconds(us));
     }
   }
   if (!j.contains("inputs") || !j["inputs"].is_array()) throw std::invalid_argument("'inputs' is missing or not an array");

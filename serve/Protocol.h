@@ -6,6 +6,7 @@
 
 #include <kiln/kiln.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -74,7 +75,11 @@ struct InferRequest {
   Clock::time_point deadline = Clock::time_point::max();
   std::shared_ptr<const void> payload;  // owns the bytes the inputs point into
   std::function<bool()> abandoned;      // true once the client has gone away (may be empty)
-  bool hasDeadline() const { return deadline != Clock::time_point::max(); }
+  /// Bounds the request to `after` from its receipt (a `timeout` parameter,
+  /// a gRPC deadline): the earliest bound wins; at most 2^40 µs (12.7 days).
+  void limitTo(Clock::duration after) {
+    deadline = std::min(deadline, received + std::min<Clock::duration>(after, std::chrono::microseconds(int64_t(1) << 40)));
+  }
 };
 
 struct OutputTensor {
