@@ -103,6 +103,11 @@ void checkSpecs(const std::string &where, const char *what, const google::protob
   }
 }
 
+/// A version directory's or a request's version: 1 to 18 digits.
+bool isVersion(const std::string &v) {
+  return !v.empty() && v.size() <= 18 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 inference::DataType configTypeOf(kiln::DType d) {
   inference::DataType t = inference::TYPE_INVALID;
   inference::DataType_Parse(std::string("TYPE_") + protocolName(d), &t);
@@ -174,24 +179,23 @@ Repository::Repository(const RepositoryOptions &options, Batcher *batcher,
     try {
       inference::ModelConfig config;
       fs::path configFile = dir / "config.pbtxt";
-      if (fs::exists(configFile, ec)) config = readConfig(configFile);
-      std::string where = fs::exists(configFile, ec) ? configFile.string() : dir.string();
+      bool configured = fs::exists(configFile, ec);
+      if (configured) config = readConfig(configFile);
+      std::string where = configured ? configFile.string() : dir.string();
       if (!config.name().empty() && config.name() != name)
         throw configError(where, "name '" + config.name() + "' is not the directory's ('" + name + "')");
       // Versions present.
+      std::vector<std::string> files{"model.mlir", "model.mlirbc"};
+      if (!config.default_model_filename().empty()) {
+        if (!validModelName(config.default_model_filename()))
+          throw configError(where, "default_model_filename '" + config.default_model_filename() +
+                                       "' is not a plain file name");
+        files = {config.default_model_filename()};
+      }
       std::map<int64_t, fs::path> present;
       for (const fs::directory_entry &v : fs::directory_iterator(dir, ec)) {
         std::string vn = v.path().filename().string();
-        if (!v.is_directory(ec) || vn.empty() || vn.size() > 18 ||
-            !std::all_of(vn.begin(), vn.end(), [](char c) { return c >= '0' && c <= '9'; }))
-          continue;
-        std::vector<std::string> files{"model.mlir", "model.mlirbc"};
-        if (!config.default_model_filename().empty()) {
-          if (!validModelName(config.default_model_filename()))
-            throw configError(where, "default_model_filename '" + config.default_model_filename() +
-                                         "' is not a plain file name");
-          files = {config.default_model_filename()};
-        }
+        if (!v.is_directory(ec) || !isVersion(vn)) continue;
         for (const std::string &file : files)
           if (fs::is_regular_file(v.path() / file, ec)) present[std::stoll(vn)] = v.path() / file;
       }
@@ -272,11 +276,7 @@ Repository::Repository(const RepositoryOptions &options, Batcher *batcher,
             (settings.dynamicBatching ? ", dynamic batching up to " + std::to_string(settings.maxBatchSize) : ""));
         model->versions[v] = std::move(served);
       }
-    } catch (const kiln::Error &e) {
-      model->versions.clear();
-      model->error = e.what();
-      log("model '" + name + "' failed to load: " + model->error);
-    } catch (const std::exception &e) {
+    } catch (const std::exception &e) {  // kiln::Error among them
       model->versions.clear();
       model->error = e.what();
       log("model '" + name + "' failed to load: " + model->error);
@@ -315,9 +315,7 @@ ServedModel *Repository::find(const std::string &name, const std::string &versio
     return nullptr;
   }
   if (version.empty()) return m->versions.rbegin()->second.get();
-  bool digits = !version.empty() && version.size() <= 18 &&
-                std::all_of(version.begin(), version.end(), [](char c) { return c >= '0' && c <= '9'; });
-  auto it = digits ? m->versions.find(std::stoll(version)) : m->versions.end();
+  auto it = isVersion(version) ? m->versions.find(std::stoll(version)) : m->versions.end();
   if (it == m->versions.end()) {
     *error = {ErrorKind::not_found, "model '" + name + "' has no version '" + version + "' being served"};
     return nullptr;
@@ -333,6 +331,22 @@ const RepositoryModel *Repository::model(const std::string &name) const {
 
 bool Repository::allLoaded() const {
   return std::all_of(models_.begin(), models_.end(), [](const auto &m) { return m->error.empty(); });
+}
+
+int Repository::prewarm(const std::function<void(const std::string &)> &report) {
+  int failed = 0;
+  for (const auto &m : models_) {
+    if (!m->error.empty()) ++failed;
+    for (const auto &[v, served] : m->versions) {
+      try {
+        for (const std::string &line : served->prewarm()) report(line);
+      } catch (const std::exception &e) {
+        report(m->name + " v" + std::to_string(v) + ": failed: " + e.what());
+        ++failed;
+      }
+    }
+  }
+  return failed;
 }
 
 void Repository::stopTaking() {

@@ -54,6 +54,10 @@ public:
   const RepositoryModel *model(const std::string &name) const;
   const std::vector<std::unique_ptr<RepositoryModel>> &models() const { return models_; }
   bool allLoaded() const;
+  /// Compiles (or loads from the persistent cache) what every served version
+  /// needs first (ServedModel::prewarm), one line per signature or failure
+  /// to `report`; returns the models that failed to load or prewarm.
+  int prewarm(const std::function<void(const std::string &)> &report);
   /// Stops taking requests everywhere (503 / UNAVAILABLE).
   void stopTaking();
   /// stopTaking(), then waits for the requests in flight.

@@ -4,15 +4,7 @@ namespace kiln::serve {
 
 Server::Server(const ServerOptions &options, std::function<void(const std::string &)> log) : log_(std::move(log)) {
   repository_ = std::make_unique<Repository>(options.repository, &batcher_, log_);
-  if (options.prewarm)
-    for (const auto &m : repository_->models())
-      for (const auto &[v, served] : m->versions) {
-        try {
-          for (const std::string &line : served->prewarm()) log_("prewarm: " + line);
-        } catch (const kiln::Error &e) {
-          log_("prewarm: " + m->name + " v" + std::to_string(v) + " failed: " + e.what());
-        }
-      }
+  if (options.prewarm) repository_->prewarm([this](const std::string &line) { log_("prewarm: " + line); });
   ServerState state{repository_.get(), [this] { return ready_.load() && repository_->allLoaded(); }};
   if (options.httpEnabled) http_ = std::make_unique<HttpServer>(options.http, state);
   if (options.grpcEnabled) grpc_ = std::make_unique<GrpcServer>(options.grpc, state);

@@ -106,19 +106,7 @@ int main(int argc, char **argv) {
     try {
       Batcher batcher;
       Repository repository(options.repository, &batcher, log);
-      int failed = 0;
-      for (const auto &m : repository.models()) {
-        if (!m->error.empty()) ++failed;
-        for (const auto &[v, served] : m->versions) {
-          try {
-            for (const std::string &line : served->prewarm()) std::cout << line << "\n";
-          } catch (const kiln::Error &e) {
-            std::cout << m->name << " v" << v << ": failed: " << e.what() << "\n";
-            ++failed;
-          }
-        }
-      }
-      return failed ? 1 : 0;
+      return repository.prewarm([](const std::string &line) { std::cout << line << "\n"; }) ? 1 : 0;
     } catch (const kiln::Error &e) {
       std::cerr << "kiln prewarm: " << e.what() << "\n";
       return 1;
