@@ -41,8 +41,7 @@ void fillMetadata(const std::vector<TensorSpec> &specs,
   }
 }
 
-/// Typed contents -> bytes of `dtype` (appended to `bytes`); false when the
-/// field for this datatype is not the one used.
+/// A typed contents field -> `bytes`, each value converted to T.
 template <typename T, typename Field>
 void narrow(const Field &field, std::string &bytes) {
   bytes.resize(size_t(field.size()) * sizeof(T));

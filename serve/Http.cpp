@@ -465,9 +465,8 @@ private:
     *in.body = std::move(req.body());
     auto self = shared_from_this();
     handleHttp(state_, std::move(in), [self, version, keepAlive](HttpAnswer a) {
-      auto shared = std::make_shared<HttpAnswer>(std::move(a));
-      asio::post(self->stream_.get_executor(), [self, shared, version, keepAlive] {
-        self->write(std::move(*shared), version, keepAlive);
+      asio::post(self->stream_.get_executor(), [self, a = std::move(a), version, keepAlive]() mutable {
+        self->write(std::move(a), version, keepAlive);
       });
     });
   }

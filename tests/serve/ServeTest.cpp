@@ -272,9 +272,8 @@ TEST_F(ServeTest, HttpErrorsNameWhatWasWrong) {
   expect(post("/v2/models/plain/infer", inferBody({1, 2, 3, 4}, 1).dump()), 200, "output_0");
 }
 
-grpc::Status grpcInfer(inference::GRPCInferenceService::Stub *stub, const std::string &model,
-                       const std::vector<float> &x, int64_t rows, inference::ModelInferResponse *res,
-                       int deadlineMs = 0, int64_t timeoutUs = 0) {
+/// An infer request of input "x", FP32 [rows, 4], as raw bytes.
+inference::ModelInferRequest inferRequest(const std::string &model, const std::vector<float> &x, int64_t rows) {
   inference::ModelInferRequest req;
   req.set_model_name(model);
   auto *in = req.add_inputs();
@@ -283,6 +282,13 @@ grpc::Status grpcInfer(inference::GRPCInferenceService::Stub *stub, const std::s
   in->add_shape(rows);
   in->add_shape(4);
   req.add_raw_input_contents(std::string(reinterpret_cast<const char *>(x.data()), x.size() * 4));
+  return req;
+}
+
+grpc::Status grpcInfer(inference::GRPCInferenceService::Stub *stub, const std::string &model,
+                       const std::vector<float> &x, int64_t rows, inference::ModelInferResponse *res,
+                       int deadlineMs = 0, int64_t timeoutUs = 0) {
+  inference::ModelInferRequest req = inferRequest(model, x, rows);
   if (timeoutUs) (*req.mutable_parameters())["timeout"].set_int64_param(timeoutUs);
   grpc::ClientContext ctx;
   if (deadlineMs) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadlineMs));
@@ -468,14 +474,7 @@ TEST_F(ServeTest, ClientsThatDisconnectMidRequest) {
   send("GET /v2/health/rea");
   // gRPC: a call whose client cancels while the model holds it.
   {
-    inference::ModelInferRequest req;
-    req.set_model_name("slow");
-    auto *in = req.add_inputs();
-    in->set_name("x");
-    in->set_datatype("FP32");
-    in->add_shape(1);
-    in->add_shape(4);
-    req.add_raw_input_contents(std::string(16, '\0'));
+    inference::ModelInferRequest req = inferRequest("slow", {0, 0, 0, 0}, 1);
     grpc::ClientContext ctx;
     inference::ModelInferResponse res;
     std::thread cancel([&] {
@@ -540,15 +539,7 @@ TEST_F(ServeTest, FuzzedRequestBodiesNeverTakeTheServerDown) {
     EXPECT_TRUE(status == 200 || status == 400 || status == 404) << status << " for " << body;
   }
   // gRPC: mutated serialized requests.
-  inference::ModelInferRequest seed;
-  seed.set_model_name("plain");
-  auto *in = seed.add_inputs();
-  in->set_name("x");
-  in->set_datatype("FP32");
-  in->add_shape(1);
-  in->add_shape(4);
-  seed.add_raw_input_contents(std::string(16, '\0'));
-  std::string wire = seed.SerializeAsString();
+  std::string wire = inferRequest("plain", {0, 0, 0, 0}, 1).SerializeAsString();
   int parsed = 0;
   for (int i = 0; i < 600; ++i) {
     std::string bytes = wire;
