@@ -104,7 +104,7 @@ public:
     ServedModel *m = state_.repository->find(req->name(), req->version(), &err);
     if (!m) return finish(ctx, statusOf(err));
     res->set_name(m->name());
-    for (const auto &[v, s] : state_.repository->model(m->name())->versions) res->add_versions(std::to_string(v));
+    for (const std::string &v : state_.repository->versionsServed(m->name())) res->add_versions(v);
     res->set_platform(kPlatform);
     fillMetadata(m->inputs(), res->mutable_inputs());
     fillMetadata(m->outputs(), res->mutable_outputs());

@@ -356,10 +356,8 @@ void handleHttp(const ServerState &state, HttpRequest in, std::function<void(Htt
     if (!m) return reply(errorAnswer(httpStatus(err.kind), err.message));
     if (action.empty()) {
       if (!methodIs("GET")) return;
-      json versions = json::array();
-      for (const auto &[v, s] : state.repository->model(model)->versions) versions.push_back(std::to_string(v));
       return reply(jsonAnswer({{"name", m->name()},
-                               {"versions", versions},
+                               {"versions", state.repository->versionsServed(model)},
                                {"platform", kPlatform},
                                {"inputs", tensorMetadata(m->inputs())},
                                {"outputs", tensorMetadata(m->outputs())}}));

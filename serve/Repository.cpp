@@ -329,6 +329,13 @@ const RepositoryModel *Repository::model(const std::string &name) const {
   return nullptr;
 }
 
+std::vector<std::string> Repository::versionsServed(const std::string &name) const {
+  std::vector<std::string> versions;
+  if (const RepositoryModel *m = model(name))
+    for (const auto &[v, served] : m->versions) versions.push_back(std::to_string(v));
+  return versions;
+}
+
 bool Repository::allLoaded() const {
   return std::all_of(models_.begin(), models_.end(), [](const auto &m) { return m->error.empty(); });
 }

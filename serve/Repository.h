@@ -52,6 +52,8 @@ public:
   /// protocol's answer when there is none.
   ServedModel *find(const std::string &model, const std::string &version, ServeError *error);
   const RepositoryModel *model(const std::string &name) const;
+  /// The versions of `name` being served, oldest first (model metadata lists them).
+  std::vector<std::string> versionsServed(const std::string &name) const;
   const std::vector<std::unique_ptr<RepositoryModel>> &models() const { return models_; }
   bool allLoaded() const;
   /// Compiles (or loads from the persistent cache) what every served version
