@@ -138,6 +138,29 @@ std::string Profile::table(size_t maxRows) const {
   return out;
 }
 
+std::string Profile::tableJson() const {
+  using json = nlohmann::json;
+  json rows = json::array();
+  for (const KernelProfile &k : kernels)
+    rows.push_back({{"name", k.name},
+                    {"kind", k.kind},
+                    {"ops", k.ops},
+                    {"provenance", k.provenance},
+                    {"output_type", k.outputType},
+                    {"calls", k.calls},
+                    {"total_ms", k.totalMs},
+                    {"mean_ms", k.meanMs()},
+                    {"gflops", k.gflops()},
+                    {"gbs", k.gbs()},
+                    {"percent_time", stepMs > 0 ? 100.0 * k.totalMs / stepMs : 0.0},
+                    {"percent_peak", peakGflops > 0 ? 100.0 * k.gflops() / peakGflops : 0.0},
+                    {"flops_per_call", k.flopsPerCall},
+                    {"bytes_per_call", k.bytesPerCall}});
+  json out = {{"recorded_ms", recordedMs}, {"step_ms", stepMs},   {"peak_gflops", peakGflops},
+              {"bandwidth_gbs", bandwidthGBs}, {"threads", threads}, {"kernels", std::move(rows)}};
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string Profile::chromeTraceJson() const {
   using json = nlohmann::json;
   json out = json::array();

@@ -53,6 +53,12 @@ struct Profile {
 
   /// Per-kernel table, slowest first, with a header line of totals.
   std::string table(size_t maxRows = 40) const;
+  /// The same, every row, as JSON: {"recorded_ms", "step_ms", "peak_gflops",
+  /// "bandwidth_gbs", "threads", "kernels": [{"name", "kind", "ops",
+  /// "provenance", "output_type", "calls", "total_ms", "mean_ms", "gflops",
+  /// "gbs", "percent_time", "percent_peak", "flops_per_call",
+  /// "bytes_per_call"}, ...]} (slowest first).
+  std::string tableJson() const;
   /// Chrome trace-event JSON: one track per thread, compiles and steps on
   /// one timeline (Perfetto, chrome://tracing).
   std::string chromeTraceJson() const;

@@ -785,10 +785,21 @@ kiln_status *kiln_profiler_start(kiln_runtime *r, kiln_profiler **out) {
   });
 }
 
-kiln_status *kiln_profiler_stop(kiln_profiler *p, const char *tracePath, const char *reportPath, char **table) {
+namespace {
+kiln_status *copyOut(const std::string &text, char **out, const char *what) {
+  *out = static_cast<char *>(std::malloc(text.size() + 1));
+  if (!*out) return make(ErrorCode::kResourceExhausted, std::string(what) + ": out of memory");
+  std::memcpy(*out, text.c_str(), text.size() + 1);
+  return nullptr;
+}
+}  // namespace
+
+kiln_status *kiln_profiler_stop_json(kiln_profiler *p, const char *tracePath, const char *reportPath, char **table,
+                                     char **tableJson) {
   return guard("kiln_profiler_stop", [&]() -> kiln_status * {
     if (!p) return invalid("kiln_profiler_stop: profiler is NULL");
     if (table) *table = nullptr;
+    if (tableJson) *tableJson = nullptr;
     if (!p->profiler) return invalid("kiln_profiler_stop: the profiler was stopped already");
     kiln::Profile profile = p->profiler->stop();
     p->profiler.reset();
@@ -796,14 +807,22 @@ kiln_status *kiln_profiler_stop(kiln_profiler *p, const char *tracePath, const c
       if (auto err = kiln::writeFileReplacing(tracePath, profile.chromeTraceJson())) return fromError(std::move(err));
     if (reportPath && *reportPath)
       if (auto err = kiln::writeFileReplacing(reportPath, profile.htmlReport())) return fromError(std::move(err));
-    if (table) {
-      std::string text = profile.table();
-      *table = static_cast<char *>(std::malloc(text.size() + 1));
-      if (!*table) return make(ErrorCode::kResourceExhausted, "kiln_profiler_stop: out of memory");
-      std::memcpy(*table, text.c_str(), text.size() + 1);
-    }
+    if (table)
+      if (kiln_status *s = copyOut(profile.table(), table, "kiln_profiler_stop")) return s;
+    if (tableJson)
+      if (kiln_status *s = copyOut(profile.tableJson(), tableJson, "kiln_profiler_stop")) {
+        if (table) {
+          std::free(*table);
+          *table = nullptr;
+        }
+        return s;
+      }
     return nullptr;
   });
+}
+
+kiln_status *kiln_profiler_stop(kiln_profiler *p, const char *tracePath, const char *reportPath, char **table) {
+  return kiln_profiler_stop_json(p, tracePath, reportPath, table, nullptr);
 }
 
 void kiln_profiler_free(kiln_profiler *p) { delete p; }
