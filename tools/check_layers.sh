@@ -3,8 +3,9 @@
 # sideways within its own folder), and the public API's headers pull in no
 # MLIR, no LLVM IR/ORC, and nothing of the compile cache, JIT or lowering
 # (kernels/KernelRegistry.h is public: users write kernels against it).
-#   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> serve -> tools
-# (serve/, the server, sits on the public API alone: <kiln/...> and serve/).
+#   runtime -> ops -> {kernels, lowering, codegen} -> cache -> jit -> api -> {serve, python} -> tools
+# (serve/, the server, sits on the public API alone: <kiln/...> and serve/;
+# python/src, the Python binding, on the C API alone: <kiln/kiln_c.h>).
 # and inside lowering/ its rooms (ir -> guards, cpu, gpu -> pipelines -> graph -> models).
 # and the host runtime does not include device runtimes (runtime/cuda).
 # Usage: check_layers.sh [ROOT] (default: this checkout). Exit status 1 and
@@ -59,6 +60,14 @@ if [ -d serve ]; then
     echo "layering: serve/ includes a kiln header other than the public API: $line"
     bad=1
   done < <(grep -HE '^#include "[a-z]+/' -r serve --include='*.h' --include='*.cpp' | grep -vE '#include "serve/' || true)
+fi
+# The Python binding (python/src) sits on the C API alone: <kiln/kiln_c.h>,
+# nanobind and the standard library; no kiln header of another room.
+if [ -d python/src ]; then
+  while IFS= read -r line; do
+    echo "layering: python/ includes something other than the C API and nanobind: $line"
+    bad=1
+  done < <(grep -HE '^#include' -r python/src | grep -vE ':#include (<kiln/kiln_c\.h>|<nanobind/[a-z_/]+\.h>|<[a-z_]+>)' || true)
 fi
 # Device runtimes (runtime/<device>/) sit beside the host runtime: nothing
 # of the host runtime (runtime/*.h, runtime/*.cpp) includes them.

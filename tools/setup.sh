@@ -20,3 +20,15 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq || echo "kiln setup: apt-get update failed; trying the cached package lists"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# The Python package (python/) builds with nanobind, and its tests run with
+# numpy and pytest: a venv made from PyPI. Without it (no network), kiln
+# builds and tests without the Python package, saying so.
+venv=${KILN_PYTHON_VENV:-$HOME/.cache/kiln/python-venv}
+if ! "$venv/bin/python" -c "import nanobind, numpy, pytest" 2> /dev/null; then
+  echo "kiln setup: making $venv (numpy, pytest, nanobind, scikit-build-core from PyPI)"
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
+           numpy pytest nanobind scikit-build-core; } > "$venv.log" 2>&1; then
+    echo "kiln setup: could not make $venv (see $venv.log); the Python package will not be built"
+  fi
+fi

@@ -144,7 +144,7 @@ class Runtime:
         self.close()
 
     def __repr__(self) -> str:
-        return f"kiln.Runtime({'closed' if self.closed else self.target})"
+        return f"kiln.Runtime({'closed' if self.closed else ' '.join(self.target.split()[:2])})"
 
 
 _default: Optional[Runtime] = None

@@ -38,8 +38,10 @@ namespace {
 
 // ---- Errors -------------------------------------------------------------------
 
-/// kiln's error classes, one per kiln_code, set by kiln/__init__.py.
-nb::object errorClasses[KILN_INTERNAL + 1];
+/// kiln's error classes, one per kiln_code, set by kiln/__init__.py. Plain
+/// handles holding a reference each, never released: no Py_DECREF from a
+/// static destructor after the interpreter has gone.
+nb::handle errorClasses[KILN_INTERNAL + 1];
 
 /// A kiln error on its way to Python as the class of its code.
 struct Error : std::exception {
@@ -62,7 +64,7 @@ void check(kiln_status *s) {
 void raisePython(const Error &e) {
   int code = int(e.code);
   if (code < 1 || code > KILN_INTERNAL) code = KILN_INTERNAL;
-  nb::object cls = errorClasses[code];
+  nb::handle cls = errorClasses[code];
   if (!cls.is_valid()) {
     PyErr_SetString(PyExc_RuntimeError, e.message.c_str());
     return;
@@ -269,8 +271,8 @@ struct TensorRef {
   }
 };
 
-nb::object numpyModule() {
-  static nb::object np = nb::module_::import_("numpy");
+nb::handle numpyModule() {
+  static nb::handle np = nb::module_::import_("numpy").release();  // kept for the process's life
   return np;
 }
 
@@ -304,35 +306,38 @@ struct Converted {
   bool copied = false;
 };
 
-/// `what` names the input in errors ("input 'x' of @main"); `want` is the
-/// declared dtype, used for Python scalars and lists.
-Converted toKiln(nb::handle obj, const std::string &what, std::optional<kiln_dtype> want, bool writable = false) {
+/// `label()` names the input in errors ("input 0 ('x') of @main"), built
+/// only when one is raised; `want` is the declared dtype, used for Python
+/// scalars and lists.
+template <class Label>
+Converted toKiln(nb::handle obj, const Label &label, std::optional<kiln_dtype> want, bool writable = false) {
   Converted c;
+  auto what = [&] { return std::string(label()); };
   if (!nb::try_cast(obj, c.array, /*convert=*/false)) {
     // Tensors that require grad refuse DLPack; lists and scalars need NumPy.
     if (nb::hasattr(obj, "detach") && nb::hasattr(obj, "__dlpack__")) {
       nb::object detached = obj.attr("detach")();
-      if (!nb::try_cast(detached, c.array, false)) invalid(what + ": cannot read this tensor through DLPack");
+      if (!nb::try_cast(detached, c.array, false)) invalid(what() + ": cannot read this tensor through DLPack");
     } else if (!writable && !nb::hasattr(obj, "__dlpack__") && !nb::hasattr(obj, "__array_interface__")) {
       nb::object arr = want ? numpyModule().attr("asarray")(obj, "dtype"_a = numpyName(*want))
                             : numpyModule().attr("asarray")(obj);
-      if (!nb::try_cast(arr, c.array, false)) invalid(what + ": cannot convert " + nb::type_name(obj.type()).c_str() + " to an array");
+      if (!nb::try_cast(arr, c.array, false)) invalid(what() + ": cannot convert " + nb::type_name(obj.type()).c_str() + " to an array");
     } else {
-      invalid(what + ": cannot read a " + std::string(nb::type_name(obj.type()).c_str()) +
+      invalid(what() + ": cannot read a " + std::string(nb::type_name(obj.type()).c_str()) +
               " as an array (kiln takes NumPy arrays and DLPack producers such as torch.Tensor)");
     }
   }
   nb::ndarray<> &a = c.array;
   if (a.device_type() != nb::device::cpu::value)
-    throw Error(KILN_INVALID_ARGUMENT, what + ": the array is on device type " + std::to_string(a.device_type()) +
+    throw Error(KILN_INVALID_ARGUMENT, what() + ": the array is on device type " + std::to_string(a.device_type()) +
                                            "; kiln's Python API takes host (CPU) memory");
   auto dtype = fromDlpack(a.dtype());
   if (!dtype)
-    invalid(what + ": dtype " + describe(a.dtype()) +
+    invalid(what() + ": dtype " + describe(a.dtype()) +
             " is not one kiln takes (float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8, bool)");
   size_t rank = a.ndim();
   int64_t shape[32];
-  if (rank > 32) invalid(what + ": rank " + std::to_string(rank) + " is more than kiln takes (32)");
+  if (rank > 32) invalid(what() + ": rank " + std::to_string(rank) + " is more than kiln takes (32)");
   bool contiguous = true;
   int64_t expect = 1;
   for (size_t i = rank; i-- > 0;) {
@@ -345,7 +350,7 @@ Converted toKiln(nb::handle obj, const std::string &what, std::optional<kiln_dty
     check(kiln_tensor_wrap(*dtype, shape, rank, a.data(), bytes, nullptr, nullptr, &c.tensor.t));
     return c;
   }
-  if (writable) invalid(what + ": an output array must be C-contiguous to be written in place");
+  if (writable) invalid(what() + ": an output array must be C-contiguous to be written in place");
   check(kiln_tensor_create(*dtype, shape, rank, &c.tensor.t));
   size_t ushape[32];
   int64_t strides[32];
@@ -530,6 +535,15 @@ struct Function {
     }
   }
   const char *fname() const { return name.empty() ? nullptr : name.c_str(); }
+  std::string signature() const {
+    auto list = [](const std::vector<TensorInfo> &ts) {
+      std::string out;
+      for (const TensorInfo &t : ts)
+        out += (out.empty() ? "" : ", ") + t.name + ": " + numpyName(t.dtype) + shapeText(t.shape.data(), t.shape.size());
+      return out;
+    };
+    return (name.empty() ? "main" : name) + "(" + list(inputs) + ") -> (" + list(outputs) + ")";
+  }
   std::string label() const { return name.empty() ? std::string("the module's main function") : "@" + name; }
   std::string inputLabel(size_t i) const {
     return "input " + std::to_string(i) + (i < inputs.size() ? " ('" + inputs[i].name + "')" : "") + " of " + label();
@@ -564,7 +578,8 @@ struct Function {
   std::vector<Converted> convert(const std::vector<nb::handle> &ordered) const {
     std::vector<Converted> conv;
     conv.reserve(ordered.size());
-    for (size_t i = 0; i < ordered.size(); ++i) conv.push_back(toKiln(ordered[i], inputLabel(i), inputs[i].dtype));
+    for (size_t i = 0; i < ordered.size(); ++i)
+      conv.push_back(toKiln(ordered[i], [&] { return inputLabel(i); }, inputs[i].dtype));
     return conv;
   }
 
@@ -586,7 +601,8 @@ struct Function {
       if (givenObjs.size() != n)
         invalid(label() + " has " + std::to_string(n) + " output(s); out= gives " + std::to_string(givenObjs.size()));
       for (size_t i = 0; i < n; ++i) {
-        given.push_back(toKiln(givenObjs[i], "out[" + std::to_string(i) + "] of " + label(), std::nullopt, true));
+        given.push_back(toKiln(givenObjs[i], [&] { return "out[" + std::to_string(i) + "] of " + label(); },
+                               std::nullopt, true));
         outs[i] = given.back().tensor.t;
       }
     }
@@ -653,6 +669,29 @@ struct Function {
         },
         ctx);
     return c;
+  }
+
+  /// For bench/python: `n` calls on these inputs made from C++ in a loop
+  /// (the GIL released), each one's seconds: the same call without Python.
+  std::vector<double> timeCalls(const std::vector<nb::handle> &ordered, size_t n) {
+    module->runtime->checkOpen();
+    std::vector<Converted> conv = convert(ordered);
+    std::vector<kiln_tensor *> ins(conv.size());
+    for (size_t i = 0; i < conv.size(); ++i) ins[i] = conv[i].tensor.t;
+    std::vector<double> seconds(n);
+    std::vector<kiln_tensor *> outs(outputs.size(), nullptr);
+    kiln_status *s = nullptr;
+    {
+      nb::gil_scoped_release unlocked;
+      for (size_t k = 0; k < n && !s; ++k) {
+        auto t0 = std::chrono::steady_clock::now();
+        s = kiln_module_call(module->m, fname(), ins.data(), ins.size(), outs.data(), outs.size());
+        for (kiln_tensor *&t : outs) kiln_tensor_free(t), t = nullptr;
+        seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    check(s);
+    return seconds;
   }
 
   void prewarm(const std::vector<nb::object> &items) {
@@ -854,7 +893,7 @@ struct Eager {
   /// outlive the call that made them).
   std::shared_ptr<Value> valueOf(nb::handle h, const std::string &what) {
     if (nb::isinstance<Value>(h)) return nb::cast<std::shared_ptr<Value>>(h);
-    Converted c = toKiln(h, what, std::nullopt);
+    Converted c = toKiln(h, [&] { return what; }, std::nullopt);
     TensorRef copy;
     const int64_t *shape = kiln_tensor_shape(c.tensor.t);
     check(kiln_tensor_create(kiln_tensor_dtype(c.tensor.t), shape, kiln_tensor_rank(c.tensor.t), &copy.t));
@@ -1019,7 +1058,14 @@ template <class Class, class Get> void bindCalls(Class &cls, Get get) {
             return f.runAsync(ordered, formatArg(output), false, timeout);
           },
           "inputs"_a, "output"_a = "numpy", "timeout"_a = nb::none())
-      .def("batch_separable", [get](T &self) { return get(self).batchSeparable(); });
+      .def("batch_separable", [get](T &self) { return get(self).batchSeparable(); })
+      .def(
+          "_time_calls",
+          [get](T &self, nb::object inputs, size_t n) {
+            Function &f = get(self);
+            return f.timeCalls(f.order(nb::tuple(inputs), nb::handle()), n);
+          },
+          "inputs"_a, "n"_a, "seconds of each of n calls made from C++ (bench/python)");
 }
 
 }  // namespace
@@ -1037,14 +1083,14 @@ NB_MODULE(_kiln, m) {
   m.def("_set_error_classes", [](nb::dict classes) {
     for (auto [k, v] : classes) {
       int code = nb::cast<int>(k);
-      if (code >= 1 && code <= KILN_INTERNAL) errorClasses[code] = nb::borrow(v);
+      if (code >= 1 && code <= KILN_INTERNAL) errorClasses[code] = v.inc_ref();
     }
   });
   m.def("_live_outputs", [] { return liveOutputs.load(); }, "kiln tensors handed to Python and not yet freed");
   m.def(
       "_input_address",
       [](nb::handle obj) {
-        Converted c = toKiln(obj, "array", std::nullopt);
+        Converted c = toKiln(obj, [] { return "array"; }, std::nullopt);
         return nb::make_tuple(uintptr_t(kiln_tensor_data(c.tensor.t)), c.copied);
       },
       "the address kiln reads an array at, and whether it copied it (for tests)");
@@ -1090,6 +1136,7 @@ NB_MODULE(_kiln, m) {
                       .def_ro("name", &Function::name)
                       .def_ro("inputs", &Function::inputs)
                       .def_ro("outputs", &Function::outputs)
+                      .def("__repr__", [](const Function &f) { return "kiln.Function(" + f.signature() + ")"; })
                       .def("prewarm",
                            [](Function &f, nb::args specs) {
                              std::vector<nb::object> items;
@@ -1109,6 +1156,12 @@ NB_MODULE(_kiln, m) {
   module.def_ro("functions", &Module::functions)
       .def_prop_ro("main", [](Module &mod) { return &mod.fn(); }, nb::rv_policy::reference_internal)
       .def_prop_ro("mlir", [](Module &mod) { return mod.handle->mlir; })
+      .def("__repr__",
+           [](Module &mod) {
+             std::string out;
+             for (auto [k, v] : mod.functions) out += (out.empty() ? "" : "; ") + nb::cast<Function &>(v).signature();
+             return "kiln.Module(" + out + ")";
+           })
       .def("stats", [](Module &mod) {
         kiln_module_stats s{};
         kiln_module_stats_get(mod.handle->m, &s);
