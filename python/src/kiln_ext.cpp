@@ -299,35 +299,53 @@ void stridedCopy(char *dst, const char *src, size_t rank, const size_t *shape, c
 }
 
 /// What an input becomes: a kiln tensor over the array's memory (kept alive
-/// by `keep`), or over a contiguous copy.
+/// by `array`), or over a contiguous copy.
 struct Converted {
   TensorRef tensor;
-  nb::ndarray<> array;  // the array read in place (keeps its memory alive)
+  nb::ndarray<nb::ro> array;  // the array read in place (keeps its memory alive)
   bool copied = false;
 };
 
 /// `label()` names the input in errors ("input 0 ('x') of @main"), built
 /// only when one is raised; `want` is the declared dtype, used for Python
-/// scalars and lists.
+/// scalars and lists. `writable`: an out= array, written in place.
 template <class Label>
 Converted toKiln(nb::handle obj, const Label &label, std::optional<kiln_dtype> want, bool writable = false) {
   Converted c;
   auto what = [&] { return std::string(label()); };
-  if (!nb::try_cast(obj, c.array, /*convert=*/false)) {
-    // Tensors that require grad refuse DLPack; lists and scalars need NumPy.
+  auto typeName = [&] { return std::string(nb::type_name(obj.type()).c_str()); };
+  if (writable) {
+    nb::ndarray<> w;
+    if (!nb::try_cast(obj, w, false)) {
+      if (nb::try_cast(obj, c.array, false)) invalid(what() + ": the array is read-only");
+      invalid(what() + ": a " + typeName() + " is not an array kiln can write into (NumPy arrays, DLPack producers)");
+    }
+    c.array = nb::ndarray<nb::ro>(w);
+  } else if (!nb::try_cast(obj, c.array, /*convert=*/false)) {
+    if (obj.is_none() || nb::isinstance<nb::str>(obj) || nb::isinstance<nb::bytes>(obj))
+      invalid(what() + ": a " + typeName() + " is not an array (kiln takes NumPy arrays and DLPack producers such as "
+                       "torch.Tensor, and lists or scalars of numbers)");
     if (nb::hasattr(obj, "detach") && nb::hasattr(obj, "__dlpack__")) {
+      // Tensors that require grad refuse DLPack.
       nb::object detached = obj.attr("detach")();
-      if (!nb::try_cast(detached, c.array, false)) invalid(what() + ": cannot read this tensor through DLPack");
-    } else if (!writable && !nb::hasattr(obj, "__dlpack__") && !nb::hasattr(obj, "__array_interface__")) {
-      nb::object arr = want ? numpyModule().attr("asarray")(obj, "dtype"_a = numpyName(*want))
-                            : numpyModule().attr("asarray")(obj);
-      if (!nb::try_cast(arr, c.array, false)) invalid(what() + ": cannot convert " + nb::type_name(obj.type()).c_str() + " to an array");
+      if (!nb::try_cast(detached, c.array, false)) invalid(what() + ": cannot read this " + typeName() + " through DLPack");
     } else {
-      invalid(what() + ": cannot read a " + std::string(nb::type_name(obj.type()).c_str()) +
-              " as an array (kiln takes NumPy arrays and DLPack producers such as torch.Tensor)");
+      // Lists, scalars and NumPy scalars: through NumPy (lists and Python
+      // scalars take the declared dtype).
+      nb::object arr;
+      try {
+        bool plain = !nb::hasattr(obj, "dtype");
+        arr = want && plain ? numpyModule().attr("asarray")(obj, "dtype"_a = numpyName(*want))
+                            : numpyModule().attr("asarray")(obj);
+      } catch (nb::python_error &e) {
+        invalid(what() + ": cannot convert a " + typeName() + " to an array (" + e.what() + ")");
+      }
+      if (!nb::try_cast(arr, c.array, false))
+        invalid(what() + ": cannot read a " + typeName() +
+                " as an array (kiln takes NumPy arrays and DLPack producers such as torch.Tensor)");
     }
   }
-  nb::ndarray<> &a = c.array;
+  nb::ndarray<nb::ro> &a = c.array;
   if (a.device_type() != nb::device::cpu::value)
     throw Error(KILN_INVALID_ARGUMENT, what() + ": the array is on device type " + std::to_string(a.device_type()) +
                                            "; kiln's Python API takes host (CPU) memory");
@@ -347,7 +365,8 @@ Converted toKiln(nb::handle obj, const Label &label, std::optional<kiln_dtype> w
   }
   size_t bytes = a.nbytes();
   if (contiguous || a.size() == 0) {
-    check(kiln_tensor_wrap(*dtype, shape, rank, a.data(), bytes, nullptr, nullptr, &c.tensor.t));
+    // kiln only reads inputs; an out= array was checked writable above.
+    check(kiln_tensor_wrap(*dtype, shape, rank, const_cast<void *>(a.data()), bytes, nullptr, nullptr, &c.tensor.t));
     return c;
   }
   if (writable) invalid(what() + ": an output array must be C-contiguous to be written in place");

@@ -235,6 +235,31 @@ def test_bad_input_names_and_counts(add):
         add.run([A, B], output="pandas")
 
 
+def test_inputs_that_are_not_arrays(add):
+    with pytest.raises(kiln.InvalidArgumentError, match=r"input 0 \('a'\).*NoneType is not an array"):
+        add(None, B)
+    with pytest.raises(kiln.InvalidArgumentError, match="str is not an array"):
+        add("1234", B)
+    with pytest.raises(kiln.InvalidArgumentError, match="cannot convert a object"):
+        add(object(), B)
+    with pytest.raises(kiln.InvalidArgumentError, match="expected tensor<4xf32>, got tensor<f32>"):
+        add(np.float32(1), B)
+    with pytest.raises(kiln.InvalidArgumentError, match="rank 40"):
+        add(np.ones([1] * 40, np.float32), B)
+
+
+def test_read_only_arrays(add):
+    ro = np.arange(4, dtype=np.float32)
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(add(ro, B), ro + B)  # read in place
+    assert kiln._kiln._input_address(ro)[0] == ro.ctypes.data
+    with pytest.raises(kiln.InvalidArgumentError, match="read-only"):
+        add.run([A, B], out=[ro])
+    np.testing.assert_array_equal(ro, np.arange(4))
+    with pytest.raises(kiln.InvalidArgumentError, match="the result is tensor<4xf32>"):
+        add.run([A, B], out=[np.empty(3, np.float32)])
+
+
 def test_malformed_mlir_names_where(rt):
     with pytest.raises(kiln.InvalidArgumentError) as e:
         rt.load("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %b : tensor<4xf32>\n}\n")
