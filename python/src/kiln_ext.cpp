@@ -1039,6 +1039,12 @@ struct Profiler {
 
 Format formatArg(const std::string &s) { return parseFormat(s); }
 
+std::vector<nb::object> objects(nb::args args) {
+  std::vector<nb::object> items;
+  for (nb::handle h : args) items.push_back(nb::borrow(h));
+  return items;
+}
+
 /// The call forms, on Function and on Module (its main function).
 template <class Class, class Get> void bindCalls(Class &cls, Get get) {
   using T = typename Class::Type;
@@ -1077,7 +1083,14 @@ template <class Class, class Get> void bindCalls(Class &cls, Get get) {
             return f.runAsync(ordered, formatArg(output), false, timeout);
           },
           "inputs"_a, "output"_a = "numpy", "timeout"_a = nb::none())
-      .def("batch_separable", [get](T &self) { return get(self).batchSeparable(); })
+      .def("batch_separable", [get](T &self) { return get(self).batchSeparable(); },
+           "(separable, why): whether batch items are computed apart (requests may be merged along dim 0)")
+      .def(
+          "prewarm", [get](T &self, nb::args specs) { get(self).prewarm(objects(specs)); },
+          "Compiles for these input types without running: arrays, TensorInfo, (shape, dtype) or shapes")
+      .def(
+          "compile_info", [get](T &self, nb::args specs) { return get(self).compileInfo(objects(specs)); },
+          "What was compiled for these input types (compiling it if it was not)")
       .def(
           "_time_calls",
           [get](T &self, nb::object inputs, size_t n) {
@@ -1156,18 +1169,6 @@ NB_MODULE(_kiln, m) {
                       .def_ro("inputs", &Function::inputs)
                       .def_ro("outputs", &Function::outputs)
                       .def("__repr__", [](const Function &f) { return "kiln.Function(" + f.signature() + ")"; })
-                      .def("prewarm",
-                           [](Function &f, nb::args specs) {
-                             std::vector<nb::object> items;
-                             for (nb::handle h : specs) items.push_back(nb::borrow(h));
-                             f.prewarm(items);
-                           })
-                      .def("compile_info",
-                           [](Function &f, nb::args specs) {
-                             std::vector<nb::object> items;
-                             for (nb::handle h : specs) items.push_back(nb::borrow(h));
-                             return f.compileInfo(items);
-                           })
                       ;
   bindCalls(function, [](Function &f) -> Function & { return f; });
 
@@ -1207,18 +1208,7 @@ NB_MODULE(_kiln, m) {
         kiln_module_wait_background_compiles(mod.handle->m);
       })
       .def_prop_ro("inputs", [](Module &mod) { return mod.fn().inputs; })
-      .def_prop_ro("outputs", [](Module &mod) { return mod.fn().outputs; })
-      .def("prewarm",
-           [](Module &mod, nb::args specs) {
-             std::vector<nb::object> items;
-             for (nb::handle h : specs) items.push_back(nb::borrow(h));
-             mod.fn().prewarm(items);
-           })
-      .def("compile_info", [](Module &mod, nb::args specs) {
-        std::vector<nb::object> items;
-        for (nb::handle h : specs) items.push_back(nb::borrow(h));
-        return mod.fn().compileInfo(items);
-      });
+      .def_prop_ro("outputs", [](Module &mod) { return mod.fn().outputs; });
   bindCalls(module, [](Module &mod) -> Function & { return mod.fn(); });
 
   nb::class_<Runtime>(m, "_Runtime")
@@ -1249,11 +1239,7 @@ NB_MODULE(_kiln, m) {
       .def(nb::init<Runtime &>())
       .def("execute", &Eager::execute, "op"_a, "args"_a, "attrs"_a,
            "Runs op (e.g. 'tosa.add') on values or arrays; attributes as keywords")
-      .def("trace", [](Eager &e, nb::handle fn, nb::args examples) {
-        std::vector<nb::object> items;
-        for (nb::handle h : examples) items.push_back(nb::borrow(h));
-        return e.trace(fn, items);
-      });
+      .def("trace", [](Eager &e, nb::handle fn, nb::args examples) { return e.trace(fn, objects(examples)); });
 
   nb::class_<Profiler>(m, "_Profiler")
       .def(nb::init<Runtime &>())
