@@ -1,7 +1,7 @@
 //===- FoldConstants.cpp - constant subgraphs run once, at load ------------===//
 //
-// kiln-fold-constants: two rewrites of f32 TOSA graphs that exporters leave
-// for the runtime.
+// kiln-fold-constants: three rewrites of f32 TOSA graphs that exporters
+// leave for the runtime.
 //
 // 1. Every op whose operands are all constants is evaluated once, here, and
 //    replaced by its value: elementwise arithmetic (add, sub, mul, maximum,
@@ -17,6 +17,12 @@
 //    tosa.conv2d / tosa.depthwise_conv2d with constant filter and bias is
 //    folded into them: y*s + t of conv(x, W, b) is conv(x, W*s, b*s + t).
 //    An exported batch norm after a convolution disappears.
+//
+// 3. tosa.pow by a constant, uniform exponent of 1, 2, 3, 4, -1, -2 or -0.5
+//    (GELU's tanh approximation x^3, RMSNorm's x^2) becomes multiplies,
+//    tosa.reciprocal or tosa.rsqrt: math.powf has no vector form, so the
+//    generated code called libm's powf once per element (GPT-2's FFN
+//    matmul with its GELU ran at half the speed of BERT's).
 //
 // Folded values that derive from a dense_resource (the model's weights)
 // become dense_resource blobs (named kiln_folded*), so that they are hoisted
@@ -341,17 +347,62 @@ void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
   }
 }
 
+/// The uniform value of an f32 constant, if it is one.
+std::optional<float> uniformF32(Value v) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(constantAttr(v));
+  if (!dense || !dense.getElementType().isF32()) return std::nullopt;
+  if (dense.isSplat()) return dense.getSplatValue<float>();
+  auto values = dense.getValues<float>();
+  float first = *values.begin();
+  for (float x : values)
+    if (x != first) return std::nullopt;
+  return first;
+}
+
+void strengthReducePow(func::FuncOp fn, int64_t &reduced) {
+  SmallVector<tosa::PowOp> pows;
+  fn.walk([&](tosa::PowOp op) { pows.push_back(op); });
+  for (tosa::PowOp op : pows) {
+    Value x = op.getInput1();
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    // The exponent only broadcasts: the result has x's type.
+    if (!type || x.getType() != type || !type.getElementType().isF32()) continue;
+    std::optional<float> e = uniformF32(op.getInput2());
+    if (!e || !llvm::is_contained({1.0f, 2.0f, 3.0f, 4.0f, -1.0f, -2.0f, -0.5f}, *e)) continue;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto shiftType = RankedTensorType::get({1}, b.getI8Type());
+    Value shift = tosa::ConstOp::create(b, loc, shiftType, DenseElementsAttr::get(shiftType, b.getI8IntegerAttr(0).getValue()));
+    auto mul = [&](Value l, Value r) -> Value { return tosa::MulOp::create(b, loc, type, l, r, shift); };
+    Value result;
+    if (*e == 1.0f) result = x;
+    else if (*e == 2.0f) result = mul(x, x);
+    else if (*e == 3.0f) result = mul(mul(x, x), x);
+    else if (*e == 4.0f) {
+      Value sq = mul(x, x);
+      result = mul(sq, sq);
+    } else if (*e == -1.0f) result = tosa::ReciprocalOp::create(b, loc, type, x);
+    else if (*e == -2.0f) result = tosa::ReciprocalOp::create(b, loc, type, mul(x, x));
+    else result = tosa::RsqrtOp::create(b, loc, type, x);
+    op.getResult().replaceAllUsesWith(result);
+    op.erase();
+    ++reduced;
+  }
+}
+
 struct KilnFoldConstantsPass : public impl::KilnFoldConstantsBase<KilnFoldConstantsPass> {
   using Base::Base;
   void runOnOperation() override {
-    int64_t ops = 0, intoConvs = 0;
+    int64_t ops = 0, intoConvs = 0, pows = 0;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal()) continue;
       foldConstantOps(fn, ops);
       foldIntoConvolutions(fn, intoConvs);
+      strengthReducePow(fn, pows);
     }
     numFolded += ops;
     numIntoConvolutions += intoConvs;
+    numPowReduced += pows;
   }
 };
 

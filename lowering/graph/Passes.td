@@ -132,12 +132,15 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::ModuleOp"> {
     arithmetic with broadcasting, reshape, transpose) by its value, then
     folds chains of add/sub/mul by per-output-channel constants that follow
     a tosa.conv2d or tosa.depthwise_conv2d with constant filter and bias into
-    that filter and bias (batch norm after a convolution disappears). Values
-    derived from dense_resource weights stay dense_resource (kiln_folded*).
+    that filter and bias (batch norm after a convolution disappears), and
+    turns tosa.pow by a uniform constant exponent (1, 2, 3, 4, -1, -2, -0.5)
+    into multiplies, tosa.reciprocal or tosa.rsqrt. Values derived from
+    dense_resource weights stay dense_resource (kiln_folded*).
   }];
   let statistics = [
     Statistic<"numFolded", "folded-ops", "ops replaced by their constant value">,
     Statistic<"numIntoConvolutions", "ops-into-convolutions", "affine ops folded into convolutions">,
+    Statistic<"numPowReduced", "pow-strength-reduced", "tosa.pow by constant exponents made multiplies, reciprocal or rsqrt">,
   ];
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }

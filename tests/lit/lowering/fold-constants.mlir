@@ -112,3 +112,39 @@ func.func @no_growth() -> tensor<256x256xf32> {
   %c = tosa.add %a, %b : (tensor<256x1xf32>, tensor<1x256xf32>) -> tensor<256x256xf32>
   return %c : tensor<256x256xf32>
 }
+
+// tosa.pow by a uniform constant exponent: multiplies (GELU's x^3, RMSNorm's
+// x^2), reciprocal, rsqrt. Other exponents, and a pow whose exponent
+// broadcasts x to a larger shape, stay.
+// CHECK-LABEL: func.func @pow_by_constants
+// CHECK-NOT: tosa.pow
+// CHECK: %[[SQ:.*]] = tosa.mul %arg0, %arg0
+// CHECK: %[[CUBE:.*]] = tosa.mul %[[SQ]], %arg0
+// CHECK: %[[SQ2:.*]] = tosa.mul %arg0, %arg0
+// CHECK: %[[R:.*]] = tosa.rsqrt %arg0
+// CHECK: %[[INV:.*]] = tosa.reciprocal %arg0
+// CHECK: %[[P:.*]] = tosa.pow %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<1x1xf32>)
+// CHECK: return %[[CUBE]], %[[SQ2]], %[[R]], %[[INV]], %[[P]], %arg0
+func.func @pow_by_constants(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %three = "tosa.const"() <{values = dense<3.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %mhalf = "tosa.const"() <{values = dense<-0.5> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %mone = "tosa.const"() <{values = dense<-1.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %other = "tosa.const"() <{values = dense<2.5> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %0 = tosa.pow %x, %three : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %1 = tosa.pow %x, %two : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %2 = tosa.pow %x, %mhalf : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %3 = tosa.pow %x, %mone : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %4 = tosa.pow %x, %other : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %5 = tosa.pow %x, %one : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// CHECK-LABEL: func.func @pow_broadcasting_x
+// CHECK: tosa.pow
+func.func @pow_broadcasting_x(%x: tensor<1x4xf32>) -> tensor<3x4xf32> {
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<3x1xf32>}> : () -> tensor<3x1xf32>
+  %0 = tosa.pow %x, %two : (tensor<1x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
