@@ -8,12 +8,14 @@ For each model (fixed seed, random weights; nothing downloaded) it writes
   <zoo>/<model>/linalg.mlir      torch-mlir, output_type="linalg-on-tensors"
   <zoo>/<model>/model.onnx       torch.onnx
   <zoo>/<model>/onnx.mlir        the ONNX file through `kiln import` (torch-mlir's ONNX route)
-Models: resnet50, bert (BERT-base encoder, seq 128), vit_b_16, and `tiny`
-(a small CNN, a few MB, for quick checks). The zoo test (kiln_zoo_tests)
+Models: the architectures of zoo_models.py (torchvision CNNs, ViT, BERT-base,
+a T5-small encoder, GPT-2; random weights) and `tiny` (a small CNN, a few
+MB, for quick checks). An exporter that fails on a model is reported and
+the other routes go on. The zoo test (kiln_zoo_tests)
 runs every file through kiln and compares with y.npy.
 
   bench/models/setup.sh                              # the Python environment, once
-  ~/.cache/kiln/peers-venv/bin/python bench/models/export.py [--models resnet50,bert,vit_b_16,tiny]
+  ~/.cache/kiln/peers-venv/bin/python bench/models/export.py [--models resnet50,bert,...]
       [--zoo DIR] [--kiln build/bin/kiln]            # default DIR: $KILN_ZOO_DIR or ~/.cache/kiln/zoo
 """
 import argparse
@@ -94,7 +96,8 @@ def export(name, folder, kiln):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="tiny,resnet50,bert,vit_b_16")
+    ap.add_argument("--models", default="tiny,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,convnext_tiny,"
+                    "regnet_y_400mf,shufflenet_v2_x1_0,densenet121,vit_b_16,bert,t5_encoder,gpt2")
     ap.add_argument("--zoo", default=os.environ.get("KILN_ZOO_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "zoo"))
     ap.add_argument("--kiln", default=os.path.join(here, "..", "..", "build", "bin", "kiln"))

@@ -1,7 +1,11 @@
 """The models kiln's zoo and peer benchmarks use, built with fixed seeds and
-random weights (nothing is downloaded): torchvision CNNs and ViT
-(1x3x224x224 images) and a transformers BERT-base encoder (sequence 128,
-token ids in)."""
+random weights (nothing is downloaded): torchvision CNNs, ViT and Swin
+(1x3x224x224 images: resnet50, mobilenet_v2, efficientnet_b0,
+convnext_tiny, regnet_y_400mf, vit_b_16, swin_t, ...), a transformers
+BERT-base encoder (sequence 128, token ids in), a T5-small encoder
+(RMSNorm, relative position bias) and a GPT-2 decoder
+(sequence 128: causal self-attention, GELU with tanh, Conv1D weights stored
+[in, out] and applied as addmm)."""
 import torch
 
 
@@ -32,5 +36,41 @@ def build_model(name):
                               position_ids=pos).last_hidden_state
 
         return Encoder(bert).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+    if name == "gpt2":
+        from transformers import GPT2Config, GPT2Model
+        cfg = GPT2Config()
+        cfg._attn_implementation = "eager"
+        gpt = GPT2Model(cfg).eval()
+        for mod in gpt.modules():
+            for k in list(mod._buffers.keys()):
+                del mod._buffers[k]
+
+        class Decoder(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1]).unsqueeze(0)
+                return self.m(input_ids=ids, position_ids=pos, use_cache=False).last_hidden_state
+
+        return Decoder(gpt).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+    if name == "t5_encoder":
+        # T5-small's encoder: RMSNorm (T5LayerNorm), relative position
+        # bias, ReLU FFN, no biases.
+        from transformers import T5Config, T5EncoderModel
+        cfg = T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8, d_kv=64, vocab_size=32128)
+        cfg._attn_implementation = "eager"
+        t5 = T5EncoderModel(cfg).eval()
+
+        class T5Encoder(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, ids):
+                return self.m(input_ids=ids).last_hidden_state
+
+        return T5Encoder(t5).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
     import torchvision
     return getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
