@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""kiln side by side with ONNX Runtime and PyTorch on the same models.
+"""kiln side by side with ONNX Runtime, OpenVINO and PyTorch on the same models.
 
 Exports torchvision models and a transformers BERT-base encoder (same
 weights, same input) once into a cache folder: TOSA through torch-mlir for
 kiln, ONNX for ONNX Runtime. Then runs
-rounds that alternate ONNX Runtime, PyTorch eager and kiln (the `kiln run`
-CLI, warm persistent compile cache, 2 threads each), and prints each
-runtime's p50/p90 over the rounds and kiln's ratio to each peer. Checks that
+rounds that alternate ONNX Runtime, OpenVINO (f32 inference precision,
+LATENCY hint), PyTorch eager and kiln (the `kiln run` CLI, warm persistent
+compile cache, 2 threads each), and prints each runtime's p50/p90 over the
+rounds, kiln's ratio to each peer and to the best of them. Checks that
 kiln's outputs match PyTorch's. Peers that are not installed are skipped
 with a note.
 
@@ -88,6 +89,24 @@ def time_ort(paths, iterations, threads):
     return times
 
 
+def time_openvino(paths, iterations, threads):
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(paths["onnx"], "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                         "PERFORMANCE_HINT": "LATENCY",
+                                                         "INFERENCE_NUM_THREADS": str(threads)})
+    request = compiled.create_infer_request()
+    x = np.load(paths["x.npy"])
+    for _ in range(WARMUP):
+        request.infer([x])
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        request.infer([x])
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
 def time_torch(name, paths, iterations, threads):
     import torch
     torch.set_num_threads(threads)
@@ -140,17 +159,26 @@ def main():
     except ImportError:
         have_ort = False
         print("note: onnxruntime is not installed: ONNX Runtime is skipped")
+    have_ov = True
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        have_ov = False
+        print("note: openvino is not installed: OpenVINO is skipped")
     for name in args.models.split(","):
         print(f"== {name} (batch 1, f32, {args.threads} threads, {args.rounds} alternating rounds "
               f"of {args.iterations} calls)", flush=True)
         paths = export(name, folder)
-        res = {"onnxruntime": [], "pytorch": [], "kiln": []}
+        res = {"onnxruntime": [], "openvino": [], "pytorch": [], "kiln": []}
         out_dir = os.path.join(folder, f"{name}.kiln-out")
         firsts = []
         for _ in range(args.rounds):
             if have_ort and os.path.exists(paths["onnx"]):
                 t = time_ort(paths, args.iterations, args.threads)
                 res["onnxruntime"].append((np.percentile(t, 50), np.percentile(t, 90)))
+            if have_ov and os.path.exists(paths["onnx"]):
+                t = time_openvino(paths, args.iterations, args.threads)
+                res["openvino"].append((np.percentile(t, 50), np.percentile(t, 90)))
             t = time_torch(name, paths, args.iterations, args.threads)
             res["pytorch"].append((np.percentile(t, 50), np.percentile(t, 90)))
             if os.path.exists(paths["mlir"]):
@@ -162,9 +190,12 @@ def main():
         for k, (p50, p90) in summary.items():
             print(f"  {k:12s} p50 {p50:8.2f} ms   p90 {p90:8.2f} ms")
         if "kiln" in summary:
-            for peer in ("onnxruntime", "pytorch"):
-                if peer in summary:
-                    print(f"  kiln / {peer:11s} {summary['kiln'][0] / summary[peer][0]:.2f}x (p50; < 1 is faster)")
+            peers = [p for p in ("onnxruntime", "openvino", "pytorch") if p in summary]
+            for peer in peers:
+                print(f"  kiln / {peer:11s} {summary['kiln'][0] / summary[peer][0]:.2f}x (p50; < 1 is faster)")
+            if peers:
+                best = min(peers, key=lambda p: summary[p][0])
+                print(f"  kiln / best peer ({best}) {summary['kiln'][0] / summary[best][0]:.2f}x")
             print(f"  kiln first call: {firsts[0][1]:.0f} ms ({firsts[0][0]}); later rounds: "
                   f"{firsts[-1][1]:.0f} ms ({firsts[-1][0]})")
             got = np.load(os.path.join(out_dir, "out0.npy"))
