@@ -1,10 +1,12 @@
 #include "jit/Compiler.h"
 
 #include "jit/PlacementTuner.h"
+#include "jit/RuntimeSymbols.h"
 
 #include "kernels/KernelRegistry.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
+#include "runtime/Executor.h"
 #include "runtime/Trace.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -77,7 +79,70 @@ void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)>
 }
 
 void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
+  executor_ = executor;
   tuner_ = executor ? std::make_shared<PlacementTuner>(std::move(executor)) : nullptr;
+}
+
+void Compiler::foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor> &values,
+                               std::set<size_t> &steps) const {
+  if (!executor_) return;
+  using lowering::PlanValue;
+  const lowering::ExecPlan &plan = out.plan;
+  std::set<int> results(plan.results.begin(), plan.results.end());
+  auto constantData = [&](int id) -> Tensor {
+    const PlanValue &v = plan.values[id];
+    if (auto it = values.find(id); it != values.end()) return it->second;
+    if (v.kind == PlanValue::kWeight && v.index >= 0 && size_t(v.index) < out.weights.size())
+      return out.weights[v.index];
+    if (v.kind == PlanValue::kConstant && v.constant.valid()) return v.constant;
+    return Tensor();
+  };
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const lowering::PlanStep &step = plan.steps[s];
+    CompiledFunction::EntryFn entry = out.directEntry(s);
+    if (step.kind != lowering::PlanStep::kJit || !entry || step.outputs.empty()) continue;
+    std::vector<void *> buffers;
+    size_t inBytes = 0, outBytes = 0;
+    bool weightsOnly = true;
+    for (int id : step.inputs) {
+      Tensor t = constantData(id);
+      if (!t.valid()) {
+        weightsOnly = false;
+        break;
+      }
+      inBytes += t.byteSize();
+      buffers.push_back(t.rawData());
+    }
+    if (!weightsOnly) continue;
+    for (int id : step.outputs) {
+      if (results.count(id)) weightsOnly = false;  // a result is written per call
+      outBytes += plan.values[id].type.byteSize();
+    }
+    // Layout read-backs (transpose, slice, reshape) keep the size; a step
+    // that would grow its weights (a broadcast) stays a step.
+    if (!weightsOnly || outBytes > 2 * inBytes + (size_t(1) << 20)) continue;
+    std::vector<Tensor> outs;
+    bool allocated = true;
+    for (int id : step.outputs) {
+      auto t = Tensor::allocate(plan.values[id].type.dtype, plan.values[id].type.shape, "a folded weight");
+      if (!t) {
+        llvm::consumeError(t.takeError());
+        allocated = false;
+        break;
+      }
+      outs.push_back(std::move(*t));
+      buffers.push_back(outs.back().rawData());
+    }
+    if (!allocated) continue;
+    takeFault();
+    {
+      HostExecutor::ParallelScope scope(*executor_);
+      entry(buffers.data());
+    }
+    if (takeFault()) continue;  // a guarded fault: the step runs per call and reports it
+    for (size_t i = 0; i < outs.size(); ++i) values[step.outputs[i]] = std::move(outs[i]);
+    steps.insert(s);
+  }
 }
 
 llvm::Expected<std::shared_ptr<CompiledFunction>>
@@ -312,9 +377,13 @@ llvm::Error Compiler::link(CompiledFunction &out) {
   return buildExecutable(out);
 }
 
-llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
+llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
   const lowering::ExecPlan &plan = out.plan;
   using lowering::PlanValue;
+  // Steps that read only weights and constants run once, here.
+  std::map<int, Tensor> folded;
+  std::set<size_t> foldedSteps;
+  foldWeightSteps(out, folded, foldedSteps);
   ExecutableBuilder b;
   std::vector<int> buf(plan.values.size(), -1);
   // Inputs in position order, then outputs in result order, then the rest.
@@ -336,6 +405,10 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
   for (size_t v = 0; v < plan.values.size(); ++v) {
     if (buf[v] >= 0) continue;
     const PlanValue &val = plan.values[v];
+    if (auto it = folded.find(int(v)); it != folded.end()) {
+      buf[v] = b.addConstant(it->second);
+      continue;
+    }
     switch (val.kind) {
     case PlanValue::kWeight:
       if (val.index < 0 || val.index >= int(out.weights.size()) || out.weights[val.index].type() != val.type)
@@ -361,6 +434,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) {
     return out2;
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (foldedSteps.count(s)) continue;
     const lowering::PlanStep &step = plan.steps[s];
     StepFn fn;
     std::string name;

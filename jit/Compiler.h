@@ -24,6 +24,7 @@
 #include "runtime/Tensor.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -106,7 +107,11 @@ public:
   /// Where each kernel's compile is recorded (its thread, start and end),
   /// while a profiler records; null: nowhere.
   void setTrace(std::function<std::shared_ptr<TraceRecorder>()> trace) { trace_ = std::move(trace); }
-  /// Placement by measurement times ops on `executor` (null: off).
+  /// Placement by measurement times ops on `executor` (null: off). The
+  /// same executor runs, once per executable, the host JIT steps that read
+  /// only weights and constants (layout read-backs whose consumer was
+  /// placed on a kernel): their results become constants of the
+  /// executable instead of steps of every call (null: they stay steps).
   void setPlacementTuner(std::shared_ptr<HostExecutor> executor);
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
@@ -131,13 +136,17 @@ private:
   void runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const;
   /// Loads the objects, finds each JIT step's entry, builds the executable.
   llvm::Error link(CompiledFunction &out);
-  static llvm::Error buildExecutable(CompiledFunction &out);
+  llvm::Error buildExecutable(CompiledFunction &out) const;
+  /// The values that host JIT steps reading only weights and constants
+  /// compute, computed now (value id -> tensor), and those steps.
+  void foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor> &values, std::set<size_t> &steps) const;
 
   std::shared_ptr<Target> target_;
   SpawnFn spawn_;
   int threads_;
   std::function<std::shared_ptr<TraceRecorder>()> trace_;
   std::shared_ptr<PlacementTuner> tuner_;
+  std::shared_ptr<HostExecutor> executor_;
 };
 
 }  // namespace kiln::jit

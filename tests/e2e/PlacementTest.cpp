@@ -15,6 +15,7 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include <random>
@@ -759,5 +760,60 @@ TEST(Placement, KernelsThatWinMeasurementRunTheOpsAfterASecondPartition) {
       EXPECT_NE(std::get<std::vector<int64_t>>(step.attrs.all().at("pad")), (std::vector<int64_t>{0, 0, 0, 0}));
     }
     for (const std::string &op : step.ops) EXPECT_NE(op, "tosa.pad") << step.name;
+  }
+}
+
+// A conv that placement by measurement moves onto its kernel reads its
+// hoisted filter through a layout read-back (the filter was stored HWCF for
+// the generated code it was compiled for first). That read-back
+// reads weights only: it runs once when the executable is built, and its
+// result is a constant of the executable, not a step of every call. The
+// results are those of the all-JIT placement.
+TEST(Placement, StepsThatReadOnlyWeightsRunOnceNotPerCall) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::string filter = "\"0x";  // raw little-endian floats
+  for (int i = 0; i < 32 * 3 * 3 * 16; ++i) {
+    float f = u(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    char hex[9];
+    for (int b = 0; b < 4; ++b) std::snprintf(hex + 2 * b, 3, "%02X", (bits >> (8 * b)) & 0xFF);
+    filter += hex;
+  }
+  filter += "\"";
+  std::string mlir = R"mlir(
+func.func @main(%x: tensor<1x8x8x16xf32>) -> tensor<1x8x8x32xf32> {
+  %w = "tosa.const"() <{values = dense<)mlir" + filter + R"mlir(> : tensor<32x3x3x16xf32>}> : () -> tensor<32x3x3x16xf32>
+  %b = "tosa.const"() <{values = dense<0.5> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x16xf32>, tensor<32x3x3x16xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  return %y : tensor<1x8x8x32xf32>
+}
+)mlir";
+  Tensor x = test::randomTensor({1, 8, 8, 16}, 3);
+  auto jitRt = runtimeWith("*=jit");
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  jit::FaultInjection faults;
+  faults.kernelsWinMeasurement = {"tosa.conv2d"};
+  auto kernelRt = llvm::cantFail(Runtime::createWithFaults(o, faults));
+  Result want = runModel(*jitRt, mlir, "main", {x});
+  auto m = KILN_TAKE(kernelRt->loadModule(mlir, "model"));
+  ASSERT_TRUE(m);
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_TRUE(fn);
+  size_t weightSteps = 0;
+  for (const lowering::PlanStep &s : fn->plan.steps)
+    if (s.kind == lowering::PlanStep::kJit) ++weightSteps;
+  ASSERT_GE(weightSteps, 1u) << "the plan has no read-back of the filter: " << fn->placementSummary();
+  for (const StepDesc &s : fn->executable->steps()) EXPECT_EQ(s.name.rfind("jit:", 0), std::string::npos) << s.name;
+  EXPECT_EQ(fn->executable->numSteps(), fn->plan.steps.size() - weightSteps);
+  for (int call = 0; call < 2; ++call) {
+    auto out = KILN_TAKE(m->call("main", {x}));
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(want.outputs.size(), 1u);
+    for (int64_t i = 0; i < out[0].numElements(); ++i)
+      ASSERT_NEAR(out[0].data<float>()[i], want.outputs[0].data<float>()[i], 1e-4) << i;
   }
 }
