@@ -63,7 +63,6 @@ def _to_kiln(gm: torch.fx.GraphModule, runtime: "kiln.Runtime") -> Optional[Call
         _warn_once(f"torch-mlir or kiln cannot take the graph ({_reason(e)})")
         return None
     fn = module.main
-    n_out = len(fn.outputs)
     state = {"eager": False}
 
     def run(args: List[Any]):
@@ -84,7 +83,6 @@ def _to_kiln(gm: torch.fx.GraphModule, runtime: "kiln.Runtime") -> Optional[Call
 
     run._boxed_call = True  # AOTAutograd passes the argument list itself
     stats["graphs_compiled"] += 1
-    del n_out
     return run
 
 

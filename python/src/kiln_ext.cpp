@@ -380,6 +380,30 @@ Converted toKiln(nb::handle obj, const Label &label, std::optional<kiln_dtype> w
   return c;
 }
 
+/// The kiln tensors of converted inputs, in order.
+std::vector<kiln_tensor *> handles(const std::vector<Converted> &conv) {
+  std::vector<kiln_tensor *> ins(conv.size());
+  for (size_t i = 0; i < conv.size(); ++i) ins[i] = conv[i].tensor.t;
+  return ins;
+}
+
+/// One output as itself (`single`), else a tuple of all.
+nb::object pack(std::vector<nb::object> objs, bool single) {
+  if (single && objs.size() == 1) return objs[0];
+  nb::list l;
+  for (nb::object &o : objs) l.append(o);
+  return nb::tuple(l);
+}
+
+/// A call's results (ownership taken) as Python objects, packed.
+nb::object results(const std::vector<kiln_tensor *> &outs, Format format, bool single) {
+  std::vector<TensorRef> refs(outs.size());  // freed if a conversion throws
+  for (size_t i = 0; i < outs.size(); ++i) refs[i].t = outs[i];
+  std::vector<nb::object> objs;
+  for (TensorRef &r : refs) objs.push_back(toPython(r.release(), format));
+  return pack(std::move(objs), single);
+}
+
 struct TensorInfo {
   std::string name;
   kiln_dtype dtype;
@@ -507,16 +531,7 @@ struct Call {
       kiln_status_free(s);
       for (kiln_tensor *t : outs) kiln_tensor_free(t);
     } else {
-      std::vector<nb::object> objs;
-      std::vector<TensorRef> refs(outs.size());
-      for (size_t i = 0; i < outs.size(); ++i) refs[i].t = outs[i];
-      for (auto &r : refs) objs.push_back(toPython(r.release(), format));
-      if (single && objs.size() == 1) result = objs[0];
-      else {
-        nb::list l;
-        for (auto &o : objs) l.append(o);
-        result = nb::tuple(l);
-      }
+      result = results(outs, format, single);
     }
     nb::gil_scoped_release unlocked;  // the inputs' memory may go now
     inputs.clear();
@@ -538,20 +553,17 @@ struct Function {
   std::vector<TensorInfo> inputs, outputs;
 
   Function(std::shared_ptr<ModuleHandle> m, std::string n) : module(std::move(m)), name(std::move(n)) {
-    const char *fn = fname();
-    size_t ni = 0, no = 0;
-    check(kiln_module_input_count(module->m, fn, &ni));
-    check(kiln_module_output_count(module->m, fn, &no));
-    for (size_t i = 0; i < ni; ++i) {
-      kiln_tensor_info info;
-      check(kiln_module_input_info(module->m, fn, i, &info));
-      inputs.push_back(infoOf(info));
-    }
-    for (size_t i = 0; i < no; ++i) {
-      kiln_tensor_info info;
-      check(kiln_module_output_info(module->m, fn, i, &info));
-      outputs.push_back(infoOf(info));
-    }
+    auto read = [&](auto count, auto info, std::vector<TensorInfo> &into) {
+      size_t n = 0;
+      check(count(module->m, fname(), &n));
+      for (size_t i = 0; i < n; ++i) {
+        kiln_tensor_info t;
+        check(info(module->m, fname(), i, &t));
+        into.push_back(infoOf(t));
+      }
+    };
+    read(kiln_module_input_count, kiln_module_input_info, inputs);
+    read(kiln_module_output_count, kiln_module_output_info, outputs);
   }
   const char *fname() const { return name.empty() ? nullptr : name.c_str(); }
   std::string signature() const {
@@ -606,8 +618,7 @@ struct Function {
                  std::optional<double> timeout) {
     module->runtime->checkOpen();
     std::vector<Converted> conv = convert(ordered);
-    std::vector<kiln_tensor *> ins(conv.size());
-    for (size_t i = 0; i < conv.size(); ++i) ins[i] = conv[i].tensor.t;
+    std::vector<kiln_tensor *> ins = handles(conv);
     size_t n = outputs.size();
     std::vector<kiln_tensor *> outs(n, nullptr);
     std::vector<Converted> given;  // out= arrays, written in place
@@ -642,17 +653,11 @@ struct Function {
       for (kiln_tensor *&t : outs) kiln_tensor_free(t), t = nullptr;
     check(s);
     if (!given.empty()) {
-      if (single && n == 1) return nb::borrow(givenObjs[0]);
-      nb::list l;
-      for (nb::handle o : givenObjs) l.append(o);
-      return nb::tuple(l);
+      std::vector<nb::object> objs;
+      for (nb::handle o : givenObjs) objs.push_back(nb::borrow(o));
+      return pack(std::move(objs), single);
     }
-    if (single && n == 1) return toPython(outs[0], format);
-    std::vector<TensorRef> refs(n);
-    for (size_t i = 0; i < n; ++i) refs[i].t = outs[i];
-    nb::list l;
-    for (auto &r : refs) l.append(toPython(r.release(), format));
-    return nb::tuple(l);
+    return results(outs, format, single);
   }
 
   std::unique_ptr<Call> runAsync(const std::vector<nb::handle> &ordered, Format format, bool single,
@@ -665,8 +670,7 @@ struct Function {
     c->numOutputs = outputs.size();
     c->single = single;
     c->state = std::make_shared<CallState>();
-    std::vector<kiln_tensor *> ins(c->inputs.size());
-    for (size_t i = 0; i < ins.size(); ++i) ins[i] = c->inputs[i].tensor.t;
+    std::vector<kiln_tensor *> ins = handles(c->inputs);
     kiln_call *call = nullptr;
     kiln_status *s;
     {
@@ -695,8 +699,7 @@ struct Function {
   std::vector<double> timeCalls(const std::vector<nb::handle> &ordered, size_t n) {
     module->runtime->checkOpen();
     std::vector<Converted> conv = convert(ordered);
-    std::vector<kiln_tensor *> ins(conv.size());
-    for (size_t i = 0; i < conv.size(); ++i) ins[i] = conv[i].tensor.t;
+    std::vector<kiln_tensor *> ins = handles(conv);
     std::vector<double> seconds(n);
     std::vector<kiln_tensor *> outs(outputs.size(), nullptr);
     kiln_status *s = nullptr;
@@ -814,40 +817,28 @@ struct Runtime {
   }
   Module wrap(kiln_module *m) { return Module(std::make_shared<ModuleHandle>(m, handle)); }
 
-  Module loadFile(const std::string &path) {
+  /// `load(runtime, &module)` with the GIL released, as a Module.
+  template <class Load> Module load(Load load) {
     kiln_runtime *rt = get();
     kiln_module *m = nullptr;
     kiln_status *s;
     {
       nb::gil_scoped_release unlocked;
-      s = kiln_runtime_load_file(rt, path.c_str(), &m);
+      s = load(rt, &m);
     }
     check(s);
     return wrap(m);
+  }
+  Module loadFile(const std::string &path) {
+    return load([&](kiln_runtime *rt, kiln_module **m) { return kiln_runtime_load_file(rt, path.c_str(), m); });
   }
   Module loadMemory(nb::bytes data, const std::string &name) {
-    kiln_runtime *rt = get();
-    kiln_module *m = nullptr;
-    kiln_status *s;
     const void *p = data.c_str();
     size_t n = data.size();
-    {
-      nb::gil_scoped_release unlocked;
-      s = kiln_runtime_load_memory(rt, p, n, name.c_str(), &m);
-    }
-    check(s);
-    return wrap(m);
+    return load([&](kiln_runtime *rt, kiln_module **m) { return kiln_runtime_load_memory(rt, p, n, name.c_str(), m); });
   }
   Module loadBuiltin(const std::string &name) {
-    kiln_runtime *rt = get();
-    kiln_module *m = nullptr;
-    kiln_status *s;
-    {
-      nb::gil_scoped_release unlocked;
-      s = kiln_runtime_load_builtin(rt, name.c_str(), &m);
-    }
-    check(s);
-    return wrap(m);
+    return load([&](kiln_runtime *rt, kiln_module **m) { return kiln_runtime_load_builtin(rt, name.c_str(), m); });
   }
 };
 
@@ -1039,6 +1030,12 @@ struct Profiler {
 
 Format formatArg(const std::string &s) { return parseFormat(s); }
 
+/// `inputs` of run()/run_async(): a sequence, or a dict by input name.
+std::vector<nb::handle> ordered(Function &f, nb::handle inputs) {
+  if (nb::isinstance<nb::dict>(inputs)) return f.order(nb::tuple(), inputs);
+  return f.order(nb::tuple(nb::borrow(inputs)), nb::handle());
+}
+
 std::vector<nb::object> objects(nb::args args) {
   std::vector<nb::object> items;
   for (nb::handle h : args) items.push_back(nb::borrow(h));
@@ -1060,9 +1057,7 @@ template <class Class, class Get> void bindCalls(Class &cls, Get get) {
           "run",
           [get](T &self, nb::object inputs, nb::object out, const std::string &output, std::optional<double> timeout) {
             Function &f = get(self);
-            bool isDict = nb::isinstance<nb::dict>(inputs);
-            auto ordered = isDict ? f.order(nb::tuple(), inputs) : f.order(nb::tuple(inputs), nb::handle());
-            return f.run(ordered, out, formatArg(output), false, timeout);
+            return f.run(ordered(f, inputs), out, formatArg(output), false, timeout);
           },
           "inputs"_a, "out"_a = nb::none(), "output"_a = "numpy", "timeout"_a = nb::none(),
           "Calls with inputs as a sequence or a dict by name; returns a tuple of outputs. out=: arrays the results "
@@ -1078,9 +1073,7 @@ template <class Class, class Get> void bindCalls(Class &cls, Get get) {
           "run_async",
           [get](T &self, nb::object inputs, const std::string &output, std::optional<double> timeout) {
             Function &f = get(self);
-            bool isDict = nb::isinstance<nb::dict>(inputs);
-            auto ordered = isDict ? f.order(nb::tuple(), inputs) : f.order(nb::tuple(inputs), nb::handle());
-            return f.runAsync(ordered, formatArg(output), false, timeout);
+            return f.runAsync(ordered(f, inputs), formatArg(output), false, timeout);
           },
           "inputs"_a, "output"_a = "numpy", "timeout"_a = nb::none())
       .def("batch_separable", [get](T &self) { return get(self).batchSeparable(); },
@@ -1095,7 +1088,7 @@ template <class Class, class Get> void bindCalls(Class &cls, Get get) {
           "_time_calls",
           [get](T &self, nb::object inputs, size_t n) {
             Function &f = get(self);
-            return f.timeCalls(f.order(nb::tuple(inputs), nb::handle()), n);
+            return f.timeCalls(ordered(f, inputs), n);
           },
           "inputs"_a, "n"_a, "seconds of each of n calls made from C++ (bench/python)");
 }
