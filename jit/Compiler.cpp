@@ -78,6 +78,15 @@ void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)>
   state->cv.wait(lock, [&] { return state->done == n; });
 }
 
+Tensor CompiledFunction::constantValue(int id) const {
+  using lowering::PlanValue;
+  if (id < 0 || size_t(id) >= plan.values.size()) return Tensor();
+  const PlanValue &v = plan.values[id];
+  if (v.kind == PlanValue::kWeight && v.index >= 0 && size_t(v.index) < weights.size()) return weights[v.index];
+  if (v.kind == PlanValue::kConstant && v.constant.valid()) return v.constant;
+  return Tensor();
+}
+
 void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
   executor_ = executor;
   tuner_ = executor ? std::make_shared<PlacementTuner>(std::move(executor)) : nullptr;
@@ -86,16 +95,11 @@ void Compiler::setPlacementTuner(std::shared_ptr<HostExecutor> executor) {
 void Compiler::foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor> &values,
                                std::set<size_t> &steps) const {
   if (!executor_) return;
-  using lowering::PlanValue;
   const lowering::ExecPlan &plan = out.plan;
   std::set<int> results(plan.results.begin(), plan.results.end());
   auto constantData = [&](int id) -> Tensor {
-    const PlanValue &v = plan.values[id];
     if (auto it = values.find(id); it != values.end()) return it->second;
-    if (v.kind == PlanValue::kWeight && v.index >= 0 && size_t(v.index) < out.weights.size())
-      return out.weights[v.index];
-    if (v.kind == PlanValue::kConstant && v.constant.valid()) return v.constant;
-    return Tensor();
+    return out.constantValue(id);
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const lowering::PlanStep &step = plan.steps[s];

@@ -81,6 +81,9 @@ public:
   /// The host entry point of plan step `step` (null for kernel steps and
   /// device code).
   EntryFn directEntry(size_t step) const { return step < launches_.size() ? launches_[step].direct : nullptr; }
+  /// The value of plan value `id` when it is a weight or a constant (the same
+  /// bytes on every call), else an invalid tensor.
+  Tensor constantValue(int id) const;
 
   /// "N ops: A JIT in K kernels, B handwritten (...)"
   const std::string &placementSummary() const { return plan.summary; }

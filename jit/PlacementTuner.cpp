@@ -61,13 +61,8 @@ public:
       const lowering::PlanStep &ps = fn.plan.steps[s];
       Call call{entry, {}};
       for (int id : ps.inputs) {
-        const lowering::PlanValue &v = fn.plan.values[id];
-        if (v.kind == lowering::PlanValue::kWeight && v.index >= 0 && size_t(v.index) < fn.weights.size())
-          call.buffers.push_back(fn.weights[v.index].rawData());
-        else if (v.kind == lowering::PlanValue::kConstant && v.constant.valid())
-          call.buffers.push_back(v.constant.rawData());
-        else
-          call.buffers.push_back(own(v.type));
+        Tensor constant = fn.constantValue(id);
+        call.buffers.push_back(constant.valid() ? constant.rawData() : own(fn.plan.values[id].type));
       }
       for (int id : ps.outputs) call.buffers.push_back(own(fn.plan.values[id].type));
       calls_.push_back(std::move(call));
