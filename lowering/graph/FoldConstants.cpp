@@ -349,14 +349,10 @@ void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
 
 /// The uniform value of an f32 constant, if it is one.
 std::optional<float> uniformF32(Value v) {
-  auto dense = dyn_cast_or_null<DenseElementsAttr>(constantAttr(v));
-  if (!dense || !dense.getElementType().isF32()) return std::nullopt;
-  if (dense.isSplat()) return dense.getSplatValue<float>();
-  auto values = dense.getValues<float>();
-  float first = *values.begin();
-  for (float x : values)
-    if (x != first) return std::nullopt;
-  return first;
+  std::optional<Constant> c = readF32(v);
+  if (!c || c->values.empty() || llvm::any_of(c->values, [&](float x) { return x != c->values[0]; }))
+    return std::nullopt;
+  return c->values[0];
 }
 
 void strengthReducePow(func::FuncOp fn, int64_t &reduced) {
