@@ -87,11 +87,15 @@ struct RuntimeOptions {
   /// Move weights of 64 KiB or more into memory backed by transparent huge
   /// pages (Linux) when the first function reading them is compiled or
   /// loaded from the disk cache: fewer TLB misses while they stream from
-  /// memory on every call (ResNet-50: steady-state median 0.95x). Costs that
-  /// first call the copy (a "huge-pages" stage: 190-280 ms for ResNet-50's
-  /// 100 MB on the development VMs) and a second copy of those weights in
-  /// memory (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or 1),
-  /// else on.
+  /// memory on every call (ResNet-50: steady-state median 0.95x). The copy
+  /// (120 MB in 30-350 ms for ResNet-50 on the development VMs) runs in the
+  /// background after a first call's code is ready, the call reading the
+  /// weights where they are meanwhile (Module::waitForBackgroundCompiles
+  /// waits for it); code compiled ahead of calls (Module::compile,
+  /// prewarming, the tiered background compile) moves them before it is
+  /// returned (a "huge-pages" stage). Costs a second copy of those weights
+  /// in memory (the module keeps its own). Unset = $KILN_HUGE_PAGES (0 or
+  /// 1), else on.
   std::optional<bool> hugePageWeights;
   /// Most bytes of tensor memory (inputs read by kiln, outputs, execution
   /// arenas, eager results, kernel outputs) the process may hold; 0 = no

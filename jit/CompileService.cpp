@@ -63,6 +63,13 @@ CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOpt
   kernelPlacement_.measure = false;
 }
 
+CompileService::~CompileService() { waitForWeightMoves(); }
+
+void CompileService::waitForWeightMoves() {
+  std::unique_lock<std::mutex> lock(mu_);
+  weightMovesIdle_.wait(lock, [&] { return weightMovesPending_ == 0; });
+}
+
 CompileServiceStats CompileService::stats() const {
   CompileServiceStats s;
   {
@@ -95,7 +102,8 @@ llvm::Expected<cache::CacheKeyParts> CompileService::cacheKey(lowering::Program 
 llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::Program &program,
                                                                       llvm::StringRef function,
                                                                       llvm::ArrayRef<TensorType> inputTypes,
-                                                                      const CancellationToken *cancel, Tier tier) {
+                                                                      const CancellationToken *cancel, Tier tier,
+                                                                      WeightMove move) {
   const FunctionSignature *sig = program.lookup(function);
   if (!sig) return noSuchFunction(function, program.functions());
   if (auto err = checkInputs(*sig, inputTypes)) return std::move(err);
@@ -129,7 +137,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
     trace->add(std::move(e), lookupStart, Clock::now());
   }
   if (producer) {
-    auto produced = produce(program, function, inputTypes, *key, cancel, tier);
+    auto produced = produce(program, function, inputTypes, *key, cancel, tier, move);
     std::lock_guard<std::mutex> lock(mu_);
     inFlight_.erase(digest);
     if (!produced) {  // not cached: a later call retries
@@ -156,7 +164,7 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
   if (same) return code;
   auto bound = compiler_.bind(*code, std::move(*weights));
   if (!bound) return bound.takeError();
-  if (tier == Tier::kCompiled) hugePageWeights(**bound);
+  if (tier == Tier::kCompiled) hugePageWeights(**bound, move);
   return Compiled(std::move(*bound));
 }
 
@@ -178,7 +186,8 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
                                                                  llvm::StringRef function,
                                                                  llvm::ArrayRef<TensorType> types,
                                                                  const cache::CacheKeyParts &key,
-                                                                 const CancellationToken *cancel, Tier tier) {
+                                                                 const CancellationToken *cancel, Tier tier,
+                                                                 WeightMove move) {
   const ops::PlacementOptions &placement = placementFor(tier);
   auto t0 = Clock::now();
   if (auto entry = disk_->load(key)) {
@@ -201,7 +210,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
       auto loaded = compiler_.load(function, entry->inputs, entry->results, *weights, std::move(*plan),
                                    std::move(objects));
       if (loaded) {
-        if (tier == Tier::kCompiled) hugePageWeights(**loaded);
+        if (tier == Tier::kCompiled) hugePageWeights(**loaded, move);
         if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
           TraceEvent e;
           e.name = "load @" + function.str() + " from the disk cache";
@@ -235,7 +244,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   if (!compiled) return compiled.takeError();
   // Kernel plans serve first calls: no copy of the weights into huge
   // pages on their path (ResNet-50's 100 MB: 0.2-2 s).
-  if (tier == Tier::kCompiled) hugePageWeights(**compiled);
+  if (tier == Tier::kCompiled) hugePageWeights(**compiled, move);
   if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr) {
     const CompileStats &st = (*compiled)->stats;
     TraceEvent e;
@@ -262,13 +271,43 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   return Compiled(std::move(*compiled));
 }
 
-void CompileService::hugePageWeights(CompiledFunction &code) {
+void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   if (!options_.hugePageWeights) return;
-  auto t0 = Clock::now();
-  size_t moved = 0;
+  std::vector<Tensor> big;
   for (const Tensor &w : code.weights)
-    if (w.byteSize() >= kHugePageWeightBytes && HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
-  if (moved) code.stats.stages.push_back({"huge-pages", msSince(t0)});
+    if (w.byteSize() >= kHugePageWeightBytes) big.push_back(w);
+  if (big.empty()) return;
+  if (move == WeightMove::kInline || !options_.spawn) {
+    auto t0 = Clock::now();
+    size_t moved = 0;
+    for (const Tensor &w : big)
+      if (HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
+    if (moved) code.stats.stages.push_back({"huge-pages", msSince(t0)});
+    return;
+  }
+  // Deferred: the tensors keep their buffers alive; calls read wherever a
+  // buffer is when they read it (Buffer::relocate keeps the old memory).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++weightMovesPending_;
+  }
+  options_.spawn([this, big = std::move(big)] {
+    auto t0 = Clock::now();
+    size_t moved = 0;
+    for (const Tensor &w : big)
+      if (HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
+    if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr; trace && moved) {
+      TraceEvent e;
+      e.name = "weights into huge pages";
+      e.category = "compile";
+      e.args = {{"bytes", std::to_string(moved)}};
+      trace->add(std::move(e), t0, Clock::now());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.hugePageBytes += moved;
+    stats_.hugePageMs += msSince(t0);
+    if (--weightMovesPending_ == 0) weightMovesIdle_.notify_all();
+  });
 }
 
 }  // namespace kiln::jit

@@ -194,10 +194,10 @@ private:
 /// page: ResNet-50's kernels took 0.95x their time with its weights in huge
 /// pages. The copy costs 1.7-2.2 ms per 2 MiB on the development VMs, where
 /// every fresh huge page also faults in the host (BERT-base's 435 MB: 0.73-0.96
-/// s; copying first and collapsing afterwards took 0.94-1.68 s), which the
-/// compile service spends on a function's first call ("huge-pages" in its
-/// figures): moved in the background instead, calls ran at half speed
-/// meanwhile, for ~0.5 s, whatever the thread's priority. Thread-safe.
+/// s; copying first and collapsing afterwards took 0.94-1.68 s). The compile
+/// service copies ahead of calls when code is compiled ahead of them, and
+/// after a first call's code is returned otherwise (calls meanwhile read the
+/// old memory, at up to half speed while the copy takes a core). Thread-safe.
 class HugePageSlabs {
 public:
   /// Slabs of this many bytes (a bigger tensor gets a slab of its own).

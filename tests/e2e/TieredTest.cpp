@@ -200,4 +200,50 @@ TEST(TieredExecution, PolicyFromTheEnvironment) {
   EXPECT_STREQ(compilePolicyName(Policy::kTiered), "tiered");
 }
 
+/// y = x (1x256) times a 256x256 weight (256 KiB: a huge-page candidate)
+/// whose columns alternate 1.0 and 0.5.
+std::string bigWeightModel() {
+  std::string hex;
+  for (int i = 0; i < 256 * 256 / 2; ++i) hex += "0000803F0000003F";
+  return "func.func @main(%x: tensor<1x1x256xf32>) -> tensor<1x1x256xf32> {\n"
+         "  %w = \"tosa.const\"() <{values = dense<\"0x" + hex +
+         "\"> : tensor<1x256x256xf32>}> : () -> tensor<1x256x256xf32>\n"
+         "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
+         "  %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x1x256xf32>, tensor<1x256x256xf32>, tensor<1xf32>, "
+         "tensor<1xf32>) -> tensor<1x1x256xf32>\n"
+         "  return %y : tensor<1x1x256xf32>\n}\n";
+}
+
+// A first call that waits for its code does not also wait for the weights'
+// copy into huge pages: that runs after the code is returned (on the
+// blocking pool), the call reading the weights where they are. Code compiled
+// ahead of calls (Module::compile: prewarming) moves them before it returns.
+TEST(TieredExecution, FirstCallLeavesTheMoveIntoHugePagesToTheBackground) {
+  Tensor x = Tensor::fromVector<float>(DType::f32, {1, 1, 256}, std::vector<float>(256, 1.0f));
+  auto check = [](const std::vector<Tensor> &y) {
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_EQ(y[0].data<float>()[10], 256.0f);
+    EXPECT_EQ(y[0].data<float>()[11], 128.0f);
+  };
+  RuntimeOptions o = options(Policy::kWait);
+  o.hugePageWeights = true;
+  {
+    auto rt = test::takeOrFail(Runtime::create(o));
+    auto m = test::takeOrFail(rt->loadModule(bigWeightModel()));
+    check(test::takeOrFail(m->call("main", {x})));
+    auto fn = test::takeOrFail(m->compile("main", {x.type()}));  // the code the call ran
+    for (const lowering::StageTime &t : fn->stats.stages) EXPECT_NE(t.stage, "huge-pages");
+    m->waitForBackgroundCompiles();  // and the weight moves
+    jit::CompileServiceStats s = rt->compileService().stats();
+    EXPECT_GE(s.hugePageBytes, 256u * 256 * 4);
+    check(test::takeOrFail(m->call("main", {x})));  // reading the huge-page copy
+  }
+  auto rt = test::takeOrFail(Runtime::create(o));
+  auto m = test::takeOrFail(rt->loadModule(bigWeightModel()));
+  auto fn = test::takeOrFail(m->compile("main", {x.type()}));
+  EXPECT_TRUE(llvm::any_of(fn->stats.stages, [](const lowering::StageTime &t) { return t.stage == "huge-pages"; }));
+  EXPECT_EQ(rt->compileService().stats().hugePageBytes, 0u);
+  check(test::takeOrFail(m->call("main", {x})));
+}
+
 }  // namespace
