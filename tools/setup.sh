@@ -27,6 +27,7 @@ fi
 venv=${KILN_PYTHON_VENV:-$HOME/.cache/kiln/python-venv}
 if ! "$venv/bin/python" -c "import nanobind, numpy, pytest" 2> /dev/null; then
   echo "kiln setup: making $venv (numpy, pytest, nanobind, scikit-build-core from PyPI)"
+  mkdir -p "$(dirname "$venv")"  # a fresh machine has no ~/.cache/kiln yet (the log goes beside the venv)
   if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
            numpy pytest nanobind scikit-build-core; } > "$venv.log" 2>&1; then
     echo "kiln setup: could not make $venv (see $venv.log); the Python package will not be built"
