@@ -244,8 +244,10 @@ int runCommand(const std::string &model, const std::string &function,
   if (!rt) return fail(llvm::toString(rt.takeError()));
   std::unique_ptr<kiln::Profiler> profiler;  // from the load on
   if (profileDir) profiler = std::make_unique<kiln::Profiler>(**rt);
+  auto loadStart = Clock::now();
   auto module = loadModel(**rt, model);
   if (!module) return fail(llvm::toString(module.takeError()));
+  double loadMs = msSince(loadStart);
   std::string error;
   const kiln::FunctionSignature *sig = findFunction(**module, function, model, error);
   if (!sig) return fail(error);
@@ -382,6 +384,7 @@ int runCommand(const std::string &model, const std::string &function,
     }
   }
   const auto &stats = (*compiled)->stats;
+  std::printf("load: %.2f ms (read, parse and rewrite the model; before the first call)\n", loadMs);
   if (onPlan) {
     std::printf("first call (kernel plan + run, the JIT compile in the background): %.2f ms\n", firstMs);
     for (const std::string &e : (*module)->tierStats().events) std::printf("  tiers: %s\n", e.c_str());

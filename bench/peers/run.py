@@ -8,7 +8,10 @@ rounds (the order rotating each round, a pause before each turn) that
 alternate ONNX Runtime, OpenVINO (f32 inference precision,
 LATENCY hint), PyTorch eager and kiln (the `kiln run` CLI, warm persistent
 compile cache, 2 threads each), and prints each runtime's p50/p90 over the
-rounds, kiln's ratio to each peer and to the best of them. Checks that
+rounds, kiln's ratio to each peer and to the best of them, and cold starts:
+kiln's load + first call from an empty compile cache (per `--cold` compile
+policy) beside ONNX Runtime's session creation + first run and OpenVINO's
+compile + first run, medians over the rounds. Checks that
 kiln's outputs match PyTorch's. Peers that are not installed are skipped
 with a note.
 
@@ -71,15 +74,23 @@ def export(name, folder):
 # call, which loads or compiles the model).
 WARMUP = 3
 
+# Cold starts of the current model, ms: the peers' session creation (or
+# compile) + first run in every round; kiln's load + first call from an empty
+# compile cache, per compile policy.
+COLD = {}
+
 
 def time_ort(paths, iterations, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(paths["onnx"], so, providers=["CPUExecutionProvider"])
     x = np.load(paths["x.npy"])
+    t0 = time.perf_counter()  # cold start: session creation + first run
+    session = ort.InferenceSession(paths["onnx"], so, providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
+    session.run(None, {name: x})
+    COLD["onnxruntime"].append((time.perf_counter() - t0) * 1e3)
     for _ in range(WARMUP):
         session.run(None, {name: x})
     times = []
@@ -92,12 +103,15 @@ def time_ort(paths, iterations, threads):
 
 def time_openvino(paths, iterations, threads):
     import openvino as ov
+    x = np.load(paths["x.npy"])
+    t0 = time.perf_counter()  # cold start: compile (from the ONNX file) + first run
     core = ov.Core()
     compiled = core.compile_model(paths["onnx"], "CPU", {"INFERENCE_PRECISION_HINT": "f32",
                                                          "PERFORMANCE_HINT": "LATENCY",
                                                          "INFERENCE_NUM_THREADS": str(threads)})
     request = compiled.create_infer_request()
-    x = np.load(paths["x.npy"])
+    request.infer([x])
+    COLD["openvino"].append((time.perf_counter() - t0) * 1e3)
     for _ in range(WARMUP):
         request.infer([x])
     times = []
@@ -137,6 +151,22 @@ def time_kiln(kiln, paths, iterations, out_dir):
     return float(m.group(1)), float(m.group(2)), (first.group(1), float(first.group(2)))
 
 
+def kiln_cold(kiln, paths, policy):
+    """`kiln run` from an empty compile cache under `policy`: load + first
+    call, ms (the model's read and graph rewrites count, as the peers'
+    session creation reads theirs)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as cache:
+        cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "-n", "0", "--warmup", "0",
+               "--cache-dir", cache, "--compile-policy", policy]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kiln failed:\n{r.stderr}")
+    load = float(re.search(r"^load: ([0-9.]+) ms", r.stdout, re.M).group(1))
+    first = float(re.search(r"^first call \([^)]*\): ([0-9.]+) ms", r.stdout, re.M).group(1))
+    return load + first
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -147,6 +177,9 @@ def main():
     ap.add_argument("--settle", type=float, default=1.0,
                     help="seconds of pause before each runtime's turn (the previous one's threads stop spinning)")
     ap.add_argument("--kiln", default=os.path.join(here, "..", "..", "build", "bin", "kiln"))
+    ap.add_argument("--cold", default="wait,tiered",
+                    help="compile policies to measure kiln's cold start under (load + first call from an empty "
+                         "compile cache, once per round), beside the peers' session creation + first run; '' = none")
     args = ap.parse_args()
     folder = cache_dir()
     try:
@@ -173,6 +206,10 @@ def main():
               f"of {args.iterations} calls)", flush=True)
         paths = export(name, folder)
         res = {"onnxruntime": [], "openvino": [], "pytorch": [], "kiln": []}
+        policies = [p for p in args.cold.split(",") if p]
+        COLD.clear()
+        COLD.update({"onnxruntime": [], "openvino": []})
+        COLD.update({f"kiln {p}": [] for p in policies})
         out_dir = os.path.join(folder, f"{name}.kiln-out")
         firsts = []
         def run_ort():
@@ -188,6 +225,9 @@ def main():
             res["pytorch"].append((np.percentile(t, 50), np.percentile(t, 90)))
 
         def run_kiln():
+            for policy in policies:
+                COLD[f"kiln {policy}"].append(kiln_cold(args.kiln, paths, policy))
+                time.sleep(args.settle)
             p50, p90, first = time_kiln(args.kiln, paths, args.iterations, out_dir)
             res["kiln"].append((p50, p90))
             firsts.append(first)
@@ -223,6 +263,13 @@ def main():
                 print(f"  kiln / best peer ({best}) {summary['kiln'][0] / summary[best][0]:.2f}x")
             print(f"  kiln first call: {firsts[0][1]:.0f} ms ({firsts[0][0]}); later rounds: "
                   f"{firsts[-1][1]:.0f} ms ({firsts[-1][0]})")
+            cold = {k: float(np.median(v)) for k, v in COLD.items() if v}
+            peers_cold = [p for p in ("onnxruntime", "openvino") if p in cold]
+            for k, ms in cold.items():
+                print(f"  cold start {k:14s} {ms:8.0f} ms (median of {len(COLD[k])})")
+            for policy in policies:
+                for peer in peers_cold:
+                    print(f"  cold start kiln {policy} / {peer}: {cold['kiln ' + policy] / cold[peer]:.2f}x")
             got = np.load(os.path.join(out_dir, "out0.npy"))
             want = np.load(paths["y.npy"])
             err = float(np.abs(got - want).max() / max(1e-30, float(np.abs(want).max())))
