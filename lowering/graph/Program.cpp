@@ -19,10 +19,12 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -95,17 +97,30 @@ llvm::Expected<std::unique_ptr<Program>> Program::parseFile(llvm::StringRef path
 llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
-  if (auto err = refuseWhatCrashesTheParser(source, bufferName)) return std::move(err);
+  // Text: big weight literals decoded here, not by MLIR's lexer (HexLiterals.cpp).
+  std::optional<LiftedText> lifted;
+  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) lifted = liftHexLiterals(source);
+  llvm::StringRef text = lifted ? llvm::StringRef(lifted->text) : source;
+  if (auto err = refuseWhatCrashesTheParser(text, bufferName)) return std::move(err);
   std::unique_ptr<Program> p(new Program());
   Impl &I = *p->impl;
   DialectRegistry registry;
   registerKilnDialects(registry);
   I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
-                                 llvm::SMLoc());
+  I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
-        I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get()));
-        return success(bool(I.module));
+        // Verified once the lifted blobs are in place (the parser declares
+        // their keys, empty, as it meets them).
+        I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get(), /*verifyAfterParse=*/false));
+        if (!I.module) return failure();
+        if (lifted) {
+          DialectResourceBlobManager &blobs =
+              DenseResourceElementsHandle::getManagerInterface(I.ctx.get()).getBlobManager();
+          for (auto &[key, blob] : lifted->blobs)
+            if (DialectResourceBlobManager::BlobEntry *entry = blobs.lookup(key); entry && !entry->getBlob())
+              blobs.update(key, std::move(blob));
+        }
+        return verify(*I.module);
       }))
     return std::move(err);
   if (auto err = I.import(bufferName)) return std::move(err);

@@ -8,6 +8,7 @@
 #include "runtime/Clock.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -70,6 +71,18 @@ struct SpecializedFunction::Impl {
 /// them (too deep, bad linalg index lists, bytecode that crashes its
 /// reader), as an error naming where (ProgramLimits.cpp).
 llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName);
+/// The stretches [begin, end) of `text` outside string literals and `//`
+/// comments, in order (ProgramLimits.cpp).
+std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text);
+/// MLIR text whose big float hex literals (`dense<"0x...">` of 64 KiB or
+/// more, static tensor types) are `dense_resource<__kiln_hex_N>`
+/// references instead, and the decoded blobs for those keys (HexLiterals.cpp).
+struct LiftedText {
+  std::string text;
+  std::vector<std::pair<std::string, mlir::AsmResourceBlob>> blobs;
+};
+/// nullopt when the text has no such literal (or uses such keys itself).
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source);
 /// "" if no call reachable from `root` recurses, else the cycle
 /// (ProgramLimits.cpp).
 std::string recursion(ModuleOp module, func::FuncOp root);

@@ -56,7 +56,9 @@ static constexpr int kMaxNesting = 1000;
 /// comments. The checks below read only these: string literals are most of
 /// a model's text (weights in hex: ResNet-50's 205 MB took 200 ms to walk
 /// byte by byte), and memchr skips them.
-static std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text) {
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text) {
   std::vector<std::pair<size_t, size_t>> stretches;
   const char *p = text.data();
   size_t n = text.size(), i = 0;
@@ -86,6 +88,8 @@ static std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text
   }
   return stretches;
 }
+
+namespace {
 
 /// "line L, column C" of byte `at` (both from 1).
 static std::string lineAndColumn(llvm::StringRef text, size_t at) {

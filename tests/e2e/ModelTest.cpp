@@ -157,6 +157,52 @@ TEST(Models, WeightsAreHoistedNotCompiledIn) {
   EXPECT_EQ(y[0].data<float>()[7], 512.0f);
 }
 
+// Weight literals of 64 KiB or more are decoded before MLIR's parser sees
+// the text (lowering/graph/HexLiterals.cpp): the model computes the same,
+// a literal with a bad digit is still MLIR's error at its line, a later
+// error keeps its line number, and a file that uses the lifted keys' names
+// itself is parsed as it is.
+TEST(Models, BigHexLiteralsLoadAsTheParserWouldReadThem) {
+  // y = x (1x1x128) @ w (1x128x128): w's columns alternate 1.0 and 0.5.
+  std::string hex;
+  for (int i = 0; i < 128 * 128 / 2; ++i) hex += "0000803F0000003F";
+  auto model = [&](const std::string &literal, const std::string &tail) {
+    return "func.func @main(%x: tensor<1x1x128xf32>) -> tensor<1x1x128xf32> {\n"
+           "  %w = \"tosa.const\"() <{values = dense<\"0x" + literal +
+           "\"> : tensor<1x128x128xf32>}> : () -> tensor<1x128x128xf32>\n"
+           "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
+           "  %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x1x128xf32>, tensor<1x128x128xf32>, tensor<1xf32>, "
+           "tensor<1xf32>) -> tensor<1x1x128xf32>\n" + tail +
+           "  return %y : tensor<1x1x128xf32>\n}\n";
+  };
+  Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, 128}, std::vector<float>(128, 1.0f));
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(hex, ""), "lifted"));
+  ASSERT_TRUE(m);
+  auto y = KILN_TAKE(m->call("main", {ones}));
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].data<float>()[4], 128.0f);
+  EXPECT_EQ(y[0].data<float>()[5], 64.0f);
+
+  std::string bad = hex;
+  bad[1000] = 'g';
+  std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad, ""), "bad-digit"));
+  EXPECT_NE(err.find("bad-digit:2:"), std::string::npos) << err;
+
+  err = test::errorOf(test::sharedRuntime().loadModule(model(hex, "  %z = tosa.nonsense %y\n"), "later-error"));
+  EXPECT_NE(err.find("later-error:5:8:"), std::string::npos) << err;
+
+  // The file's own resource named like a lifted key: nothing is lifted.
+  std::string own = model(hex, "  %r = \"tosa.const\"() <{values = dense_resource<__kiln_hex_0> : tensor<2xf32>}> : "
+                               "() -> tensor<2xf32>\n") +
+                    "{-#\n  dialect_resources: {\n    builtin: {\n      __kiln_hex_0: \"0x040000000000803F0000003F\"\n"
+                    "    }\n  }\n#-}\n";
+  auto m2 = KILN_TAKE(test::sharedRuntime().loadModule(own, "own-key"));
+  ASSERT_TRUE(m2);
+  auto y2 = KILN_TAKE(m2->call("main", {ones}));
+  ASSERT_EQ(y2.size(), 1u);
+  EXPECT_EQ(y2[0].data<float>()[4], 128.0f);
+}
+
 TEST(Models, HandWrittenTosaFileMatchesReference) {
   auto m = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
   ASSERT_TRUE(m);
