@@ -253,9 +253,15 @@ llvm::Expected<cache::CacheKeyParts> Module::cacheKey(llvm::StringRef function,
 
 llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
 Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes, const CancellationToken *cancel) {
+  return compile(function, inputTypes, cancel, jit::WeightMove::kInline);
+}
+
+llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
+Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes, const CancellationToken *cancel,
+                jit::WeightMove move) {
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputTypes);
   if (Impl::Compiled fn = impl_->find(function, sig)) return fn;
-  auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes, cancel);
+  auto code = impl_->service->getOrCompile(*impl_->program, function, inputTypes, cancel, jit::Tier::kCompiled, move);
   if (!code) return code.takeError();
   return impl_->insert(impl_->tables, function, sig, *code);
 }
@@ -266,13 +272,7 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
   // The call waits for this code: its weights move into huge pages after it
   // is returned, not before (0.2-0.9 s of ResNet-50's first call).
-  auto waited = [&]() -> llvm::Expected<std::shared_ptr<const jit::CompiledFunction>> {
-    if (Impl::Compiled fn = impl_->find(function, sig)) return fn;
-    auto code = impl_->service->getOrCompile(*impl_->program, function, types, cancel, jit::Tier::kCompiled,
-                                             jit::WeightMove::kDeferred);
-    if (!code) return code.takeError();
-    return impl_->insert(impl_->tables, function, sig, *code);
-  };
+  auto waited = [&] { return compile(function, types, cancel, jit::WeightMove::kDeferred); };
   if (impl_->policy == Policy::kWait ||
       (impl_->policy == Policy::kTiered && impl_->service->cached(*impl_->program, function, types)))
     return waited();

@@ -36,6 +36,7 @@ namespace jit {
 class CompileService;
 class CompiledFunction;
 struct FaultInjection;
+enum class WeightMove;
 }  // namespace jit
 namespace cache {
 struct CacheKeyParts;
@@ -179,6 +180,11 @@ private:
   /// as RuntimeOptions::compilePolicy says.
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
   firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel);
+  /// compile(), with the weights' move into huge pages done as `move` says
+  /// (deferred where a call waits for the code).
+  llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
+  compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes, const CancellationToken *cancel,
+          jit::WeightMove move);
   /// Compiles `function` at `types` on the blocking pool, then switches
   /// calls to it; completes tier event `event`.
   void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,

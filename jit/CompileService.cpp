@@ -271,6 +271,15 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   return Compiled(std::move(*compiled));
 }
 
+/// Copies each tensor of `weights` into huge pages (HugePageSlabs::adopt);
+/// the bytes moved (tensors another caller moved first do not count).
+static size_t moveIntoHugePages(llvm::ArrayRef<Tensor> weights) {
+  size_t moved = 0;
+  for (const Tensor &w : weights)
+    if (HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
+  return moved;
+}
+
 void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   if (!options_.hugePageWeights) return;
   std::vector<Tensor> big;
@@ -279,10 +288,7 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   if (big.empty()) return;
   if (move == WeightMove::kInline || !options_.spawn) {
     auto t0 = Clock::now();
-    size_t moved = 0;
-    for (const Tensor &w : big)
-      if (HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
-    if (moved) code.stats.stages.push_back({"huge-pages", msSince(t0)});
+    if (moveIntoHugePages(big)) code.stats.stages.push_back({"huge-pages", msSince(t0)});
     return;
   }
   // Deferred: the tensors keep their buffers alive; calls read wherever a
@@ -293,9 +299,7 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   }
   options_.spawn([this, big = std::move(big)] {
     auto t0 = Clock::now();
-    size_t moved = 0;
-    for (const Tensor &w : big)
-      if (HugePageSlabs::shared().adopt(w)) moved += w.byteSize();
+    size_t moved = moveIntoHugePages(big);
     if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr; trace && moved) {
       TraceEvent e;
       e.name = "weights into huge pages";
