@@ -100,8 +100,7 @@ bool decodeHex(const char *hex, char *out, size_t n) {
 
 }  // namespace
 
-std::optional<LiftedText> liftHexLiterals(llvm::StringRef source) {
-  std::vector<std::pair<size_t, size_t>> code = codeStretches(source);
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code) {
   for (auto [begin, end] : code)  // a key of the file's own: leave the text alone
     if (source.slice(begin, end).contains("__kiln_hex")) return std::nullopt;
   LiftedText lifted;

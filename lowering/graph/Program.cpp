@@ -98,10 +98,15 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
   // Text: big weight literals decoded here, not by MLIR's lexer (HexLiterals.cpp).
+  // The text's stretches outside string literals serve both (read once).
   std::optional<LiftedText> lifted;
-  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) lifted = liftHexLiterals(source);
+  std::vector<std::pair<size_t, size_t>> code;
+  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
+    code = codeStretches(source);
+    if ((lifted = liftHexLiterals(source, code))) code = codeStretches(lifted->text);
+  }
   llvm::StringRef text = lifted ? llvm::StringRef(lifted->text) : source;
-  if (auto err = refuseWhatCrashesTheParser(text, bufferName)) return std::move(err);
+  if (auto err = refuseWhatCrashesTheParser(text, bufferName, code)) return std::move(err);
   std::unique_ptr<Program> p(new Program());
   Impl &I = *p->impl;
   DialectRegistry registry;

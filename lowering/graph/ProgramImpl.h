@@ -69,8 +69,10 @@ struct SpecializedFunction::Impl {
 
 /// Input that would crash MLIR 22's parsers instead of being reported by
 /// them (too deep, bad linalg index lists, bytecode that crashes its
-/// reader), as an error naming where (ProgramLimits.cpp).
-llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName);
+/// reader), as an error naming where (ProgramLimits.cpp). `code`: text's
+/// codeStretches (unused for bytecode).
+llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName,
+                                       llvm::ArrayRef<std::pair<size_t, size_t>> code);
 /// The stretches [begin, end) of `text` outside string literals and `//`
 /// comments, in order (ProgramLimits.cpp).
 std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text);
@@ -82,7 +84,8 @@ struct LiftedText {
   std::vector<std::pair<std::string, mlir::AsmResourceBlob>> blobs;
 };
 /// nullopt when the text has no such literal (or uses such keys itself).
-std::optional<LiftedText> liftHexLiterals(llvm::StringRef source);
+/// `code`: source's codeStretches.
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code);
 /// "" if no call reachable from `root` recurses, else the cycle
 /// (ProgramLimits.cpp).
 std::string recursion(ModuleOp module, func::FuncOp root);

@@ -52,12 +52,11 @@ namespace {
 /// error), so such input is refused before parsing.
 static constexpr int kMaxNesting = 1000;
 
-/// The stretches [begin, end) of `text` outside string literals and `//`
-/// comments. The checks below read only these: string literals are most of
-/// a model's text (weights in hex: ResNet-50's 205 MB took 200 ms to walk
-/// byte by byte), and memchr skips them.
 }  // namespace
 
+/// The checks below read only these stretches: string literals are most of
+/// a model's text (weights in hex: ResNet-50's 205 MB took 200 ms to walk
+/// byte by byte), and memchr skips them.
 std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text) {
   std::vector<std::pair<size_t, size_t>> stretches;
   const char *p = text.data();
@@ -183,7 +182,8 @@ static std::string bytecodeReaderCrashes(llvm::StringRef source) {
 
 /// An error for input that would crash MLIR 22's parsers instead of being
 /// reported by them (see tooDeep, badIndexList, bytecodeReaderCrashes).
-llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName) {
+llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef bufferName,
+                                       llvm::ArrayRef<std::pair<size_t, size_t>> code) {
   if (isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
     if (std::string how = bytecodeReaderCrashes(source); !how.empty())
       return error(ErrorCode::kInvalidArgument,
@@ -192,7 +192,6 @@ llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef b
                    bufferName.str().c_str(), how.c_str());
     return llvm::Error::success();
   }
-  std::vector<std::pair<size_t, size_t>> code = codeStretches(source);
   if (std::string where = tooDeep(source, code); !where.empty())
     return error(ErrorCode::kInvalidArgument,
                  "cannot load MLIR from '%s': it nests brackets, braces or regions more than %d deep (at %s), "
