@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/graph/Passes.h"
+#include "lowering/graph/Permute.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -238,21 +239,10 @@ std::optional<Constant> evaluate(Operation *op) {
     auto a = readF32(t.getInput1());
     ArrayRef<int32_t> perm = t.getPerms();
     if (!a || perm.size() != a->shape.size()) return std::nullopt;
-    size_t rank = perm.size();
-    SmallVector<int64_t> inStride(rank, 1), idx(rank, 0);
-    for (size_t d = rank; d-- > 1;) inStride[d - 1] = inStride[d] * a->shape[d];
     ArrayRef<float> in = a->data();
     out.values.resize(in.size());
-    int64_t offset = 0;
-    for (size_t o = 0; o < out.values.size(); ++o) {
-      out.values[o] = in[size_t(offset)];
-      for (size_t d = rank; d-- > 0;) {
-        offset += inStride[perm[d]];
-        if (++idx[d] < out.shape[d]) break;
-        offset -= inStride[perm[d]] * out.shape[d];
-        idx[d] = 0;
-      }
-    }
+    permute(reinterpret_cast<const char *>(in.data()), reinterpret_cast<char *>(out.values.data()), a->shape,
+            SmallVector<int64_t>(perm.begin(), perm.end()), sizeof(float));
     out.fromWeights = a->fromWeights;
     return out;
   }

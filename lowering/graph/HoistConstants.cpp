@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/graph/Passes.h"
+#include "lowering/graph/Permute.h"
 #include "lowering/cpu/Winograd.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -98,54 +99,6 @@ bool isConvFilter(Operation *op, Type type) { return onlyWeightOf<tosa::Conv2DOp
 
 /// A weight only tosa.matmul reads, as its B operand, in f32.
 bool isMatmulWeight(Operation *op, Type type) { return onlyWeightOf<tosa::MatMulOp>(op, type, 3); }
-
-/// permute() for elements of type T (a fixed-size copy each, where a
-/// memcpy of a run-time size was a call per element: ResNet-50's filters
-/// took 75 ms of a warm start), and runs of `run` contiguous elements where
-/// the innermost dimensions stay innermost.
-template <typename T>
-void permuteAs(const char *inBytes, char *outBytes, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm) {
-  const T *in = reinterpret_cast<const T *>(inBytes);
-  T *out = reinterpret_cast<T *>(outBytes);
-  size_t rank = shape.size();
-  // Trailing dimensions that stay in place and in order form contiguous runs.
-  size_t keep = rank;
-  while (keep > 0 && perm[keep - 1] == int64_t(keep - 1)) --keep;
-  int64_t run = 1;
-  for (size_t d = keep; d < rank; ++d) run *= shape[d];
-  std::vector<int64_t> inStride(rank, 1), outShape(keep), idx(keep, 0);
-  for (size_t d = rank; d-- > 1;) inStride[d - 1] = inStride[d] * shape[d];
-  int64_t total = 1;
-  for (size_t i = 0; i < keep; ++i) total *= (outShape[i] = shape[perm[i]]);
-  int64_t offset = 0;
-  for (int64_t o = 0; o < total; ++o) {
-    if (run == 1) out[o] = in[offset];
-    else std::memcpy(out + o * run, in + offset, size_t(run) * sizeof(T));
-    for (size_t d = keep; d-- > 0;) {
-      offset += inStride[perm[d]];
-      if (++idx[d] < outShape[d]) break;
-      offset -= inStride[perm[d]] * outShape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-/// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
-/// row-major arrays of `bytes`-byte elements.
-void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes) {
-  switch (bytes) {
-  case 1: return permuteAs<uint8_t>(in, out, shape, perm);
-  case 2: return permuteAs<uint16_t>(in, out, shape, perm);
-  case 4: return permuteAs<uint32_t>(in, out, shape, perm);
-  case 8: return permuteAs<uint64_t>(in, out, shape, perm);
-  default: break;
-  }
-  // Other sizes: the last dimension of `bytes`-byte elements as a run of chars.
-  SmallVector<int64_t> byteShape(shape.begin(), shape.end()), bytePerm(perm.begin(), perm.end());
-  byteShape.push_back(int64_t(bytes));
-  bytePerm.push_back(int64_t(shape.size()));
-  permuteAs<char>(in, out, byteShape, bytePerm);
-}
 
 /// A weight computed from `value` (`sourceBytes` of it) by `make`, as a
 /// dense_resource of `result`. The blob is named after the source value's
