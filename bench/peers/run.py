@@ -74,13 +74,9 @@ def export(name, folder):
 # call, which loads or compiles the model).
 WARMUP = 3
 
-# Cold starts of the current model, ms: the peers' session creation (or
-# compile) + first run in every round; kiln's load + first call from an empty
-# compile cache, per compile policy.
-COLD = {}
-
 
 def time_ort(paths, iterations, threads):
+    """Per-call ms after warm-up, and the cold start: session creation + first run."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -90,7 +86,7 @@ def time_ort(paths, iterations, threads):
     session = ort.InferenceSession(paths["onnx"], so, providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     session.run(None, {name: x})
-    COLD["onnxruntime"].append((time.perf_counter() - t0) * 1e3)
+    cold = (time.perf_counter() - t0) * 1e3
     for _ in range(WARMUP):
         session.run(None, {name: x})
     times = []
@@ -98,10 +94,11 @@ def time_ort(paths, iterations, threads):
         t0 = time.perf_counter()
         session.run(None, {name: x})
         times.append((time.perf_counter() - t0) * 1e3)
-    return times
+    return times, cold
 
 
 def time_openvino(paths, iterations, threads):
+    """Per-call ms after warm-up, and the cold start: compile + first run."""
     import openvino as ov
     x = np.load(paths["x.npy"])
     t0 = time.perf_counter()  # cold start: compile (from the ONNX file) + first run
@@ -111,7 +108,7 @@ def time_openvino(paths, iterations, threads):
                                                          "INFERENCE_NUM_THREADS": str(threads)})
     request = compiled.create_infer_request()
     request.infer([x])
-    COLD["openvino"].append((time.perf_counter() - t0) * 1e3)
+    cold = (time.perf_counter() - t0) * 1e3
     for _ in range(WARMUP):
         request.infer([x])
     times = []
@@ -119,7 +116,7 @@ def time_openvino(paths, iterations, threads):
         t0 = time.perf_counter()
         request.infer([x])
         times.append((time.perf_counter() - t0) * 1e3)
-    return times
+    return times, cold
 
 
 def time_torch(name, paths, iterations, threads):
@@ -138,16 +135,21 @@ def time_torch(name, paths, iterations, threads):
     return times
 
 
+def kiln_run(kiln, paths, *options):
+    """`kiln run` on the model and its input; its output."""
+    r = subprocess.run([kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", *options], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kiln failed:\n{r.stderr}")
+    return r.stdout
+
+
 def time_kiln(kiln, paths, iterations, out_dir):
     """Runs `kiln run` (warm disk cache after the first round); returns
     (p50, p90, first-call ms, outputs dir)."""
-    cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "--warmup", str(WARMUP), "-n", str(iterations),
-           "-o", out_dir]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"kiln failed:\n{r.stderr}")
-    m = re.search(r"steady state: median ([0-9.]+) ms, min [0-9.]+ ms, p90 ([0-9.]+) ms", r.stdout)
-    first = re.search(r"first call \(([^)]*)\): ([0-9.]+) ms", r.stdout)
+    out = kiln_run(kiln, paths, "--warmup", str(WARMUP), "-n", str(iterations), "-o", out_dir)
+    m = re.search(r"steady state: median ([0-9.]+) ms, min [0-9.]+ ms, p90 ([0-9.]+) ms", out)
+    first = re.search(r"first call \(([^)]*)\): ([0-9.]+) ms", out)
     return float(m.group(1)), float(m.group(2)), (first.group(1), float(first.group(2)))
 
 
@@ -157,13 +159,9 @@ def kiln_cold(kiln, paths, policy):
     session creation reads theirs)."""
     import tempfile
     with tempfile.TemporaryDirectory() as cache:
-        cmd = [kiln, "run", paths["mlir"], "-i", f"0={paths['x.npy']}", "-n", "0", "--warmup", "0",
-               "--cache-dir", cache, "--compile-policy", policy]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"kiln failed:\n{r.stderr}")
-    load = float(re.search(r"^load: ([0-9.]+) ms", r.stdout, re.M).group(1))
-    first = float(re.search(r"^first call \([^)]*\): ([0-9.]+) ms", r.stdout, re.M).group(1))
+        out = kiln_run(kiln, paths, "-n", "0", "--warmup", "0", "--cache-dir", cache, "--compile-policy", policy)
+    load = float(re.search(r"^load: ([0-9.]+) ms", out, re.M).group(1))
+    first = float(re.search(r"^first call \([^)]*\): ([0-9.]+) ms", out, re.M).group(1))
     return load + first
 
 
@@ -207,17 +205,19 @@ def main():
         paths = export(name, folder)
         res = {"onnxruntime": [], "openvino": [], "pytorch": [], "kiln": []}
         policies = [p for p in args.cold.split(",") if p]
-        COLD.clear()
-        COLD.update({"onnxruntime": [], "openvino": []})
-        COLD.update({f"kiln {p}": [] for p in policies})
+        # Cold starts, ms per round: the peers' session creation (or compile)
+        # + first run; kiln's load + first call from an empty compile cache.
+        cold_ms = {"onnxruntime": [], "openvino": [], **{f"kiln {p}": [] for p in policies}}
         out_dir = os.path.join(folder, f"{name}.kiln-out")
         firsts = []
         def run_ort():
-            t = time_ort(paths, args.iterations, args.threads)
+            t, cold = time_ort(paths, args.iterations, args.threads)
+            cold_ms["onnxruntime"].append(cold)
             res["onnxruntime"].append((np.percentile(t, 50), np.percentile(t, 90)))
 
         def run_openvino():
-            t = time_openvino(paths, args.iterations, args.threads)
+            t, cold = time_openvino(paths, args.iterations, args.threads)
+            cold_ms["openvino"].append(cold)
             res["openvino"].append((np.percentile(t, 50), np.percentile(t, 90)))
 
         def run_torch():
@@ -226,7 +226,7 @@ def main():
 
         def run_kiln():
             for policy in policies:
-                COLD[f"kiln {policy}"].append(kiln_cold(args.kiln, paths, policy))
+                cold_ms[f"kiln {policy}"].append(kiln_cold(args.kiln, paths, policy))
                 time.sleep(args.settle)
             p50, p90, first = time_kiln(args.kiln, paths, args.iterations, out_dir)
             res["kiln"].append((p50, p90))
@@ -263,10 +263,10 @@ def main():
                 print(f"  kiln / best peer ({best}) {summary['kiln'][0] / summary[best][0]:.2f}x")
             print(f"  kiln first call: {firsts[0][1]:.0f} ms ({firsts[0][0]}); later rounds: "
                   f"{firsts[-1][1]:.0f} ms ({firsts[-1][0]})")
-            cold = {k: float(np.median(v)) for k, v in COLD.items() if v}
+            cold = {k: float(np.median(v)) for k, v in cold_ms.items() if v}
             peers_cold = [p for p in ("onnxruntime", "openvino") if p in cold]
             for k, ms in cold.items():
-                print(f"  cold start {k:14s} {ms:8.0f} ms (median of {len(COLD[k])})")
+                print(f"  cold start {k:14s} {ms:8.0f} ms (median of {len(cold_ms[k])})")
             for policy in policies:
                 for peer in peers_cold:
                     print(f"  cold start kiln {policy} / {peer}: {cold['kiln ' + policy] / cold[peer]:.2f}x")
