@@ -100,6 +100,20 @@ def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
+def KilnRaiseLinalg : Pass<"kiln-raise-linalg", "mlir::ModuleOp"> {
+  let summary = "Raise linalg-on-tensors input to TOSA where TOSA expresses it exactly";
+  let description = [{
+    NCHW named convolutions and pools, matmuls, transposes, broadcasts,
+    elementwise and reduction generics of float arithmetic, reshapes, pads,
+    concats, slices and tensor constants become TOSA ops (static shapes;
+    the rest stays linalg), so that the graph rewrites written for TOSA
+    (transposes that cancel, batch norms folded into convolutions, weights
+    in the layout their consumer reads, handwritten kernels) apply to
+    linalg input too. KILN_RAISE_LINALG=0 turns it off.
+  }];
+  let dependentDialects = ["mlir::tosa::TosaDialect"];
+}
+
 def KilnPropagateTransposes : Pass<"kiln-propagate-transposes", "mlir::ModuleOp"> {
   let summary = "Sink layout transposes below elementwise ops so that pairs cancel";
   let description = [{

@@ -216,6 +216,7 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
   std::map<std::string, int64_t> before = opCounts(*I.module);
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "graph rewrites failed on '" + bufferName.str() + "'", [&] {
         PassManager pm(I.ctx.get());
+        pm.addPass(createKilnRaiseLinalg());
         pm.addPass(createKilnPropagateTransposes());
         // KILN_FOLD_CONSTANTS=0 keeps constant subgraphs as exported (to
         // compare, or to rule the folding out when a result looks wrong).

@@ -39,7 +39,9 @@ constexpr int64_t kSmallOperand = 4096;
 bool isElementwise(Operation *op) {
   return isa<tosa::AddOp, tosa::SubOp, tosa::MulOp, tosa::MaximumOp, tosa::MinimumOp, tosa::ClampOp,
              tosa::SigmoidOp, tosa::TanhOp, tosa::ExpOp, tosa::LogOp, tosa::RsqrtOp, tosa::ReciprocalOp,
-             tosa::AbsOp, tosa::NegateOp, tosa::CastOp, tosa::PowOp, tosa::ErfOp, tosa::FloorOp, tosa::CeilOp>(op);
+             tosa::AbsOp, tosa::NegateOp, tosa::CastOp, tosa::PowOp, tosa::ErfOp, tosa::FloorOp, tosa::CeilOp,
+             tosa::GreaterOp, tosa::GreaterEqualOp, tosa::EqualOp, tosa::SelectOp, tosa::LogicalNotOp,
+             tosa::LogicalAndOp, tosa::LogicalOrOp>(op);
 }
 
 SmallVector<int32_t> inverse(ArrayRef<int32_t> perm) {

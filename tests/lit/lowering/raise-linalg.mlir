@@ -1,0 +1,211 @@
+// RUN: %kiln-opt %s --split-input-file --kiln-raise-linalg | FileCheck %s
+// RUN: env KILN_RAISE_LINALG=0 %kiln-opt %s --split-input-file --kiln-raise-linalg | FileCheck %s --check-prefix=OFF
+
+// torch-mlir's linalg export of conv(bias) -> batch norm -> relu6 in NCHW:
+// the zero pad becomes the conv's padding, the broadcast init its bias,
+// the body's compare + select pairs one clamp, the per-channel constants
+// (read through (d1, 0, 0)) reshapes to 1xCx1x1.
+// CHECK-LABEL: func.func @conv_bn_relu6
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.
+// CHECK: %[[X:.*]] = tosa.transpose %arg0 {perms = array<i32: 0, 2, 3, 1>}
+// CHECK: %[[W:.*]] = tosa.transpose %{{.*}} {perms = array<i32: 0, 2, 3, 1>} : (tensor<8x3x3x3xf32>) -> tensor<8x3x3x3xf32>
+// CHECK: %[[C:.*]] = tosa.conv2d %[[X]], %[[W]], %[[BIAS:[^,]*]], {{.*}}pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>
+// CHECK: %[[Y:.*]] = tosa.transpose %[[C]] {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+// CHECK: tosa.rsqrt
+// CHECK: tosa.sub %[[Y]]
+// CHECK: tosa.mul
+// CHECK: %[[R:.*]] = tosa.clamp %{{.*}} {max_val = 6.000000e+00 : f32, min_val = 0.000000e+00 : f32}
+// CHECK: return %[[R]]
+// OFF-LABEL: func.func @conv_bn_relu6
+// OFF: linalg.conv_2d_nchw_fchw
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+#v = affine_map<(d0) -> (d0)>
+func.func @conv_bn_relu6(%x: tensor<1x3x16x16xf32>) -> tensor<1x8x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %six = arith.constant 6.0 : f32
+  %eps = arith.constant 1.0e-5 : f64
+  %w = arith.constant dense<0.5> : tensor<8x3x3x3xf32>
+  %b = arith.constant dense<0.25> : tensor<8xf32>
+  %var = arith.constant dense<4.0> : tensor<8xf32>
+  %mean = arith.constant dense<1.0> : tensor<8xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x3x16x16xf32> to tensor<1x3x18x18xf32>
+  %e = tensor.empty() : tensor<1x8x8x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<1x8x8x8xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+         ins(%p, %w : tensor<1x3x18x18xf32>, tensor<8x3x3x3xf32>) outs(%bb : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%var : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.truncf %eps : f64 to f32
+    %a = arith.addf %in, %t : f32
+    %s = math.rsqrt %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %r3 = tensor.expand_shape %r [[0, 1, 2]] output_shape [8, 1, 1] : tensor<8xf32> into tensor<8x1x1xf32>
+  %m3 = tensor.expand_shape %mean [[0, 1, 2]] output_shape [8, 1, 1] : tensor<8xf32> into tensor<8x1x1xf32>
+  %y = linalg.generic {indexing_maps = [#id4, #ch, #ch, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+         ins(%c, %m3, %r3 : tensor<1x8x8x8xf32>, tensor<8x1x1xf32>, tensor<8x1x1xf32>) outs(%e : tensor<1x8x8x8xf32>) {
+  ^bb0(%in: f32, %m: f32, %s: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %n = arith.mulf %d, %s : f32
+    %lt = arith.cmpf ult, %n, %zero : f32
+    %lo = arith.select %lt, %zero, %n : f32
+    %gt = arith.cmpf ugt, %lo, %six : f32
+    %hi = arith.select %gt, %six, %lo : f32
+    linalg.yield %hi : f32
+  } -> tensor<1x8x8x8xf32>
+  return %y : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// A max pool padded with -inf (ceil mode: the last window's row is not
+// there) and a global average pool as a sum over H, W with keepdims (a
+// reduction generic whose output map has constant 0s), then / 16.
+// CHECK-LABEL: func.func @pools
+// CHECK-NOT: linalg.
+// CHECK: tosa.max_pool2d %{{.*}} {kernel = array<i64: 3, 3>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>}
+// CHECK: %[[S:.*]] = tosa.reduce_sum %{{.*}} {axis = 2 : i32}
+// CHECK: tosa.reduce_sum %[[S]] {axis = 3 : i32}
+// CHECK: tosa.reciprocal
+// CHECK: tosa.mul
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#keep = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+func.func @pools(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 1.6e+01 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x4x8x8xf32> to tensor<1x4x10x10xf32>
+  %e = tensor.empty() : tensor<1x4x4x4xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %m = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+         ins(%p, %win : tensor<1x4x10x10xf32>, tensor<3x3xf32>) outs(%f : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %e1 = tensor.empty() : tensor<1x4x1x1xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %s = linalg.generic {indexing_maps = [#id4, #keep], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+         ins(%m : tensor<1x4x4x4xf32>) outs(%f1 : tensor<1x4x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<1x4x1x1xf32>
+  %d = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+         ins(%s : tensor<1x4x1x1xf32>) outs(%e1 : tensor<1x4x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.divf %in, %n : f32
+    linalg.yield %q : f32
+  } -> tensor<1x4x1x1xf32>
+  return %d : tensor<1x4x1x1xf32>
+}
+
+// -----
+
+// Softmax as torch-mlir writes it: max with an argmax nobody reads (the
+// max is raised; the argmax's index arithmetic would not be), exp of the
+// difference, sum, divide; and a linear layer (transpose of the weight,
+// matmul into a zero fill, bias add).
+// CHECK-LABEL: func.func @linear_softmax
+// CHECK-NOT: linalg.
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+// CHECK: tosa.matmul {{.*}} -> tensor<1x2x6xf32>
+// CHECK: tosa.add
+// CHECK: tosa.reduce_max %{{.*}} {axis = 1 : i32}
+// CHECK: tosa.exp
+// CHECK: tosa.reduce_sum %{{.*}} {axis = 1 : i32}
+#mk = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @linear_softmax(%x: tensor<2x4xf32>) -> tensor<2x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %w = arith.constant dense<0.5> : tensor<6x4xf32>
+  %b = arith.constant dense<0.25> : tensor<6xf32>
+  %et = tensor.empty() : tensor<4x6xf32>
+  %wt = linalg.transpose ins(%w : tensor<6x4xf32>) outs(%et : tensor<4x6xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<2x6xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x6xf32>) -> tensor<2x6xf32>
+  %mm = linalg.matmul ins(%x, %wt : tensor<2x4xf32>, tensor<4x6xf32>) outs(%f : tensor<2x6xf32>) -> tensor<2x6xf32>
+  %y = linalg.generic {indexing_maps = [#mk, #col, #mk], iterator_types = ["parallel", "parallel"]}
+         ins(%mm, %b : tensor<2x6xf32>, tensor<6xf32>) outs(%e : tensor<2x6xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %a = arith.addf %in, %bias : f32
+    linalg.yield %a : f32
+  } -> tensor<2x6xf32>
+  %em = tensor.empty() : tensor<2xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<2xf32>) -> tensor<2xf32>
+  %ei = tensor.empty() : tensor<2xi64>
+  %c0 = arith.constant 0 : i64
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<2xi64>) -> tensor<2xi64>
+  %mx:2 = linalg.generic {indexing_maps = [#mk, #row, #row], iterator_types = ["parallel", "reduction"]}
+            ins(%y : tensor<2x6xf32>) outs(%fm, %fi : tensor<2xf32>, tensor<2xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %m = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %s = arith.select %gt, %ii, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<2xf32>, tensor<2xi64>)
+  %ex = linalg.generic {indexing_maps = [#mk, #row, #mk], iterator_types = ["parallel", "parallel"]}
+          ins(%y, %mx#0 : tensor<2x6xf32>, tensor<2xf32>) outs(%e : tensor<2x6xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %x2 = math.exp %d : f32
+    linalg.yield %x2 : f32
+  } -> tensor<2x6xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%em : tensor<2xf32>) -> tensor<2xf32>
+  %sum = linalg.generic {indexing_maps = [#mk, #row], iterator_types = ["parallel", "reduction"]}
+           ins(%ex : tensor<2x6xf32>) outs(%fs : tensor<2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<2xf32>
+  %sm = linalg.generic {indexing_maps = [#mk, #row, #mk], iterator_types = ["parallel", "parallel"]}
+          ins(%ex, %sum : tensor<2x6xf32>, tensor<2xf32>) outs(%e : tensor<2x6xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %q = arith.divf %in, %s : f32
+    linalg.yield %q : f32
+  } -> tensor<2x6xf32>
+  return %sm : tensor<2x6xf32>
+}
+
+// -----
+
+// What TOSA cannot say stays linalg, in place: a generic that reads the
+// loop index; its neighbours are raised around it.
+// CHECK-LABEL: func.func @mixed
+// CHECK: tosa.exp
+// CHECK: linalg.generic
+// CHECK: linalg.index
+// CHECK: tosa.add
+#m1 = affine_map<(d0) -> (d0)>
+func.func @mixed(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %a = linalg.generic {indexing_maps = [#m1, #m1], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = math.exp %in : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %i = linalg.generic {indexing_maps = [#m1, #m1], iterator_types = ["parallel"]} ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %k = linalg.index 0 : index
+    %ki = arith.index_cast %k : index to i64
+    %kf = arith.sitofp %ki : i64 to f32
+    %y = arith.addf %in, %kf : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#m1, #m1, #m1], iterator_types = ["parallel"]} ins(%i, %a : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %y = arith.addf %in, %in2 : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}
