@@ -693,3 +693,178 @@ TEST(Models, ADeadlineStopsACompile) {
   ASSERT_EQ(out.size(), size_t(n));
   EXPECT_FLOAT_EQ(out[3].data<float>()[5], std::exp(inputs[3].data<float>()[5]));
 }
+
+// linalg input (what torch-mlir's linalg-on-tensors export writes: NCHW
+// named convs and pools, batch norm and relu6 as generics, a keepdims sum,
+// a linear layer, softmax with its unread argmax) is raised to TOSA at load
+// (kiln-raise-linalg) and computes what the linalg itself computes: the
+// same module run as written (KILN_RAISE_LINALG=0) is the reference, on JIT
+// code and on handwritten kernels.
+TEST(Models, LinalgInputRaisedToTosaComputesWhatTheLinalgDoes) {
+  auto values = [](int64_t n, int seed, float lo, float hi) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
+    return v;
+  };
+  std::string text = R"(#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+#keep = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+#v = affine_map<(d0) -> (d0)>
+#mk = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @main(%x: tensor<1x3x32x32xf32>) -> tensor<1x5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %six = arith.constant 6.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %n16 = arith.constant 6.4e+01 : f32
+  %eps = arith.constant 1.0e-5 : f64
+  %c0 = arith.constant 0 : i64
+  %w = arith.constant )" + denseText(values(8 * 3 * 3 * 3, 1, -0.5f, 0.5f), {8, 3, 3, 3}) + R"( : tensor<8x3x3x3xf32>
+  %b = arith.constant )" + denseText(values(8, 2, -0.2f, 0.2f), {8}) + R"( : tensor<8xf32>
+  %var = arith.constant )" + denseText(values(8, 3, 0.1f, 2.0f), {8}) + R"( : tensor<8xf32>
+  %mean = arith.constant )" + denseText(values(8, 4, -1.0f, 1.0f), {8}) + R"( : tensor<8xf32>
+  %dw = arith.constant )" + denseText(values(8 * 3 * 3, 5, -0.5f, 0.5f), {8, 3, 3}) + R"( : tensor<8x3x3xf32>
+  %lw = arith.constant )" + denseText(values(5 * 8, 6, -0.5f, 0.5f), {5, 8}) + R"( : tensor<5x8xf32>
+  %lb = arith.constant )" + denseText(values(5, 7, -0.2f, 0.2f), {5}) + R"( : tensor<5xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x3x32x32xf32> to tensor<1x3x34x34xf32>
+  %e = tensor.empty() : tensor<1x8x32x32xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<1x8x32x32xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+         ins(%p, %w : tensor<1x3x34x34xf32>, tensor<8x3x3x3xf32>) outs(%bb : tensor<1x8x32x32xf32>) -> tensor<1x8x32x32xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%var : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.truncf %eps : f64 to f32
+    %a = arith.addf %in, %t : f32
+    %s = math.rsqrt %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %r3 = tensor.expand_shape %r [[0, 1, 2]] output_shape [8, 1, 1] : tensor<8xf32> into tensor<8x1x1xf32>
+  %m3 = tensor.expand_shape %mean [[0, 1, 2]] output_shape [8, 1, 1] : tensor<8xf32> into tensor<8x1x1xf32>
+  %y = linalg.generic {indexing_maps = [#id4, #ch, #ch, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+         ins(%c, %m3, %r3 : tensor<1x8x32x32xf32>, tensor<8x1x1xf32>, tensor<8x1x1xf32>) outs(%e : tensor<1x8x32x32xf32>) {
+  ^bb0(%in: f32, %m: f32, %s: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %n = arith.mulf %d, %s : f32
+    %lt = arith.cmpf ult, %n, %zero : f32
+    %lo = arith.select %lt, %zero, %n : f32
+    %gt = arith.cmpf ugt, %lo, %six : f32
+    %hi = arith.select %gt, %six, %lo : f32
+    linalg.yield %hi : f32
+  } -> tensor<1x8x32x32xf32>
+  %pp = tensor.pad %y low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x8x32x32xf32> to tensor<1x8x34x34xf32>
+  %em = tensor.empty() : tensor<1x8x16x16xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<1x8x16x16xf32>) -> tensor<1x8x16x16xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %mp = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+          ins(%pp, %win : tensor<1x8x34x34xf32>, tensor<3x3xf32>) outs(%fm : tensor<1x8x16x16xf32>) -> tensor<1x8x16x16xf32>
+  %pd = tensor.pad %mp low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x8x16x16xf32> to tensor<1x8x18x18xf32>
+  %ed = tensor.empty() : tensor<1x8x8x8xf32>
+  %fd = linalg.fill ins(%zero : f32) outs(%ed : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %dc = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+          ins(%pd, %dw : tensor<1x8x18x18xf32>, tensor<8x3x3xf32>) outs(%fd : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %eg = tensor.empty() : tensor<1x8x1x1xf32>
+  %fg = linalg.fill ins(%zero : f32) outs(%eg : tensor<1x8x1x1xf32>) -> tensor<1x8x1x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #keep], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+           ins(%dc : tensor<1x8x8x8xf32>) outs(%fg : tensor<1x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<1x8x1x1xf32>
+  %avg = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+           ins(%sum : tensor<1x8x1x1xf32>) outs(%eg : tensor<1x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.divf %in, %n16 : f32
+    linalg.yield %q : f32
+  } -> tensor<1x8x1x1xf32>
+  %flat = tensor.collapse_shape %avg [[0], [1, 2, 3]] : tensor<1x8x1x1xf32> into tensor<1x8xf32>
+  %et = tensor.empty() : tensor<8x5xf32>
+  %wt = linalg.transpose ins(%lw : tensor<5x8xf32>) outs(%et : tensor<8x5xf32>) permutation = [1, 0]
+  %el = tensor.empty() : tensor<1x5xf32>
+  %fl = linalg.fill ins(%zero : f32) outs(%el : tensor<1x5xf32>) -> tensor<1x5xf32>
+  %mm = linalg.matmul ins(%flat, %wt : tensor<1x8xf32>, tensor<8x5xf32>) outs(%fl : tensor<1x5xf32>) -> tensor<1x5xf32>
+  %lin = linalg.generic {indexing_maps = [#mk, #col, #mk], iterator_types = ["parallel", "parallel"]}
+           ins(%mm, %lb : tensor<1x5xf32>, tensor<5xf32>) outs(%el : tensor<1x5xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %a = arith.addf %in, %bias : f32
+    linalg.yield %a : f32
+  } -> tensor<1x5xf32>
+  %es = tensor.empty() : tensor<1xf32>
+  %fs = linalg.fill ins(%ninf : f32) outs(%es : tensor<1xf32>) -> tensor<1xf32>
+  %ei = tensor.empty() : tensor<1xi64>
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<1xi64>) -> tensor<1xi64>
+  %mx:2 = linalg.generic {indexing_maps = [#mk, #row, #row], iterator_types = ["parallel", "reduction"]}
+            ins(%lin : tensor<1x5xf32>) outs(%fs, %fi : tensor<1xf32>, tensor<1xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %m = arith.maximumf %in, %out : f32
+    %g = arith.cmpf ogt, %in, %out : f32
+    %s = arith.select %g, %ii, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<1xf32>, tensor<1xi64>)
+  %ex = linalg.generic {indexing_maps = [#mk, #row, #mk], iterator_types = ["parallel", "parallel"]}
+          ins(%lin, %mx#0 : tensor<1x5xf32>, tensor<1xf32>) outs(%el : tensor<1x5xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %x2 = math.exp %d : f32
+    linalg.yield %x2 : f32
+  } -> tensor<1x5xf32>
+  %fz = linalg.fill ins(%zero : f32) outs(%es : tensor<1xf32>) -> tensor<1xf32>
+  %den = linalg.generic {indexing_maps = [#mk, #row], iterator_types = ["parallel", "reduction"]}
+           ins(%ex : tensor<1x5xf32>) outs(%fz : tensor<1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<1xf32>
+  %sm = linalg.generic {indexing_maps = [#mk, #row, #mk], iterator_types = ["parallel", "parallel"]}
+          ins(%ex, %den : tensor<1x5xf32>, tensor<1xf32>) outs(%el : tensor<1x5xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %q = arith.divf %in, %s : f32
+    linalg.yield %q : f32
+  } -> tensor<1x5xf32>
+  return %sm : tensor<1x5xf32>
+}
+)";
+  Tensor x = test::randomTensor({1, 3, 32, 32}, 41);
+  auto run = [&](const char *modes, bool raise) {
+    if (!raise) ::setenv("KILN_RAISE_LINALG", "0", 1);
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    o.placement = llvm::cantFail(ops::parseOpModes(modes));
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadModule(text, "linalg.mlir"));
+    ::unsetenv("KILN_RAISE_LINALG");
+    EXPECT_TRUE(m);
+    if (!m) return Tensor();
+    const std::string &rewrites = m->graphRewrites();
+    if (raise) {
+      // Every linalg op raised; the batch norm folded into the conv.
+      for (const char *gone : {"linalg.conv_2d_nchw_fchw 1 -> 0", "linalg.depthwise_conv_2d_nchw_chw 1 -> 0",
+                               "linalg.pooling_nchw_max 1 -> 0", "linalg.matmul 1 -> 0", "linalg.generic 9 -> 0"})
+        EXPECT_NE(rewrites.find(gone), std::string::npos) << gone << " in: " << rewrites;
+      // (the softmax's x - max stays)
+      EXPECT_NE(rewrites.find("tosa.sub 0 -> 1,"), std::string::npos) << rewrites;
+    }
+    auto out = KILN_TAKE(m->call("main", {x}));
+    EXPECT_EQ(out.size(), 1u);
+    return out.empty() ? Tensor() : out[0];
+  };
+  Tensor want = run("*=jit", false);
+  ASSERT_EQ(want.numElements(), 5);
+  for (const char *modes : {"*=jit", "*=kernel"}) {
+    SCOPED_TRACE(modes);
+    Tensor got = run(modes, true);
+    EXPECT_TRUE(test::allClose(test::asDoubles(got), test::asDoubles(want), 1e-5, 1e-4));
+  }
+}
