@@ -80,6 +80,13 @@ bool isF32Tensor(Value v) {
   return t && t.getElementType().isF32();
 }
 
+/// f32 or f64 (torch-mlir computes LayerNorm's mean and variance in f64,
+/// and so does its TOSA export).
+bool isFloatTensor(Value v) {
+  auto t = staticTensor(v.getType());
+  return t && (t.getElementType().isF32() || t.getElementType().isF64());
+}
+
 Value reshape(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> shape) {
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getShape() == shape) return v;
@@ -165,6 +172,7 @@ std::optional<double> constScalar(Value v) {
 struct BodyValue {
   Value tensor;
   std::optional<double> scalar;
+  Type scalarType = {};  // of `scalar` (f32 or f64)
 };
 
 class GenericRaiser {
@@ -191,7 +199,9 @@ public:
     if (used < 0) return {};
     resultIndex = unsigned(used);
     OpResult resultValue = op->getResult(resultIndex);
-    if (!isF32Tensor(resultValue)) return {};
+    if (!isFloatTensor(resultValue) && !cast<RankedTensorType>(resultValue.getType()).getElementType().isInteger(1))
+      return {};
+    elementType = cast<RankedTensorType>(resultValue.getType()).getElementType();
     Block &body = op.getRegion().front();
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
     BlockArgument outArg = body.getArgument(op.getNumDpsInputs() + resultIndex);
@@ -218,8 +228,11 @@ public:
       // yield combine(x, out): sum, max or min of x over the reduced loops.
       Operation *combine = yield.getOperand(resultIndex).getDefiningOp();
       if (!combine || combine->getBlock() != &body || combine->getNumOperands() != 2) return {};
-      if (!isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combine))
+      if (!isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp, arith::AndIOp,
+               arith::OrIOp>(combine))
         return {};
+      bool logical = isa<arith::AndIOp, arith::OrIOp>(combine);
+      if (logical != elementType.isInteger(1)) return {};
       Value x;
       if (combine->getOperand(1) == outArg) x = combine->getOperand(0);
       else if (combine->getOperand(0) == outArg) x = combine->getOperand(1);
@@ -249,9 +262,11 @@ public:
       SmallVector<int64_t> shape(bounds);
       for (int64_t d : reduced) {
         shape[d] = 1;
-        auto type = RankedTensorType::get(shape, b.getF32Type());
+        auto type = RankedTensorType::get(shape, elementType);
         IntegerAttr axis = b.getI32IntegerAttr(int32_t(d));
         if (isa<arith::AddFOp>(combine)) t = tosa::ReduceSumOp::create(b, type, t, axis);
+        else if (isa<arith::AndIOp>(combine)) t = tosa::ReduceAllOp::create(b, type, t, axis);
+        else if (isa<arith::OrIOp>(combine)) t = tosa::ReduceAnyOp::create(b, type, t, axis);
         else if (isa<arith::MaximumFOp>(combine)) t = tosa::ReduceMaxOp::create(b, type, t, axis);
         else if (isa<arith::MaxNumFOp>(combine))
           t = tosa::ReduceMaxOp::create(b, type, t, axis,
@@ -277,10 +292,12 @@ public:
       if (auto f = init.getDefiningOp<linalg::FillOp>()) fill = constScalar(f.getInputs()[0]);
       bool identity = false;
       if (fill) {
-        if (isa<arith::AddFOp>(combine)) identity = *fill == 0.0;
+        if (isa<arith::AndIOp>(combine)) identity = *fill != 0.0;  // true
+        else if (isa<arith::AddFOp, arith::OrIOp>(combine)) identity = *fill == 0.0;
         else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combine)) identity = *fill == -INFINITY;
         else identity = *fill == INFINITY;
       }
+      if (!identity && logical) return {};
       if (!identity) {
         auto type = cast<RankedTensorType>(t.getType());
         if (isa<arith::AddFOp>(combine)) t = tosa::AddOp::create(b, type, t, init);
@@ -303,7 +320,8 @@ private:
   /// does not vary along.
   Value inLoopOrder(Value v, AffineMap map) {
     auto type = cast<RankedTensorType>(v.getType());
-    if (!type.getElementType().isF32()) return {};
+    Type et = type.getElementType();
+    if (!et.isF32() && !et.isF64() && !et.isInteger(1)) return {};
     // A broadcast that TOSA's own broadcasting does: read its source.
     if (auto tile = v.getDefiningOp<tosa::TileOp>()) v = tile.getInput1(), type = cast<RankedTensorType>(v.getType());
     SmallVector<std::pair<int64_t, int64_t>> dims;  // (loop, size)
@@ -333,7 +351,7 @@ private:
 
   Value materialize(const BodyValue &v) {
     if (v.tensor) return v.tensor;
-    return splat(b, *v.scalar, rank);
+    return splat(b, *v.scalar, rank, v.scalarType);
   }
 
   std::optional<BodyValue> raiseValue(Value v) {
@@ -354,15 +372,15 @@ private:
       return BodyValue{t, std::nullopt};
     }
     if (std::optional<double> c = constScalar(v)) {
-      // Materialized as f32 splats (constants of other types are folded
-      // into an f32 one by constScalar, or read directly: fpowi's n).
-      if (!v.getType().isF32()) return std::nullopt;
-      return BodyValue{{}, c};
+      // Materialized as splats of their type (integer constants are read
+      // directly where they may appear: fpowi's n).
+      if (!v.getType().isF32() && !v.getType().isF64()) return std::nullopt;
+      return BodyValue{{}, c, v.getType()};
     }
     Operation *def = v.getDefiningOp();
     if (!def || def->getBlock() != &body || def->getNumResults() != 1) return std::nullopt;
     Type type = v.getType();
-    if (!type.isF32() && !type.isInteger(1)) return std::nullopt;
+    if (!type.isF32() && !type.isF64() && !type.isInteger(1)) return std::nullopt;
 
     // relu and its kin: select(cmp(x, c), x, c) is a clamp.
     if (auto sel = dyn_cast<arith::SelectOp>(def))
@@ -374,7 +392,8 @@ private:
       std::optional<double> n = constScalar(powi.getRhs());
       std::optional<BodyValue> x = raiseValue(powi.getLhs());
       if (!n || !x || !x->tensor) return std::nullopt;
-      return BodyValue{tosa::PowOp::create(b, x->tensor.getType(), x->tensor, splat(b, *n, rank)), std::nullopt};
+      Type et = cast<RankedTensorType>(x->tensor.getType()).getElementType();
+      return BodyValue{tosa::PowOp::create(b, x->tensor.getType(), x->tensor, splat(b, *n, rank, et)), std::nullopt};
     }
     SmallVector<Value> operands;
     for (Value o : def->getOperands()) {
@@ -392,7 +411,7 @@ private:
       }
       return RankedTensorType::get(shape, element);
     };
-    Type f32 = b.getF32Type(), i1 = b.getI1Type();
+    Type f32 = type, i1 = b.getI1Type();  // (f32: the op's float type)
     Value out;
     if (isa<arith::AddFOp>(def)) out = tosa::AddOp::create(b, resultType(f32), operands[0], operands[1]);
     else if (isa<arith::SubFOp>(def)) out = tosa::SubOp::create(b, resultType(f32), operands[0], operands[1]);
@@ -422,7 +441,7 @@ private:
     else if (isa<math::FloorOp>(def)) out = tosa::FloorOp::create(b, resultType(f32), operands[0]);
     else if (isa<math::CeilOp>(def)) out = tosa::CeilOp::create(b, resultType(f32), operands[0]);
     else if (isa<math::SqrtOp>(def)) {
-      out = tosa::PowOp::create(b, resultType(f32), operands[0], splat(b, 0.5, rank));
+      out = tosa::PowOp::create(b, resultType(f32), operands[0], splat(b, 0.5, rank, type));
     } else if (isa<math::PowFOp>(def)) out = tosa::PowOp::create(b, resultType(f32), operands[0], operands[1]);
     else if (auto cmp = dyn_cast<arith::CmpFOp>(def)) {
       using P = arith::CmpFPredicate;
@@ -435,6 +454,8 @@ private:
       case P::OEQ: case P::UEQ: out = tosa::EqualOp::create(b, resultType(i1), x, y); break;
       default: return std::nullopt;
       }
+    } else if (isa<arith::ExtFOp, arith::TruncFOp>(def)) {
+      out = tosa::CastOp::create(b, resultType(type), operands[0]);
     } else if (isa<arith::SelectOp>(def)) {
       if (!def->getOperand(0).getType().isInteger(1)) return std::nullopt;
       out = tosa::SelectOp::create(b, resultType(type), operands[0], operands[1], operands[2]);
@@ -472,20 +493,22 @@ private:
     else return std::nullopt;
     std::optional<BodyValue> xv = raiseValue(x);
     if (!xv || !xv->tensor) return std::nullopt;
-    float lo = max ? float(*c) : -FLT_MAX, hi = max ? FLT_MAX : float(*c);
+    Type et = cast<RankedTensorType>(xv->tensor.getType()).getElementType();
+    double top = et.isF64() ? DBL_MAX : FLT_MAX;
+    double lo = max ? *c : -top, hi = max ? top : *c;
     // clamp(clamp(x, lo, inf), -inf, hi) is one clamp (relu6).
     Value in = xv->tensor;
     bool onlyHere = llvm::all_of(x.getUsers(), [&](Operation *u) { return u == cmp || u == sel; });
     if (auto inner = in.getDefiningOp<tosa::ClampOp>(); inner && onlyHere && in.use_empty()) {
       auto innerLo = dyn_cast<FloatAttr>(inner.getMinValAttr()), innerHi = dyn_cast<FloatAttr>(inner.getMaxValAttr());
       if (innerLo && innerHi) {
-        lo = std::max(lo, float(innerLo.getValueAsDouble()));
-        hi = std::min(hi, float(innerHi.getValueAsDouble()));
+        lo = std::max(lo, innerLo.getValueAsDouble());
+        hi = std::min(hi, innerHi.getValueAsDouble());
         if (lo <= hi) in = inner.getInput();
-        else lo = max ? float(*c) : -FLT_MAX, hi = max ? FLT_MAX : float(*c);
+        else lo = max ? *c : -top, hi = max ? top : *c;
       }
     }
-    Value out = tosa::ClampOp::create(b, in.getType(), in, b.getF32FloatAttr(lo), b.getF32FloatAttr(hi));
+    Value out = tosa::ClampOp::create(b, in.getType(), in, b.getFloatAttr(et, lo), b.getFloatAttr(et, hi));
     return BodyValue{out, std::nullopt};
   }
 
@@ -494,6 +517,7 @@ private:
   SmallVector<int64_t> bounds;
   int64_t rank = 0;
   llvm::DenseMap<Value, BodyValue> values;
+  Type elementType;  // of the raised result
   Value forbidden;  // a reduction's accumulator
 };
 

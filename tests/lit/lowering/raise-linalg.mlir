@@ -209,3 +209,59 @@ func.func @mixed(%x: tensor<8xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %s : tensor<8xf32>
 }
+
+// -----
+
+// torch-mlir computes LayerNorm's mean in f64 (so does its TOSA export):
+// the casts become tosa.cast and the f64 ops stay f64. A masked softmax's
+// "is the whole row -inf" check reduces booleans: tosa.reduce_all.
+// CHECK-LABEL: func.func @f64_mean_and_masks
+// CHECK-NOT: linalg.
+// CHECK: tosa.cast %arg0 : (tensor<2x8xf32>) -> tensor<2x8xf64>
+// CHECK: tosa.reduce_sum %{{.*}} {axis = 1 : i32} : (tensor<2x8xf64>) -> tensor<2x1xf64>
+// CHECK: tosa.cast %{{.*}} : (tensor<2x1xf64>) -> tensor<2x1xf32>
+// CHECK: tosa.equal
+// CHECK: tosa.reduce_all %{{.*}} {axis = 1 : i32} : (tensor<2x8xi1>) -> tensor<2x1xi1>
+#mk = affine_map<(d0, d1) -> (d0, d1)>
+#r1 = affine_map<(d0, d1) -> (d0, 0)>
+func.func @f64_mean_and_masks(%x: tensor<2x8xf32>) -> (tensor<2x1xf32>, tensor<2x1xi1>) {
+  %z = arith.constant 0.0 : f64
+  %n = arith.constant 8.0 : f64
+  %ninf = arith.constant 0xFFF0000000000000 : f64
+  %true = arith.constant true
+  %e64 = tensor.empty() : tensor<2x8xf64>
+  %x64 = linalg.generic {indexing_maps = [#mk, #mk], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<2x8xf32>) outs(%e64 : tensor<2x8xf64>) {
+  ^bb0(%in: f32, %out: f64):
+    %w = arith.extf %in : f32 to f64
+    linalg.yield %w : f64
+  } -> tensor<2x8xf64>
+  %es = tensor.empty() : tensor<2x1xf64>
+  %fs = linalg.fill ins(%z : f64) outs(%es : tensor<2x1xf64>) -> tensor<2x1xf64>
+  %s = linalg.generic {indexing_maps = [#mk, #r1], iterator_types = ["parallel", "reduction"]} ins(%x64 : tensor<2x8xf64>) outs(%fs : tensor<2x1xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %a = arith.addf %in, %out : f64
+    linalg.yield %a : f64
+  } -> tensor<2x1xf64>
+  %e32 = tensor.empty() : tensor<2x1xf32>
+  %m = linalg.generic {indexing_maps = [#mk, #mk], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<2x1xf64>) outs(%e32 : tensor<2x1xf32>) {
+  ^bb0(%in: f64, %out: f32):
+    %d = arith.divf %in, %n : f64
+    %t = arith.truncf %d : f64 to f32
+    linalg.yield %t : f32
+  } -> tensor<2x1xf32>
+  %eb = tensor.empty() : tensor<2x8xi1>
+  %isinf = linalg.generic {indexing_maps = [#mk, #mk], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<2x8xf32>) outs(%eb : tensor<2x8xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %w = arith.extf %in : f32 to f64
+    %c = arith.cmpf oeq, %w, %ninf : f64
+    linalg.yield %c : i1
+  } -> tensor<2x8xi1>
+  %er = tensor.empty() : tensor<2x1xi1>
+  %fr = linalg.fill ins(%true : i1) outs(%er : tensor<2x1xi1>) -> tensor<2x1xi1>
+  %all = linalg.generic {indexing_maps = [#mk, #r1], iterator_types = ["parallel", "reduction"]} ins(%isinf : tensor<2x8xi1>) outs(%fr : tensor<2x1xi1>) {
+  ^bb0(%in: i1, %out: i1):
+    %a = arith.andi %in, %out : i1
+    linalg.yield %a : i1
+  } -> tensor<2x1xi1>
+  return %m, %all : tensor<2x1xf32>, tensor<2x1xi1>
+}
