@@ -75,6 +75,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
     ModuleOp module = getOperation();
     dropUnitMultiplier(module);
+    groupedConvsAsLoops(module);
     hwcfFilters(module);
     decomposePads(module);
     convs1x1AsMatmuls(module, tuning);

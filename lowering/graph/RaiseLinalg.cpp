@@ -686,6 +686,61 @@ Value raiseNchwWindow(ImplicitLocOpBuilder &b, NchwOp op) {
   return y.getType() == outType ? y : Value();
 }
 
+/// The accumulator: a fill of 0 adds nothing, anything else is added.
+Value addInit(ImplicitLocOpBuilder &b, Value y, Value init) {
+  if (auto fill = init.getDefiningOp<linalg::FillOp>())
+    if (std::optional<double> c = constScalar(fill.getInputs()[0]); c && *c == 0.0) return y;
+  return tosa::AddOp::create(b, y.getType(), y, init);
+}
+
+/// A grouped conv (NGCHW input, GFCHW filter: ResNeXt, RegNet) has no TOSA
+/// form: it becomes linalg.conv_2d_nhwgc_gfhwc between the same layout
+/// transposes as the other convs (so that they cancel with its
+/// neighbours'), its filter transposed to GFHWC (folded at load) and its
+/// zero padding a tosa.pad; kiln-cpu-strategy runs it as a loop over the
+/// groups of NHWC convs (groupedConvsAsLoops).
+Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
+  if (!op.hasPureTensorSemantics()) return {};
+  for (Value v : op->getOperands())
+    if (!isF32Tensor(v)) return {};
+  auto outType = cast<RankedTensorType>(op->getResult(0).getType());  // N G Fg OH OW
+  auto inType = cast<RankedTensorType>(op.getInputs()[0].getType());  // N G Cg H W
+  auto fType = cast<RankedTensorType>(op.getInputs()[1].getType());   // G Fg Cg KH KW
+  int64_t n = inType.getDimSize(0), groups = inType.getDimSize(1), cg = inType.getDimSize(2);
+  int64_t fg = fType.getDimSize(1), oh = outType.getDimSize(3), ow = outType.getDimSize(4);
+  // The NCHW tensor the grouped view was made from (and its zero pad).
+  Value x4;
+  if (auto e = op.getInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
+      e && e.getSrcType().getRank() == 4 && e.getReassociationIndices()[1].size() == 2)
+    x4 = e.getSrc();
+  else
+    x4 = reshape(b, op.getInputs()[0], {n, groups * cg, inType.getDimSize(3), inType.getDimSize(4)});
+  PaddedInput in = foldPad(x4, 2, 3, false);
+  Value x = transpose(b, in.input, kToNHWC);
+  if (llvm::any_of(in.pad, [](int64_t p) { return p != 0; })) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> padded = {n, xt.getDimSize(1) + in.pad[0] + in.pad[1], xt.getDimSize(2) + in.pad[2] + in.pad[3],
+                                   xt.getDimSize(3)};
+    auto ct = RankedTensorType::get({1}, b.getF32Type());
+    Value padConst = tosa::ConstOp::create(b, ct, DenseElementsAttr::get(ct, b.getF32FloatAttr(0.0f)));
+    x = tosa::PadOp::create(b, RankedTensorType::get(padded, b.getF32Type()), x,
+                            tosa::getTosaConstShape(b, {0, 0, in.pad[0], in.pad[1], in.pad[2], in.pad[3], 0, 0}),
+                            padConst);
+  }
+  auto xt = cast<RankedTensorType>(x.getType());
+  x = reshape(b, x, {n, xt.getDimSize(1), xt.getDimSize(2), groups, cg});
+  Value filter = transpose(b, op.getInputs()[1], ArrayRef<int32_t>{0, 1, 3, 4, 2});  // GFCHW -> GFHWC
+  auto accType = RankedTensorType::get({n, oh, ow, groups, fg}, b.getF32Type());
+  Value empty = tensor::EmptyOp::create(b, accType.getShape(), b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
+  Value acc = linalg::FillOp::create(b, ValueRange{zero}, ValueRange{empty})->getResult(0);
+  Value y = linalg::Conv2DNhwgcGfhwcOp::create(b, TypeRange{accType}, ValueRange{x, filter}, ValueRange{acc},
+                                               op.getStrides(), op.getDilations())
+                ->getResult(0);
+  y = reshape(b, transpose(b, reshape(b, y, {n, oh, ow, groups * fg}), kToNCHW), outType.getShape());
+  return addInit(b, y, op.getOutputs()[0]);
+}
+
 /// NHWC convs (hand-written linalg; what tosa-to-linalg itself makes).
 template <typename NhwcOp>
 Value raiseNhwcConv(ImplicitLocOpBuilder &b, NhwcOp op) {
@@ -713,13 +768,6 @@ Value raiseNhwcConv(ImplicitLocOpBuilder &b, NhwcOp op) {
 
 // ---------------------------------------------------------------------------
 // Matmuls, layout ops, tensor ops.
-
-/// The accumulator: a fill of 0 adds nothing, anything else is added.
-Value addInit(ImplicitLocOpBuilder &b, Value y, Value init) {
-  if (auto fill = init.getDefiningOp<linalg::FillOp>())
-    if (std::optional<double> c = constScalar(fill.getInputs()[0]); c && *c == 0.0) return y;
-  return tosa::AddOp::create(b, y.getType(), y, init);
-}
 
 Value raiseMatmul(ImplicitLocOpBuilder &b, linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics()) return {};
@@ -838,6 +886,7 @@ struct RaiseLinalg : impl::KilnRaiseLinalgBase<RaiseLinalg> {
         else if (auto c = dyn_cast<linalg::DepthwiseConv2DNchwChwOp>(op)) y = raiseNchwWindow(b, c);
         else if (auto p = dyn_cast<linalg::PoolingNchwMaxOp>(op)) y = raiseNchwWindow(b, p);
         else if (auto p = dyn_cast<linalg::PoolingNchwSumOp>(op)) y = raiseNchwWindow(b, p);
+        else if (auto c = dyn_cast<linalg::Conv2DNgchwGfchwOp>(op)) y = raiseGroupedConv(b, c);
         else if (auto c = dyn_cast<linalg::Conv2DNhwcFhwcOp>(op)) y = raiseNhwcConv(b, c);
         else if (auto c = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op)) y = raiseNhwcConv(b, c);
         else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) y = raiseMatmul(b, cast<linalg::LinalgOp>(op));

@@ -868,3 +868,51 @@ func.func @main(%x: tensor<1x3x32x32xf32>) -> tensor<1x5xf32> {
     EXPECT_TRUE(test::allClose(test::asDoubles(got), test::asDoubles(want), 1e-5, 1e-4));
   }
 }
+
+// A grouped conv (RegNet's, ResNeXt's: no TOSA form) raised to the NHWC
+// grouped linalg conv, which kiln-cpu-strategy runs as a loop of per-group
+// FHWC convs, computes what the NCHW grouped conv computes (unraised).
+TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
+  auto values = [](int64_t n, int seed, float lo, float hi) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
+    return v;
+  };
+  // 3 groups of 8 channels in, 8 out; stride 2 with an uneven edge.
+  std::string text = R"(func.func @main(%x: tensor<1x24x15x15xf32>) -> tensor<1x24x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %w = arith.constant )" + denseText(values(24 * 8 * 3 * 3, 3, -0.5f, 0.5f), {24, 8, 3, 3}) + R"( : tensor<24x8x3x3xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x24x15x15xf32> to tensor<1x24x17x17xf32>
+  %x5 = tensor.expand_shape %p [[0], [1, 2], [3], [4]] output_shape [1, 3, 8, 17, 17] : tensor<1x24x17x17xf32> into tensor<1x3x8x17x17xf32>
+  %w5 = tensor.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [3, 8, 8, 3, 3] : tensor<24x8x3x3xf32> into tensor<3x8x8x3x3xf32>
+  %e = tensor.empty() : tensor<1x3x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x3x8x8x8xf32>) -> tensor<1x3x8x8x8xf32>
+  %y = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+         ins(%x5, %w5 : tensor<1x3x8x17x17xf32>, tensor<3x8x8x3x3xf32>) outs(%f : tensor<1x3x8x8x8xf32>) -> tensor<1x3x8x8x8xf32>
+  %c = tensor.collapse_shape %y [[0], [1, 2], [3], [4]] : tensor<1x3x8x8x8xf32> into tensor<1x24x8x8xf32>
+  return %c : tensor<1x24x8x8xf32>
+}
+)";
+  Tensor x = test::randomTensor({1, 24, 15, 15}, 43);
+  auto run = [&](bool raise) {
+    if (!raise) ::setenv("KILN_RAISE_LINALG", "0", 1);
+    RuntimeOptions o;
+    o.cacheMode = CacheMode::kOff;
+    auto rt = KILN_TAKE(Runtime::create(o));
+    auto m = KILN_TAKE(rt->loadModule(text, "grouped.mlir"));
+    ::unsetenv("KILN_RAISE_LINALG");
+    EXPECT_TRUE(m);
+    if (!m) return Tensor();
+    if (raise)
+      EXPECT_NE(m->graphRewrites().find("linalg.conv_2d_ngchw_gfchw 1 -> 0"), std::string::npos) << m->graphRewrites();
+    auto out = KILN_TAKE(m->call("main", {x}));
+    EXPECT_EQ(out.size(), 1u);
+    return out.empty() ? Tensor() : out[0];
+  };
+  Tensor want = run(false), got = run(true);
+  ASSERT_EQ(want.numElements(), 24 * 8 * 8);
+  EXPECT_TRUE(test::allClose(test::asDoubles(got), test::asDoubles(want), 1e-5, 1e-4));
+}

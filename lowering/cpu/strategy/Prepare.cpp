@@ -5,7 +5,9 @@
 #include "lowering/cpu/strategy/Rewrites.h"
 #include "lowering/cpu/strategy/Support.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -87,6 +89,61 @@ void dropUnitMultiplier(ModuleOp module) {
     op->erase();
   }
   if (!ops.empty()) dropTrailingUnitLoops(module);
+}
+
+/// A grouped conv: out[n, oh, ow, g, f] = sum in[n, ., ., g, c] *
+/// filter[g, f, kh, kw, c]. Each group is a conv of its own on slices
+/// (the input's and output's channels of group g are strided views), so
+/// the groups run one after the other as FHWC convs, which the conv
+/// strategy tiles, vectorizes over the group's filters and (when big
+/// enough) parallelizes; one compiled loop serves every group, where one
+/// TOSA conv per group would compile per group.
+void groupedConvsAsLoops(ModuleOp module) {
+  SmallVector<linalg::Conv2DNhwgcGfhwcOp> convs;
+  module.walk([&](linalg::Conv2DNhwgcGfhwcOp op) {
+    if (op.hasPureTensorSemantics() && allStatic(op) && allF32(op)) convs.push_back(op);
+  });
+  for (linalg::Conv2DNhwgcGfhwcOp op : convs) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto in = cast<RankedTensorType>(op.getInputs()[0].getType());      // N H W G C
+    auto filter = cast<RankedTensorType>(op.getInputs()[1].getType());  // G F KH KW C
+    auto out = cast<RankedTensorType>(op.getOutputs()[0].getType());    // N OH OW G F
+    Type f32 = b.getF32Type();
+    auto drop = [](RankedTensorType t, int64_t dim) {
+      SmallVector<int64_t> shape(t.getShape());
+      shape.erase(shape.begin() + dim);
+      return RankedTensorType::get(shape, t.getElementType());
+    };
+    auto slice = [&](OpBuilder &nb, Value v, RankedTensorType t, int64_t dim, Value g) {
+      SmallVector<OpFoldResult> offsets(t.getRank(), nb.getIndexAttr(0)), sizes, strides(t.getRank(), nb.getIndexAttr(1));
+      for (int64_t s : t.getShape()) sizes.push_back(nb.getIndexAttr(s));
+      offsets[dim] = g;
+      sizes[dim] = nb.getIndexAttr(1);
+      return std::make_tuple(offsets, sizes, strides);
+    };
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, in.getDimSize(3)),
+          step = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, ValueRange{op.getOutputs()[0]},
+        [&](OpBuilder &nb, Location l, Value g, ValueRange iter) {
+          auto [io, is, ist] = slice(nb, op.getInputs()[0], in, 3, g);
+          Value x = tensor::ExtractSliceOp::create(nb, l, drop(in, 3), op.getInputs()[0], io, is, ist);
+          auto [fo, fs, fst] = slice(nb, op.getInputs()[1], filter, 0, g);
+          Value w = tensor::ExtractSliceOp::create(nb, l, drop(filter, 0), op.getInputs()[1], fo, fs, fst);
+          auto [oo, os, ost] = slice(nb, iter[0], out, 3, g);
+          RankedTensorType part = drop(out, 3);
+          Value acc = tensor::ExtractSliceOp::create(nb, l, part, iter[0], oo, os, ost);
+          Value y = linalg::Conv2DNhwcFhwcOp::create(nb, l, TypeRange{part}, ValueRange{x, w}, ValueRange{acc},
+                                                     op.getStrides(), op.getDilations())
+                        ->getResult(0);
+          Value next = tensor::InsertSliceOp::create(nb, l, y, iter[0], oo, os, ost);
+          scf::YieldOp::create(nb, l, next);
+        });
+    (void)f32;
+    op->replaceAllUsesWith(loop->getResults());
+    op->erase();
+  }
 }
 
 /// An FHWC conv whose filter is the transpose of an HWCF tensor (how

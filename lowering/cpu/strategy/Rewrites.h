@@ -16,6 +16,10 @@ namespace kiln::lowering::strategy {
 /// depthwise_conv2d lowers to) as depthwise_conv_2d_nhwc_hwc; elementwise
 /// ops after it lose their unit innermost loop.
 void dropUnitMultiplier(mlir::ModuleOp module);
+/// A grouped conv (conv_2d_nhwgc_gfhwc, what kiln-raise-linalg makes of a
+/// linalg export's grouped convs) as a loop over its groups of FHWC convs
+/// on slices, each scheduled by the conv strategy.
+void groupedConvsAsLoops(mlir::ModuleOp module);
 /// An FHWC conv whose filter is the transpose of an HWCF tensor reads the
 /// HWCF tensor itself (conv_2d_nhwc_hwcf).
 void hwcfFilters(mlir::ModuleOp module);

@@ -265,3 +265,32 @@ func.func @f64_mean_and_masks(%x: tensor<2x8xf32>) -> (tensor<2x1xf32>, tensor<2
   } -> tensor<2x1xi1>
   return %m, %all : tensor<2x1xf32>, tensor<2x1xi1>
 }
+
+// -----
+
+// A grouped conv (TOSA has none) becomes the NHWC grouped linalg conv
+// between the layout transposes, its filter GFHWC, its zero pad a tosa.pad.
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[X:.*]] = tosa.transpose %arg0 {perms = array<i32: 0, 2, 3, 1>}
+// CHECK: %[[P:.*]] = tosa.pad %[[X]]
+// CHECK: %[[X5:.*]] = tosa.reshape %[[P]], %{{.*}} -> tensor<1x10x10x2x4xf32>
+// CHECK: %[[W:.*]] = tosa.transpose %{{.*}} {perms = array<i32: 0, 1, 3, 4, 2>} : (tensor<2x4x4x3x3xf32>) -> tensor<2x4x3x3x4xf32>
+// CHECK: linalg.conv_2d_nhwgc_gfhwc {{.*}} ins(%[[X5]], %[[W]] : tensor<1x10x10x2x4xf32>, tensor<2x4x3x3x4xf32>)
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 3, 1, 2>}
+// CHECK-NOT: linalg.conv_2d_ngchw_gfchw
+func.func @grouped(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %w = arith.constant dense<0.5> : tensor<8x4x3x3xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x8x8x8xf32> to tensor<1x8x10x10xf32>
+  %x5 = tensor.expand_shape %p [[0], [1, 2], [3], [4]] output_shape [1, 2, 4, 10, 10] : tensor<1x8x10x10xf32> into tensor<1x2x4x10x10xf32>
+  %w5 = tensor.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [2, 4, 4, 3, 3] : tensor<8x4x3x3xf32> into tensor<2x4x4x3x3xf32>
+  %e = tensor.empty() : tensor<1x2x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x2x4x8x8xf32>) -> tensor<1x2x4x8x8xf32>
+  %y = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+         ins(%x5, %w5 : tensor<1x2x4x10x10xf32>, tensor<2x4x4x3x3xf32>) outs(%f : tensor<1x2x4x8x8xf32>) -> tensor<1x2x4x8x8xf32>
+  %c = tensor.collapse_shape %y [[0], [1, 2], [3], [4]] : tensor<1x2x4x8x8xf32> into tensor<1x8x8x8xf32>
+  return %c : tensor<1x8x8x8xf32>
+}
