@@ -3,6 +3,7 @@
 // broadcast operands index through strides. Large tensors are split over the
 // executor's workers.
 #include "kernels/KernelUtil.h"
+#include "kernels/VectorKernels.h"
 
 #include <Eigen/Core>
 
@@ -82,6 +83,16 @@ llvm::Expected<std::vector<TensorType>> unaryShape(llvm::ArrayRef<TensorType> in
 
 template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
   int64_t n = a.outputTypes[0].numElements();
+  // exp and sigmoid of f32 in vectors (VectorKernels.h), not libm per element.
+  if constexpr (std::is_same_v<Op, Exp> || std::is_same_v<Op, Sigmoid>) {
+    if (a.inputTypes[0].dtype == DType::f32) {
+      UnaryFn f = unary(std::is_same_v<Op, Exp> ? VectorUnary::kExp : VectorUnary::kSigmoid);
+      const float *x = static_cast<const float *>(a.inputs[0]);
+      float *y = static_cast<float *>(a.outputs[0]);
+      parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
+      return llvm::Error::success();
+    }
+  }
   if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;

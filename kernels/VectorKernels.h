@@ -48,4 +48,15 @@ using DepthwiseRowFn = void (*)(const DepthwiseRow &row);
 DepthwiseRowFn depthwiseRowFor(int vectorBits);
 DepthwiseRowFn depthwiseRow();
 
+/// y[i] = f(x[i]) for i < n, f32, with a polynomial exp (Cephes' degree-6
+/// minimax on [-ln2/2, ln2/2] after the split into 2^k: within 2 ulp of
+/// libm's expf on [-87.3, 88.7], 0 below, +inf above; NaN stays NaN):
+/// what the elementwise kernels run for tosa.exp and tosa.sigmoid
+/// (1 / (1 + exp(-x))) instead of a libm call per element. x and y may be
+/// the same array.
+enum class VectorUnary { kExp, kSigmoid };
+using UnaryFn = void (*)(const float *x, float *y, int64_t n);
+UnaryFn unaryFor(VectorUnary op, int vectorBits);
+UnaryFn unary(VectorUnary op);
+
 }  // namespace kiln::kernels

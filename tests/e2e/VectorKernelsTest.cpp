@@ -126,3 +126,57 @@ TEST(VectorKernels, WidestIsOneTheHostRuns) {
 }
 
 }  // namespace
+
+namespace {
+
+// exp and sigmoid against libm in double: within a few ulp over the whole
+// range where exp is finite and normal, 0 / +inf / NaN at and past the
+// ends, at lengths that leave every vector remainder; in place as well.
+TEST(VectorKernels, ExpAndSigmoidMatchLibmAtEveryWidth) {
+  using kiln::kernels::VectorUnary;
+  int ran = 0;
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 100.0f; v += 0.0137f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-8f, -1e-8f, 88.72f, 88.73f, -87.33f, -87.34f, -103.0f, 1000.0f, -1000.0f,
+                  __builtin_inff(), -__builtin_inff(), __builtin_nanf("")})
+    x.push_back(v);
+  for (int bits : {512, 256, 128}) {
+    for (VectorUnary op : {VectorUnary::kExp, VectorUnary::kSigmoid}) {
+      kiln::kernels::UnaryFn f = kiln::kernels::unaryFor(op, bits);
+      if (!f) continue;
+      ++ran;
+      for (size_t n : {x.size(), size_t(1), size_t(7), size_t(15), size_t(17)}) {
+        std::vector<float> y(n, 7.0f);
+        f(x.data(), y.data(), int64_t(n));
+        for (size_t i = 0; i < n; ++i) {
+          double v = x[i];
+          double want = op == VectorUnary::kExp ? std::exp(v) : 1.0 / (1.0 + std::exp(-v));
+          SCOPED_TRACE(testing::Message() << bits << " bits, op " << int(op) << ", x = " << x[i]);
+          if (std::isnan(v)) {
+            EXPECT_TRUE(std::isnan(y[i]));
+          } else if (want > 3.40282346e38) {
+            EXPECT_EQ(y[i], __builtin_inff());
+          } else if (want < 1.2e-38) {  // below the normal range: 0 (or the denormal)
+            EXPECT_LE(y[i], 1.2e-38f);
+            EXPECT_GE(y[i], 0.0f);
+          } else {
+            EXPECT_NEAR(y[i], want, 4e-7 * want);
+          }
+        }
+      }
+      std::vector<float> inPlace(x);
+      f(inPlace.data(), inPlace.data(), int64_t(inPlace.size()));
+      std::vector<float> y(x.size());
+      f(x.data(), y.data(), int64_t(x.size()));
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!std::isnan(x[i])) {
+          EXPECT_EQ(inPlace[i], y[i]);
+        }
+      }
+    }
+  }
+  EXPECT_GE(ran, 2);  // the baseline always runs
+  EXPECT_EQ(kiln::kernels::unaryFor(VectorUnary::kExp, 100), nullptr);
+}
+
+}  // namespace
