@@ -83,16 +83,6 @@ llvm::Expected<std::vector<TensorType>> unaryShape(llvm::ArrayRef<TensorType> in
 
 template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
   int64_t n = a.outputTypes[0].numElements();
-  // exp and sigmoid of f32 in vectors (VectorKernels.h), not libm per element.
-  if constexpr (std::is_same_v<Op, Exp> || std::is_same_v<Op, Sigmoid>) {
-    if (a.inputTypes[0].dtype == DType::f32) {
-      UnaryFn f = unary(std::is_same_v<Op, Exp> ? VectorUnary::kExp : VectorUnary::kSigmoid);
-      const float *x = static_cast<const float *>(a.inputs[0]);
-      float *y = static_cast<float *>(a.outputs[0]);
-      parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
-      return llvm::Error::success();
-    }
-  }
   if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;
@@ -104,6 +94,17 @@ template <typename Op> llvm::Error unaryCompute(const KernelArgs &a) {
       });
   }))
     return noComputeType(a.inputTypes[0].dtype);
+  return llvm::Error::success();
+}
+
+/// exp and sigmoid of f32 in vectors built per width (VectorKernels.h),
+/// not libm per element: registered for f32 beside the general kernels.
+template <VectorUnary V> llvm::Error vectorUnaryCompute(const KernelArgs &a) {
+  int64_t n = a.outputTypes[0].numElements();
+  UnaryFn f = kernels::unary(V);
+  const float *x = static_cast<const float *>(a.inputs[0]);
+  float *y = static_cast<float *>(a.outputs[0]);
+  parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
   return llvm::Error::success();
 }
 
@@ -431,6 +432,9 @@ void registerElementwiseKernels(KernelRegistry &r) {
         binary<LogicalLeftShift>(), binary<LogicalRightShift>(), binary<ArithmeticRightShift>(),
         binary<Equal>(), binary<Greater>(), binary<GreaterEqual>()})
     llvm::cantFail(r.add(d));
+  llvm::cantFail(r.add({"tosa.exp", "vector", &unaryShape<Exp>, &vectorUnaryCompute<VectorUnary::kExp>, {DType::f32}}));
+  llvm::cantFail(
+      r.add({"tosa.sigmoid", "vector", &unaryShape<Sigmoid>, &vectorUnaryCompute<VectorUnary::kSigmoid>, {DType::f32}}));
   llvm::cantFail(r.add({"tosa.clamp", "cpu", &clampShape, &clampCompute}));
   llvm::cantFail(r.add({"tosa.select", "cpu", &selectShape, &selectCompute}));
   llvm::cantFail(r.add({"tosa.cast", "cpu", &castShape, &castCompute}));

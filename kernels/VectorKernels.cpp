@@ -158,82 +158,34 @@ void dotProducts128(const float *a, int64_t lda, const float *b, int64_t ldb, fl
   dotProductsBody<Floats4, 4>(a, lda, b, ldb, y, ldy, m, n, k, accumulate);
 }
 
-/// exp of a vector (see VectorUnary): x = k ln2 + r, |r| <= ln2/2, exp(r)
-/// by the polynomial, 2^k into the exponent bits.
-template <typename Vec, typename Ints>
-inline __attribute__((always_inline)) void expVec(Vec &out, Vec x) {
-  const Vec hi = Vec{} + 88.7228391f, lo = Vec{} - 87.3365448f;
-  Vec nanMask = (Vec)(x != x);                           // all ones where NaN
-  Vec over = (Vec)(x > hi), under = (Vec)(x < lo);
-  x = x > hi ? hi : x;
-  x = x < lo ? lo : x;
-  // k = round(x / ln2) (adding and subtracting 1.5 * 2^23 rounds to nearest).
-  const Vec shifter = Vec{} + 12582912.0f;
-  Vec k = (x * 1.44269504088896341f + shifter) - shifter;
-  Vec r = x - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  Vec r2 = r * r;
-  Vec p = Vec{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  Vec e = p * r2 + r + 1.0f;
-  Ints ki = __builtin_convertvector(k, Ints);
-  // 2^k for k in [-126, 128): exponent bits; k = -127 (x near lo) through
-  // two halves so that no denormal scale is formed.
-  Ints half = ki >> 1;
-  Vec s1 = (Vec)((half + 127) << 23), s2 = (Vec)((ki - half + 127) << 23);
-  Vec y = e * s1 * s2;
-  Ints inf = (Ints)(Vec{} + __builtin_inff());
-  Ints yi = (Ints)y;
-  yi = ((Ints)over & inf) | (~(Ints)over & yi);
-  yi = ~(Ints)under & yi;
-  yi = ((Ints)nanMask & (Ints)(Vec{} + __builtin_nanf(""))) | (~(Ints)nanMask & yi);
-  out = (Vec)yi;
-}
-
-template <typename Vec, typename Ints, VectorUnary Op> inline __attribute__((always_inline)) void applyVec(Vec &v) {
-  if constexpr (Op == VectorUnary::kExp) {
-    expVec<Vec, Ints>(v, v);
-  } else {
-    Vec e;
-    expVec<Vec, Ints>(e, -v);
-    v = 1.0f / (1.0f + e);
-  }
-}
-
-/// (No lambdas: they would not carry the callers' target features.)
-template <typename Vec, typename Ints, int V, VectorUnary Op>
-inline __attribute__((always_inline)) void unaryBody(const float *x, float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + V <= n; i += V) {
-    Vec v;
-    __builtin_memcpy(&v, x + i, sizeof(v));
-    applyVec<Vec, Ints, Op>(v);
-    __builtin_memcpy(y + i, &v, sizeof(v));
-  }
-  if (i < n) {
-    Vec v = Vec{};
-    __builtin_memcpy(&v, x + i, sizeof(float) * size_t(n - i));
-    applyVec<Vec, Ints, Op>(v);
-    __builtin_memcpy(y + i, &v, sizeof(float) * size_t(n - i));
-  }
-}
-
 typedef int32_t Ints16 __attribute__((vector_size(64)));
 typedef int32_t Ints8 __attribute__((vector_size(32)));
 typedef int32_t Ints4 __attribute__((vector_size(16)));
 
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx2,fma")
+namespace w512 {
+#include "kernels/VectorUnary.inc"
+}  // namespace w512
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace w256 {
+#include "kernels/VectorUnary.inc"
+}  // namespace w256
+#pragma GCC pop_options
+namespace w128 {
+#include "kernels/VectorUnary.inc"
+}  // namespace w128
+
 #define KILN_UNARY_VARIANTS(NAME, OP)                                                                  \
   __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void NAME##512(const float *x, float *y, int64_t n) { \
-    unaryBody<Floats16, Ints16, 16, OP>(x, y, n);                                                        \
+    w512::unaryBody<Floats16, Ints16, 16, OP>(x, y, n);                                                  \
   }                                                                                                      \
   __attribute__((target("avx2,fma"))) void NAME##256(const float *x, float *y, int64_t n) {              \
-    unaryBody<Floats8, Ints8, 8, OP>(x, y, n);                                                           \
+    w256::unaryBody<Floats8, Ints8, 8, OP>(x, y, n);                                                     \
   }                                                                                                      \
-  void NAME##128(const float *x, float *y, int64_t n) { unaryBody<Floats4, Ints4, 4, OP>(x, y, n); }
+  void NAME##128(const float *x, float *y, int64_t n) { w128::unaryBody<Floats4, Ints4, 4, OP>(x, y, n); }
 KILN_UNARY_VARIANTS(expF, VectorUnary::kExp)
 KILN_UNARY_VARIANTS(sigmoidF, VectorUnary::kSigmoid)
 #undef KILN_UNARY_VARIANTS
