@@ -128,6 +128,11 @@ llvm::Error clampCompute(const KernelArgs &a) {
     const S *x = static_cast<const S *>(a.inputs[0]);
     S *y = static_cast<S *>(a.outputs[0]);
     S l = S(lo), h = S(hi);
+    if constexpr (std::is_same_v<S, float>) {  // in vectors (VectorKernels.h)
+      ClampFn f = kernels::clamp();
+      parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b, l, h); });
+      return;
+    }
     parallel(a.executor, n, kGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = x[i] < l ? l : (x[i] > h ? h : x[i]);
     });

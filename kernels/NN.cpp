@@ -173,6 +173,8 @@ llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> i
 /// Eigen's baseline GEMM does in all (MobileNetV2's 16-32 channel 1x1 convs:
 /// 38 GFLOP/s as dot products, 49 in Eigen; ResNet-50's convs 72 against 43).
 constexpr int64_t kDotMinPatch = 64;
+/// Fewest output pixels (N * OH * OW) for the packed-filter GEMM.
+constexpr int64_t kPackedMinPixels = 256;
 
 llvm::Error conv2dCompute(const KernelArgs &k) {
   auto geometry = convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
@@ -185,7 +187,24 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     const float *bias = static_cast<const float *>(k.inputs[2]);
     float *y = static_cast<float *>(k.outputs[0]);
     DotProductsFn dot = dotProducts();  // the host's widest vectors (this file's Eigen is baseline x86-64)
+    // With enough output pixels, the filter is packed [patch, F] (columns
+    // padded to 16) once per call and each row is an outer-product GEMM
+    // (gemm()), which reaches several times the dot products' rate; the
+    // packing costs about 32 / pixels of the conv, so small maps (7x7,
+    // 14x14) keep the dot products.
+    const bool packed = g.N * g.OH * g.OW >= kPackedMinPixels && patch >= kDotMinPatch;
+    const int64_t Fp = (g.F + 15) / 16 * 16;
+    std::vector<float> wp;
+    GemmFn gemmFn = gemm();
+    if (packed) {
+      wp.assign(size_t(patch * Fp), 0.0f);
+      parallel(k.executor, g.F, 16, [&](int64_t f0, int64_t f1) {
+        for (int64_t f = f0; f < f1; ++f)
+          for (int64_t q = 0; q < patch; ++q) wp[size_t(q * Fp + f)] = w[f * patch + q];
+      });
+    }
     parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
+      std::vector<float> yt(packed ? size_t(g.OW * Fp) : 0);
       RowMat P(g.OW, patch);  // im2col of one output row
       for (int64_t r = s; r < e; ++r) {
         int64_t n = r / g.OH, oh = r % g.OH;
@@ -201,7 +220,11 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
           }
         }
         Eigen::Map<RowMat> Y(y + r * g.OW * g.F, g.OW, g.F);
-        if (patch >= kDotMinPatch) dot(P.data(), patch, w, patch, Y.data(), g.F, g.OW, g.F, patch, /*accumulate=*/false);
+        if (packed) {
+          gemmFn(P.data(), patch, wp.data(), Fp, yt.data(), Fp, g.OW, g.F, patch);
+          for (int64_t ow = 0; ow < g.OW; ++ow) std::memcpy(&Y(ow, 0), yt.data() + ow * Fp, size_t(g.F) * 4);
+        } else if (patch >= kDotMinPatch)
+          dot(P.data(), patch, w, patch, Y.data(), g.F, g.OW, g.F, patch, /*accumulate=*/false);
         else Y.noalias() = P * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
         for (int64_t ow = 0; ow < g.OW; ++ow)
           for (int64_t f = 0; f < g.F; ++f) Y(ow, f) += bias[biasScalar ? 0 : f];

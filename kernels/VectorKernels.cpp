@@ -186,9 +186,73 @@ namespace w128 {
     w256::unaryBody<Floats8, Ints8, 8, OP>(x, y, n);                                                     \
   }                                                                                                      \
   void NAME##128(const float *x, float *y, int64_t n) { w128::unaryBody<Floats4, Ints4, 4, OP>(x, y, n); }
+__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void clamp512(const float *x, float *y, int64_t n,
+                                                                            float lo, float hi) {
+  w512::clampBody<Floats16, 16>(x, y, n, lo, hi);
+}
+__attribute__((target("avx2,fma"))) void clamp256(const float *x, float *y, int64_t n, float lo, float hi) {
+  w256::clampBody<Floats8, 8>(x, y, n, lo, hi);
+}
+void clamp128(const float *x, float *y, int64_t n, float lo, float hi) { w128::clampBody<Floats4, 4>(x, y, n, lo, hi); }
+
 KILN_UNARY_VARIANTS(expF, VectorUnary::kExp)
 KILN_UNARY_VARIANTS(sigmoidF, VectorUnary::kSigmoid)
 #undef KILN_UNARY_VARIANTS
+
+/// One register tile of GemmFn: MR rows x NV vectors of columns, the
+/// accumulators in registers for the whole k.
+template <typename Vec, int V, int MR, int NV>
+inline __attribute__((always_inline)) void gemmTile(const float *a, int64_t lda, const float *b, int64_t ldb, float *y,
+                                                    int64_t ldy, int64_t k) {
+  Vec acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = Vec{};
+  for (int64_t q = 0; q < k; ++q) {
+    Vec bv[NV];
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], b + q * ldb + v * V, sizeof(Vec));
+    for (int r = 0; r < MR; ++r) {
+      Vec av = Vec{} + a[r * lda + q];
+      for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(y + r * ldy + v * V, &acc[r][v], sizeof(Vec));
+}
+
+template <typename Vec, int V, int MR>
+inline __attribute__((always_inline)) void gemmBody(const float *a, int64_t lda, const float *b, int64_t ldb, float *y,
+                                                    int64_t ldy, int64_t m, int64_t n, int64_t k) {
+  const int64_t np = (n + V - 1) / V * V;
+  int64_t j = 0;
+  // Column blocks outermost: a block's k x 2V panel of B stays in cache
+  // while every row tile passes.
+  for (; j + 2 * V <= np; j += 2 * V) {
+    int64_t i = 0;
+    for (; i + MR <= m; i += MR) gemmTile<Vec, V, MR, 2>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+    for (; i < m; ++i) gemmTile<Vec, V, 1, 2>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+  }
+  for (; j < np; j += V) {
+    int64_t i = 0;
+    for (; i + MR <= m; i += MR) gemmTile<Vec, V, MR, 1>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+    for (; i < m; ++i) gemmTile<Vec, V, 1, 1>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+  }
+}
+
+// AVX-512: 8 rows x 2 vectors = 16 accumulators of 32 registers; AVX2 and
+// the baseline: 4 x 2 = 8 of 16.
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void gemm512(const float *a, int64_t lda, const float *b,
+                                                                 int64_t ldb, float *y, int64_t ldy, int64_t m,
+                                                                 int64_t n, int64_t k) {
+  gemmBody<Floats16, 16, 8>(a, lda, b, ldb, y, ldy, m, n, k);
+}
+__attribute__((target("avx2,fma"))) void gemm256(const float *a, int64_t lda, const float *b, int64_t ldb, float *y,
+                                                  int64_t ldy, int64_t m, int64_t n, int64_t k) {
+  gemmBody<Floats8, 8, 4>(a, lda, b, ldb, y, ldy, m, n, k);
+}
+void gemm128(const float *a, int64_t lda, const float *b, int64_t ldb, float *y, int64_t ldy, int64_t m, int64_t n,
+             int64_t k) {
+  gemmBody<Floats4, 4, 4>(a, lda, b, ldb, y, ldy, m, n, k);
+}
 
 bool hostRuns(int vectorBits) {
   if (vectorBits == 512)
@@ -225,6 +289,20 @@ DepthwiseRowFn depthwiseRowFor(int vectorBits) {
 
 DepthwiseRowFn depthwiseRow() {
   static const DepthwiseRowFn widest = depthwiseRowFor(hostWidest());
+  return widest;
+}
+
+ClampFn clampFor(int vectorBits) { return variantFor(vectorBits, &clamp512, &clamp256, &clamp128); }
+
+ClampFn clamp() {
+  static const ClampFn widest = clampFor(hostWidest());
+  return widest;
+}
+
+GemmFn gemmFor(int vectorBits) { return variantFor(vectorBits, &gemm512, &gemm256, &gemm128); }
+
+GemmFn gemm() {
+  static const GemmFn widest = gemmFor(hostWidest());
   return widest;
 }
 

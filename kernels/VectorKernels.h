@@ -48,6 +48,18 @@ using DepthwiseRowFn = void (*)(const DepthwiseRow &row);
 DepthwiseRowFn depthwiseRowFor(int vectorBits);
 DepthwiseRowFn depthwiseRow();
 
+/// y[i * ldy + j] = the sum over q < k of a[i * lda + q] * b[q * ldb + j],
+/// for i < m and j < n rounded up to the width's vector length (16 floats
+/// at most): A times a B packed [k, n] row-major with its columns padded
+/// to a multiple of 16 (zeros), into a Y whose rows have that room too.
+/// Register tiles of rows x two vectors of columns, each row's A element
+/// broadcast against B's vectors (outer products: one FMA per load of A
+/// and B's vectors reused by every row of the tile).
+using GemmFn = void (*)(const float *a, int64_t lda, const float *b, int64_t ldb, float *y, int64_t ldy, int64_t m,
+                        int64_t n, int64_t k);
+GemmFn gemmFor(int vectorBits);
+GemmFn gemm();
+
 /// y[i] = f(x[i]) for i < n, f32, with a polynomial exp (Cephes' degree-6
 /// minimax on [-ln2/2, ln2/2] after the split into 2^k: within 2 ulp of
 /// libm's expf on [-87.3, 88.7], 0 below, +inf above; NaN stays NaN):
@@ -58,5 +70,11 @@ enum class VectorUnary { kExp, kSigmoid };
 using UnaryFn = void (*)(const float *x, float *y, int64_t n);
 UnaryFn unaryFor(VectorUnary op, int vectorBits);
 UnaryFn unary(VectorUnary op);
+
+/// y[i] = x[i] clamped to [lo, hi] for i < n, f32; NaN stays NaN (TOSA's
+/// clamp). x and y may be the same array.
+using ClampFn = void (*)(const float *x, float *y, int64_t n, float lo, float hi);
+ClampFn clampFor(int vectorBits);
+ClampFn clamp();
 
 }  // namespace kiln::kernels

@@ -180,3 +180,68 @@ TEST(VectorKernels, ExpAndSigmoidMatchLibmAtEveryWidth) {
 }
 
 }  // namespace
+
+namespace {
+
+// The packed-B GEMM: shapes that leave row tails of every tile height and
+// column tails of one vector and of less than one (padded), long and short
+// k; every column the padding covers is written (zeros where B is zero).
+TEST(VectorKernels, GemmMatchesReferenceAtEveryWidth) {
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    kiln::kernels::GemmFn f = kiln::kernels::gemmFor(bits);
+    if (!f) continue;
+    ++ran;
+    for (int64_t m : {1, 3, 4, 8, 13, 56}) {
+      for (int64_t n : {1, 8, 16, 20, 32, 48, 100}) {
+        for (int64_t k : {1, 7, 64, 300}) {
+          int64_t np = (n + 15) / 16 * 16;
+          std::vector<float> a(size_t(m * k)), b(size_t(k * np), 0.0f), y(size_t(m * np), 99.0f);
+          for (int64_t i = 0; i < m * k; ++i) a[size_t(i)] = std::sin(0.13f * float(i + 1));
+          for (int64_t q = 0; q < k; ++q)
+            for (int64_t j = 0; j < n; ++j) b[size_t(q * np + j)] = std::cos(0.07f * float(q * n + j));
+          f(a.data(), k, b.data(), np, y.data(), np, m, n, k);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double want = 0;
+              for (int64_t q = 0; q < k; ++q) want += double(a[size_t(i * k + q)]) * double(b[size_t(q * np + j)]);
+              ASSERT_NEAR(y[size_t(i * np + j)], want, 1e-4 * (1 + std::abs(want)))
+                  << bits << " bits, " << m << "x" << n << "x" << k << " at " << i << "," << j;
+            }
+        }
+      }
+    }
+  }
+  EXPECT_GE(ran, 1);
+  EXPECT_EQ(kiln::kernels::gemmFor(100), nullptr);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(VectorKernels, ClampKeepsNaNAtEveryWidth) {
+  int ran = 0;
+  std::vector<float> x;
+  for (int i = 0; i < 77; ++i) x.push_back(float(i - 38) * 0.25f);
+  x[5] = __builtin_nanf("");
+  x[40] = __builtin_inff();
+  x[41] = -__builtin_inff();
+  for (int bits : {512, 256, 128}) {
+    kiln::kernels::ClampFn f = kiln::kernels::clampFor(bits);
+    if (!f) continue;
+    ++ran;
+    std::vector<float> y(x.size());
+    f(x.data(), y.data(), int64_t(x.size()), 0.0f, 6.0f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << bits;
+      } else {
+        EXPECT_EQ(y[i], std::min(std::max(x[i], 0.0f), 6.0f)) << bits << " at " << i;
+      }
+    }
+  }
+  EXPECT_GE(ran, 1);
+}
+
+}  // namespace
