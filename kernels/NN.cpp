@@ -78,11 +78,19 @@ llvm::Error matmulCompute(const KernelArgs &k) {
       gemv(k.executor, a, b, y, N, C, W);
       return llvm::Error::success();
     }
-    // Work items: (batch, block of 32 rows).
+    // Work items: (batch, block of 32 rows). B is [C, W] row-major: where
+    // W is a multiple of 16 it is already what the outer-product GEMM built
+    // per vector width reads (gemm(); BERT's, GPT-2's and ViT's matmuls),
+    // else Eigen's GEMM (built for baseline x86-64).
     int64_t blocks = (H + 31) / 32;
+    GemmFn gemmFn = W % 16 == 0 ? gemm() : nullptr;
     parallel(k.executor, N * blocks, 1, [&](int64_t s, int64_t e) {
       for (int64_t item = s; item < e; ++item) {
         int64_t n = item / blocks, r0 = (item % blocks) * 32, rows = std::min<int64_t>(32, H - r0);
+        if (gemmFn) {
+          gemmFn(a + (n * H + r0) * C, C, b + n * C * W, W, y + (n * H + r0) * W, W, rows, W, C);
+          continue;
+        }
         Eigen::Map<const RowMat> A(a + (n * H + r0) * C, rows, C);
         Eigen::Map<const RowMat> B(b + n * C * W, C, W);
         Eigen::Map<RowMat> Y(y + (n * H + r0) * W, rows, W);
