@@ -440,6 +440,8 @@ void registerElementwiseKernels(KernelRegistry &r) {
   llvm::cantFail(r.add({"tosa.exp", "vector", &unaryShape<Exp>, &vectorUnaryCompute<VectorUnary::kExp>, {DType::f32}}));
   llvm::cantFail(
       r.add({"tosa.sigmoid", "vector", &unaryShape<Sigmoid>, &vectorUnaryCompute<VectorUnary::kSigmoid>, {DType::f32}}));
+  llvm::cantFail(r.add({"tosa.erf", "vector", &unaryShape<Erf>, &vectorUnaryCompute<VectorUnary::kErf>, {DType::f32}}));
+  llvm::cantFail(r.add({"tosa.tanh", "vector", &unaryShape<Tanh>, &vectorUnaryCompute<VectorUnary::kTanh>, {DType::f32}}));
   llvm::cantFail(r.add({"tosa.clamp", "cpu", &clampShape, &clampCompute}));
   llvm::cantFail(r.add({"tosa.select", "cpu", &selectShape, &selectCompute}));
   llvm::cantFail(r.add({"tosa.cast", "cpu", &castShape, &castCompute}));

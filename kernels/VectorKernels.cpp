@@ -197,6 +197,8 @@ void clamp128(const float *x, float *y, int64_t n, float lo, float hi) { w128::c
 
 KILN_UNARY_VARIANTS(expF, VectorUnary::kExp)
 KILN_UNARY_VARIANTS(sigmoidF, VectorUnary::kSigmoid)
+KILN_UNARY_VARIANTS(erfF, VectorUnary::kErf)
+KILN_UNARY_VARIANTS(tanhF, VectorUnary::kTanh)
 #undef KILN_UNARY_VARIANTS
 
 /// One register tile of GemmFn: MR rows x NV vectors of columns, the
@@ -307,14 +309,21 @@ GemmFn gemm() {
 }
 
 UnaryFn unaryFor(VectorUnary op, int vectorBits) {
-  if (op == VectorUnary::kExp) return variantFor(vectorBits, &expF512, &expF256, &expF128);
-  return variantFor(vectorBits, &sigmoidF512, &sigmoidF256, &sigmoidF128);
+  switch (op) {
+  case VectorUnary::kExp: return variantFor(vectorBits, &expF512, &expF256, &expF128);
+  case VectorUnary::kSigmoid: return variantFor(vectorBits, &sigmoidF512, &sigmoidF256, &sigmoidF128);
+  case VectorUnary::kErf: return variantFor(vectorBits, &erfF512, &erfF256, &erfF128);
+  case VectorUnary::kTanh: return variantFor(vectorBits, &tanhF512, &tanhF256, &tanhF128);
+  }
+  return nullptr;
 }
 
 UnaryFn unary(VectorUnary op) {
-  static const UnaryFn exp = unaryFor(VectorUnary::kExp, hostWidest());
-  static const UnaryFn sigmoid = unaryFor(VectorUnary::kSigmoid, hostWidest());
-  return op == VectorUnary::kExp ? exp : sigmoid;
+  static const UnaryFn widest[] = {unaryFor(VectorUnary::kExp, hostWidest()),
+                                   unaryFor(VectorUnary::kSigmoid, hostWidest()),
+                                   unaryFor(VectorUnary::kErf, hostWidest()),
+                                   unaryFor(VectorUnary::kTanh, hostWidest())};
+  return widest[int(op)];
 }
 
 SumRowsFn sumRowsFor(int vectorBits) { return variantFor(vectorBits, &sumRows512, &sumRows256, &sumRows128); }

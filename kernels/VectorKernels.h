@@ -66,7 +66,9 @@ GemmFn gemm();
 /// what the elementwise kernels run for tosa.exp and tosa.sigmoid
 /// (1 / (1 + exp(-x))) instead of a libm call per element. x and y may be
 /// the same array.
-enum class VectorUnary { kExp, kSigmoid };
+/// tosa.erf and tosa.tanh by the rational approximations XLA and Eigen use
+/// for f32 (a few ulp).
+enum class VectorUnary { kExp, kSigmoid, kErf, kTanh };
 using UnaryFn = void (*)(const float *x, float *y, int64_t n);
 UnaryFn unaryFor(VectorUnary op, int vectorBits);
 UnaryFn unary(VectorUnary op);

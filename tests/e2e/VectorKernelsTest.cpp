@@ -245,3 +245,38 @@ TEST(VectorKernels, ClampKeepsNaNAtEveryWidth) {
 }
 
 }  // namespace
+
+namespace {
+
+// erf and tanh against libm: a few ulp (absolute near 0, where both are x),
+// +-1 past the clamps, NaN kept.
+TEST(VectorKernels, ErfAndTanhMatchLibmAtEveryWidth) {
+  using kiln::kernels::VectorUnary;
+  std::vector<float> x;
+  for (float v = -12.0f; v <= 12.0f; v += 0.00731f) x.push_back(v);
+  for (float v : {0.0f, 1e-6f, -1e-6f, 3e-4f, 5e-4f, 1e-3f, 3.99f, 4.0f, 4.01f, 7.9f, 8.0f, 100.0f, -100.0f,
+                  __builtin_inff(), -__builtin_inff(), __builtin_nanf("")})
+    x.push_back(v);
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    for (VectorUnary op : {VectorUnary::kErf, VectorUnary::kTanh}) {
+      kiln::kernels::UnaryFn f = kiln::kernels::unaryFor(op, bits);
+      if (!f) continue;
+      ++ran;
+      std::vector<float> y(x.size());
+      f(x.data(), y.data(), int64_t(x.size()));
+      for (size_t i = 0; i < x.size(); ++i) {
+        double v = x[i], want = op == VectorUnary::kErf ? std::erf(v) : std::tanh(v);
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(y[i])) << bits;
+          continue;
+        }
+        EXPECT_NEAR(y[i], want, 4e-7 * std::abs(want) + 1e-8)
+            << bits << " bits, " << (op == VectorUnary::kErf ? "erf" : "tanh") << "(" << x[i] << ")";
+      }
+    }
+  }
+  EXPECT_GE(ran, 2);
+}
+
+}  // namespace
