@@ -145,6 +145,35 @@ struct SinkTransposeThroughReduce : RewritePattern {
   }
 };
 
+/// concat(transpose(a, p), transpose(b, p), ...) along axis d ->
+/// transpose(concat(a, b, ...) along p[d], p): DenseNet's channel concats
+/// of NCHW exports, between convolutions, then run NHWC too (and their
+/// transposes meet the next ones and cancel).
+struct SinkTransposeThroughConcat : OpRewritePattern<tosa::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tosa::ConcatOp op, PatternRewriter &rewriter) const override {
+    auto resultType = dyn_cast<RankedTensorType>(op.getType());
+    if (!resultType || op->getNumOperands() < 2) return failure();
+    std::optional<SmallVector<int32_t>> perm;
+    SmallVector<Value> inputs;
+    for (Value v : op->getOperands()) {
+      auto t = v.getDefiningOp<tosa::TransposeOp>();
+      if (!t) return failure();
+      if (!perm) perm = SmallVector<int32_t>(t.getPerms());
+      else if (ArrayRef<int32_t>(*perm) != t.getPerms()) return failure();
+      inputs.push_back(t.getInput1());
+    }
+    int64_t axis = op.getAxis();
+    if (axis < 0 || axis >= int64_t(perm->size())) return failure();
+    SmallVector<int32_t> inv = inverse(*perm);
+    auto concat = tosa::ConcatOp::create(rewriter, op.getLoc(), permutedType(resultType, inv), inputs,
+                                         rewriter.getI32IntegerAttr((*perm)[axis]));
+    rewriter.replaceOpWithNewOp<tosa::TransposeOp>(op, resultType, concat.getResult(),
+                                                   rewriter.getDenseI32ArrayAttr(*perm));
+    return success();
+  }
+};
+
 /// transpose(transpose(x, p), q) -> transpose(x, p∘q); identity -> x.
 struct ComposeTransposes : OpRewritePattern<tosa::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -170,7 +199,8 @@ struct ComposeTransposes : OpRewritePattern<tosa::TransposeOp> {
 struct PropagateTransposes : impl::KilnPropagateTransposesBase<PropagateTransposes> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SinkTransposeThroughElementwise, SinkTransposeThroughReduce, ComposeTransposes>(&getContext());
+    patterns.add<SinkTransposeThroughElementwise, SinkTransposeThroughReduce, SinkTransposeThroughConcat, ComposeTransposes>(
+        &getContext());
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config))) signalPassFailure();

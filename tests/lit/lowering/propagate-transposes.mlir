@@ -65,3 +65,18 @@ func.func @global_pool(%x: tensor<1x16x16x64xf32>, %w: tensor<64x1x1x64xf32>, %b
   %r2 = tosa.reduce_sum %r1 {axis = 2 : i32} : (tensor<1x64x16x1xf32>) -> tensor<1x64x1x1xf32>
   return %r2 : tensor<1x64x1x1xf32>
 }
+
+// DenseNet's channel concat of NCHW exports: the concat of two transposed
+// activations runs NHWC (axis 1 -> 3), one transpose after it, which the
+// next conv's transpose cancels.
+// CHECK-LABEL: func.func @dense_concat
+// CHECK: %[[C:.*]] = tosa.concat %arg0, %arg1 {axis = 3 : i32} : (tensor<1x8x8x4xf32>, tensor<1x8x8x6xf32>) -> tensor<1x8x8x10xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: return %[[C]]
+func.func @dense_concat(%a: tensor<1x8x8x4xf32>, %b: tensor<1x8x8x6xf32>) -> tensor<1x8x8x10xf32> {
+  %ta = tosa.transpose %a {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x8x8x4xf32>) -> tensor<1x4x8x8xf32>
+  %tb = tosa.transpose %b {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x8x8x6xf32>) -> tensor<1x6x8x8xf32>
+  %c = tosa.concat %ta, %tb {axis = 1 : i32} : (tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>) -> tensor<1x10x8x8xf32>
+  %t = tosa.transpose %c {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x10x8x8xf32>) -> tensor<1x8x8x10xf32>
+  return %t : tensor<1x8x8x10xf32>
+}
