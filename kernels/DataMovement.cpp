@@ -41,6 +41,17 @@ llvm::Expected<std::vector<TensorType>> transposeShape(llvm::ArrayRef<TensorType
   }
   return std::vector<TensorType>{out};
 }
+/// One strided run of a transpose: y[j] = x[j * stride], typed.
+template <typename T> void stridedRun(const char *x, char *y, int64_t n, int64_t stride) {
+  const T *xs = reinterpret_cast<const T *>(x);
+  T *ys = reinterpret_cast<T *>(y);
+  for (int64_t j = 0; j < n; ++j) ys[j] = xs[j * stride];
+}
+
+/// Output rows (every dimension but the last) split over the workers; each
+/// row is one run along the output's last dimension: a memcpy where that
+/// dimension is the input's innermost too, else a typed strided copy. The
+/// row index carries from row to row (no per-element index arithmetic).
 llvm::Error transposeCompute(const KernelArgs &a) {
   auto perms = *a.attrs.getInts("perms");
   const TensorType &o = a.outputTypes[0];
@@ -48,12 +59,40 @@ llvm::Error transposeCompute(const KernelArgs &a) {
   size_t es = dtypeSize(o.dtype);
   const char *x = static_cast<const char *>(a.inputs[0]);
   char *y = static_cast<char *>(a.outputs[0]);
-  parallel(a.executor, o.numElements(), 8192, [&](int64_t b, int64_t e) {
-    forEachIndex(o.shape, b, e, [&](int64_t i, const std::vector<int64_t> &idx) {
-      int64_t off = 0;
-      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * is[perms[d]];
-      std::memcpy(y + i * es, x + off * es, es);
-    });
+  const size_t rank = o.shape.size();
+  if (rank == 0 || o.numElements() == 0) {
+    if (o.numElements() == 1) std::memcpy(y, x, es);
+    return llvm::Error::success();
+  }
+  const int64_t inner = o.shape[rank - 1], innerStride = is[perms[rank - 1]];
+  const int64_t rows = o.numElements() / inner;
+  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(inner, 1));
+  parallel(a.executor, rows, grain, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> idx(rank - 1);
+    int64_t r = b, off = 0;
+    for (size_t d = rank - 1; d-- > 0;) {
+      idx[d] = r % o.shape[d];
+      r /= o.shape[d];
+      off += idx[d] * is[perms[d]];
+    }
+    for (int64_t row = b; row < e; ++row) {
+      const char *src = x + off * int64_t(es);
+      char *dst = y + row * inner * int64_t(es);
+      if (innerStride == 1) std::memcpy(dst, src, size_t(inner) * es);
+      else if (es == 4) stridedRun<uint32_t>(src, dst, inner, innerStride);
+      else if (es == 2) stridedRun<uint16_t>(src, dst, inner, innerStride);
+      else if (es == 8) stridedRun<uint64_t>(src, dst, inner, innerStride);
+      else if (es == 1) stridedRun<uint8_t>(src, dst, inner, innerStride);
+      else
+        for (int64_t j = 0; j < inner; ++j) std::memcpy(dst + j * int64_t(es), src + j * innerStride * int64_t(es), es);
+      // Next row: carry the index.
+      for (size_t d = rank - 1; d-- > 0;) {
+        off += is[perms[d]];
+        if (++idx[d] < o.shape[d]) break;
+        off -= idx[d] * is[perms[d]];
+        idx[d] = 0;
+      }
+    }
   });
   return llvm::Error::success();
 }
