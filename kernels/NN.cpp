@@ -182,7 +182,7 @@ llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> i
 /// 38 GFLOP/s as dot products, 49 in Eigen; ResNet-50's convs 72 against 43).
 constexpr int64_t kDotMinPatch = 64;
 /// Fewest output pixels (N * OH * OW) for the packed-filter GEMM.
-constexpr int64_t kPackedMinPixels = 256;
+constexpr int64_t kPackedMinPixels = 128;
 
 llvm::Error conv2dCompute(const KernelArgs &k) {
   auto geometry = convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
@@ -196,12 +196,15 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     float *y = static_cast<float *>(k.outputs[0]);
     DotProductsFn dot = dotProducts();  // the host's widest vectors (this file's Eigen is baseline x86-64)
     // With enough output pixels, the filter is packed [patch, F] (columns
-    // padded to 16) once per call and each row is an outer-product GEMM
-    // (gemm()), which reaches several times the dot products' rate; the
-    // packing costs about 32 / pixels of the conv, so small maps (7x7,
-    // 14x14) keep the dot products.
-    const bool packed = g.N * g.OH * g.OW >= kPackedMinPixels && patch >= kDotMinPatch;
+    // padded to 16) once per call and blocks of output rows (at least 64
+    // pixels each, so that the register tiles fill) are outer-product GEMMs
+    // (gemm()), which reach several times the dot products' rate and
+    // Eigen's baseline GEMM's; the packing costs about 32 / pixels of the
+    // conv, so the smallest maps (7x7) keep the dot products.
+    const bool packed = g.N * g.OH * g.OW >= kPackedMinPixels;
     const int64_t Fp = (g.F + 15) / 16 * 16;
+    const int64_t rowsPerBlock = packed ? std::max<int64_t>(1, (64 + g.OW - 1) / g.OW) : 1;
+    const int64_t rows = g.N * g.OH, blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
     std::vector<float> wp;
     GemmFn gemmFn = gemm();
     if (packed) {
@@ -211,31 +214,35 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
           for (int64_t q = 0; q < patch; ++q) wp[size_t(q * Fp + f)] = w[f * patch + q];
       });
     }
-    parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
-      std::vector<float> yt(packed ? size_t(g.OW * Fp) : 0);
-      RowMat P(g.OW, patch);  // im2col of one output row
-      for (int64_t r = s; r < e; ++r) {
-        int64_t n = r / g.OH, oh = r % g.OH;
-        for (int64_t ow = 0; ow < g.OW; ++ow) {
-          float *p = P.row(ow).data();
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-            for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
-              int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
-              else std::memcpy(p, x + ((n * g.H + ih) * g.W + iw) * g.C, size_t(g.C) * 4);
+    parallel(k.executor, blocks, 1, [&](int64_t s, int64_t e) {
+      std::vector<float> yt(packed ? size_t(rowsPerBlock * g.OW * Fp) : 0);
+      RowMat P(rowsPerBlock * g.OW, patch);  // im2col of a block of output rows
+      for (int64_t blk = s; blk < e; ++blk) {
+        const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t n = r / g.OH, oh = r % g.OH;
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            float *p = P.row((r - r0) * g.OW + ow).data();
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+              for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
+                int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
+                else std::memcpy(p, x + ((n * g.H + ih) * g.W + iw) * g.C, size_t(g.C) * 4);
+              }
             }
           }
         }
-        Eigen::Map<RowMat> Y(y + r * g.OW * g.F, g.OW, g.F);
+        // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
+        Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
         if (packed) {
-          gemmFn(P.data(), patch, wp.data(), Fp, yt.data(), Fp, g.OW, g.F, patch);
-          for (int64_t ow = 0; ow < g.OW; ++ow) std::memcpy(&Y(ow, 0), yt.data() + ow * Fp, size_t(g.F) * 4);
+          gemmFn(P.data(), patch, wp.data(), Fp, yt.data(), Fp, m, g.F, patch);
+          for (int64_t i = 0; i < m; ++i) std::memcpy(&Y(i, 0), yt.data() + i * Fp, size_t(g.F) * 4);
         } else if (patch >= kDotMinPatch)
-          dot(P.data(), patch, w, patch, Y.data(), g.F, g.OW, g.F, patch, /*accumulate=*/false);
-        else Y.noalias() = P * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
-        for (int64_t ow = 0; ow < g.OW; ++ow)
-          for (int64_t f = 0; f < g.F; ++f) Y(ow, f) += bias[biasScalar ? 0 : f];
+          dot(P.data(), patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
+        else Y.noalias() = P.topRows(m) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t f = 0; f < g.F; ++f) Y(i, f) += bias[biasScalar ? 0 : f];
       }
     });
     return llvm::Error::success();

@@ -228,14 +228,21 @@ inline __attribute__((always_inline)) void gemmBody(const float *a, int64_t lda,
   int64_t j = 0;
   // Column blocks outermost: a block's k x 2V panel of B stays in cache
   // while every row tile passes.
+  // Rows left past the MR-row tiles: a 4-row tile if they fill one (one
+  // row at a time would load B's vectors for two FMAs each), then single
+  // rows.
   for (; j + 2 * V <= np; j += 2 * V) {
     int64_t i = 0;
     for (; i + MR <= m; i += MR) gemmTile<Vec, V, MR, 2>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+    if constexpr (MR > 4)
+      for (; i + 4 <= m; i += 4) gemmTile<Vec, V, 4, 2>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
     for (; i < m; ++i) gemmTile<Vec, V, 1, 2>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
   }
   for (; j < np; j += V) {
     int64_t i = 0;
     for (; i + MR <= m; i += MR) gemmTile<Vec, V, MR, 1>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
+    if constexpr (MR > 4)
+      for (; i + 4 <= m; i += 4) gemmTile<Vec, V, 4, 1>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
     for (; i < m; ++i) gemmTile<Vec, V, 1, 1>(a + i * lda, lda, b + j, ldb, y + i * ldy + j, ldy, k);
   }
 }
