@@ -109,13 +109,12 @@ void groupedConvsAsLoops(ModuleOp module) {
     auto in = cast<RankedTensorType>(op.getInputs()[0].getType());      // N H W G C
     auto filter = cast<RankedTensorType>(op.getInputs()[1].getType());  // G F KH KW C
     auto out = cast<RankedTensorType>(op.getOutputs()[0].getType());    // N OH OW G F
-    Type f32 = b.getF32Type();
     auto drop = [](RankedTensorType t, int64_t dim) {
       SmallVector<int64_t> shape(t.getShape());
       shape.erase(shape.begin() + dim);
       return RankedTensorType::get(shape, t.getElementType());
     };
-    auto slice = [&](OpBuilder &nb, Value v, RankedTensorType t, int64_t dim, Value g) {
+    auto slice = [&](OpBuilder &nb, RankedTensorType t, int64_t dim, Value g) {
       SmallVector<OpFoldResult> offsets(t.getRank(), nb.getIndexAttr(0)), sizes, strides(t.getRank(), nb.getIndexAttr(1));
       for (int64_t s : t.getShape()) sizes.push_back(nb.getIndexAttr(s));
       offsets[dim] = g;
@@ -127,11 +126,11 @@ void groupedConvsAsLoops(ModuleOp module) {
     auto loop = scf::ForOp::create(
         b, loc, lb, ub, step, ValueRange{op.getOutputs()[0]},
         [&](OpBuilder &nb, Location l, Value g, ValueRange iter) {
-          auto [io, is, ist] = slice(nb, op.getInputs()[0], in, 3, g);
+          auto [io, is, ist] = slice(nb, in, 3, g);
           Value x = tensor::ExtractSliceOp::create(nb, l, drop(in, 3), op.getInputs()[0], io, is, ist);
-          auto [fo, fs, fst] = slice(nb, op.getInputs()[1], filter, 0, g);
+          auto [fo, fs, fst] = slice(nb, filter, 0, g);
           Value w = tensor::ExtractSliceOp::create(nb, l, drop(filter, 0), op.getInputs()[1], fo, fs, fst);
-          auto [oo, os, ost] = slice(nb, iter[0], out, 3, g);
+          auto [oo, os, ost] = slice(nb, out, 3, g);
           RankedTensorType part = drop(out, 3);
           Value acc = tensor::ExtractSliceOp::create(nb, l, part, iter[0], oo, os, ost);
           Value y = linalg::Conv2DNhwcFhwcOp::create(nb, l, TypeRange{part}, ValueRange{x, w}, ValueRange{acc},
@@ -140,7 +139,6 @@ void groupedConvsAsLoops(ModuleOp module) {
           Value next = tensor::InsertSliceOp::create(nb, l, y, iter[0], oo, os, ost);
           scf::YieldOp::create(nb, l, next);
         });
-    (void)f32;
     op->replaceAllUsesWith(loop->getResults());
     op->erase();
   }
