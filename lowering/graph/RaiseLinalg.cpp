@@ -87,6 +87,23 @@ bool isFloatTensor(Value v) {
   return t && (t.getElementType().isF32() || t.getElementType().isF64());
 }
 
+/// A named op on tensors whose operands are all static f32 tensors: what
+/// the conv, pool and matmul raisers take.
+bool staticF32(linalg::LinalgOp op) {
+  return op.hasPureTensorSemantics() && llvm::all_of(op->getOperands(), isF32Tensor);
+}
+
+/// tosa.pad of `x` by `padding` (low, high per dimension) with `value`.
+Value pad(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> padding, double value) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  for (int64_t d = 0; d < t.getRank(); ++d) shape[d] += padding[2 * d] + padding[2 * d + 1];
+  auto ct = RankedTensorType::get({1}, t.getElementType());
+  Value padConst = tosa::ConstOp::create(b, ct, DenseElementsAttr::get(ct, b.getFloatAttr(t.getElementType(), value)));
+  return tosa::PadOp::create(b, RankedTensorType::get(shape, t.getElementType()), x,
+                             tosa::getTosaConstShape(b, padding), padConst);
+}
+
 Value reshape(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> shape) {
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getShape() == shape) return v;
@@ -618,9 +635,7 @@ std::optional<Value> biasOf(ImplicitLocOpBuilder &b, Value init, int64_t channel
 
 template <typename NchwOp>
 Value raiseNchwWindow(ImplicitLocOpBuilder &b, NchwOp op) {
-  if (!op.hasPureTensorSemantics()) return {};
-  for (Value v : op->getOperands())
-    if (!isF32Tensor(v)) return {};
+  if (!staticF32(op)) return {};
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());
   SmallVector<int64_t> stride = attrValues(op.getStrides()), dilation = attrValues(op.getDilations());
   constexpr bool isConv = std::is_same_v<NchwOp, linalg::Conv2DNchwFchwOp>;
@@ -700,9 +715,7 @@ Value addInit(ImplicitLocOpBuilder &b, Value y, Value init) {
 /// zero padding a tosa.pad; kiln-cpu-strategy runs it as a loop over the
 /// groups of NHWC convs (groupedConvsAsLoops).
 Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
-  if (!op.hasPureTensorSemantics()) return {};
-  for (Value v : op->getOperands())
-    if (!isF32Tensor(v)) return {};
+  if (!staticF32(op)) return {};
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());  // N G Fg OH OW
   auto inType = cast<RankedTensorType>(op.getInputs()[0].getType());  // N G Cg H W
   auto fType = cast<RankedTensorType>(op.getInputs()[1].getType());   // G Fg Cg KH KW
@@ -717,16 +730,8 @@ Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
     x4 = reshape(b, op.getInputs()[0], {n, groups * cg, inType.getDimSize(3), inType.getDimSize(4)});
   PaddedInput in = foldPad(x4, 2, 3, false);
   Value x = transpose(b, in.input, kToNHWC);
-  if (llvm::any_of(in.pad, [](int64_t p) { return p != 0; })) {
-    auto xt = cast<RankedTensorType>(x.getType());
-    SmallVector<int64_t> padded = {n, xt.getDimSize(1) + in.pad[0] + in.pad[1], xt.getDimSize(2) + in.pad[2] + in.pad[3],
-                                   xt.getDimSize(3)};
-    auto ct = RankedTensorType::get({1}, b.getF32Type());
-    Value padConst = tosa::ConstOp::create(b, ct, DenseElementsAttr::get(ct, b.getF32FloatAttr(0.0f)));
-    x = tosa::PadOp::create(b, RankedTensorType::get(padded, b.getF32Type()), x,
-                            tosa::getTosaConstShape(b, {0, 0, in.pad[0], in.pad[1], in.pad[2], in.pad[3], 0, 0}),
-                            padConst);
-  }
+  if (llvm::any_of(in.pad, [](int64_t p) { return p != 0; }))
+    x = pad(b, x, {0, 0, in.pad[0], in.pad[1], in.pad[2], in.pad[3], 0, 0}, 0.0);
   auto xt = cast<RankedTensorType>(x.getType());
   x = reshape(b, x, {n, xt.getDimSize(1), xt.getDimSize(2), groups, cg});
   Value filter = transpose(b, op.getInputs()[1], ArrayRef<int32_t>{0, 1, 3, 4, 2});  // GFCHW -> GFHWC
@@ -744,9 +749,7 @@ Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
 /// NHWC convs (hand-written linalg; what tosa-to-linalg itself makes).
 template <typename NhwcOp>
 Value raiseNhwcConv(ImplicitLocOpBuilder &b, NhwcOp op) {
-  if (!op.hasPureTensorSemantics()) return {};
-  for (Value v : op->getOperands())
-    if (!isF32Tensor(v)) return {};
+  if (!staticF32(op)) return {};
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());
   SmallVector<int64_t> stride = attrValues(op.getStrides()), dilation = attrValues(op.getDilations());
   PaddedInput in = foldPad(op.getInputs()[0], 1, 2, false);
@@ -770,9 +773,7 @@ Value raiseNhwcConv(ImplicitLocOpBuilder &b, NhwcOp op) {
 // Matmuls, layout ops, tensor ops.
 
 Value raiseMatmul(ImplicitLocOpBuilder &b, linalg::LinalgOp op) {
-  if (!op.hasPureTensorSemantics()) return {};
-  for (Value v : op->getOperands())
-    if (!isF32Tensor(v)) return {};
+  if (!staticF32(op)) return {};
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation()); mm && mm.hasUserDefinedMaps()) return {};
   if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()); bmm && bmm.hasUserDefinedMaps()) return {};
@@ -824,9 +825,7 @@ Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
       if (ShapedType::isDynamic(lo) || ShapedType::isDynamic(hi) || lo < 0 || hi < 0) return {};
       padding.push_back(lo), padding.push_back(hi);
     }
-    auto ct = RankedTensorType::get({1}, element);
-    Value padConst = tosa::ConstOp::create(b, ct, DenseElementsAttr::get(ct, b.getF32FloatAttr(float(*value))));
-    return tosa::PadOp::create(b, outType, p.getSource(), tosa::getTosaConstShape(b, padding), padConst);
+    return pad(b, p.getSource(), padding, double(float(*value)));
   }
   if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
     return tosa::ConcatOp::create(b, outType, c.getInputs(), b.getI32IntegerAttr(int32_t(c.getDim())));
