@@ -33,6 +33,13 @@ ref::Vec mlpReference(const ref::Vec &x, int64_t batch) {
   return ref::softmax(o, batch, 10);
 }
 
+/// n weights spread over [lo, hi) in a fixed pattern per seed.
+std::vector<float> values(int64_t n, int seed, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
+  return v;
+}
+
 /// dense<...> text of `v` with `shape` (nested lists, one per dimension).
 std::string denseText(const std::vector<float> &v, llvm::ArrayRef<int64_t> shape) {
   std::function<std::string(llvm::ArrayRef<int64_t>, size_t &)> nested = [&](llvm::ArrayRef<int64_t> dims,
@@ -388,11 +395,6 @@ TEST(Models, TransposedWeightsFoldedAtLoad) {
 // show in the module's report.
 TEST(Models, BatchNormFoldedIntoConvolutions) {
   const int64_t C = 8, F = 16, H = 9;
-  auto values = [](int64_t n, int seed, float lo, float hi) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
-    return v;
-  };
   std::vector<float> w = values(F * 3 * 3 * C, 1, -0.5f, 0.5f), dw = values(3 * 3 * F, 2, -0.5f, 0.5f);
   std::vector<float> bn[2][4];  // mean, var, gamma, beta per norm
   for (int n = 0; n < 2; ++n) {
@@ -701,11 +703,6 @@ TEST(Models, ADeadlineStopsACompile) {
 // same module run as written (KILN_RAISE_LINALG=0) is the reference, on JIT
 // code and on handwritten kernels.
 TEST(Models, LinalgInputRaisedToTosaComputesWhatTheLinalgDoes) {
-  auto values = [](int64_t n, int seed, float lo, float hi) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
-    return v;
-  };
   std::string text = R"(#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #ch = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
 #keep = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
@@ -873,11 +870,6 @@ func.func @main(%x: tensor<1x3x32x32xf32>) -> tensor<1x5xf32> {
 // grouped linalg conv, which kiln-cpu-strategy runs as a loop of per-group
 // FHWC convs, computes what the NCHW grouped conv computes (unraised).
 TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
-  auto values = [](int64_t n, int seed, float lo, float hi) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float((i * 7919 + seed * 104729) % 1000) / 1000.0f;
-    return v;
-  };
   // 3 groups of 8 channels in, 8 out; stride 2 with an uneven edge.
   std::string text = R"(func.func @main(%x: tensor<1x24x15x15xf32>) -> tensor<1x24x8x8xf32> {
   %zero = arith.constant 0.0 : f32
@@ -906,8 +898,9 @@ TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
     ::unsetenv("KILN_RAISE_LINALG");
     EXPECT_TRUE(m);
     if (!m) return Tensor();
-    if (raise)
+    if (raise) {
       EXPECT_NE(m->graphRewrites().find("linalg.conv_2d_ngchw_gfchw 1 -> 0"), std::string::npos) << m->graphRewrites();
+    }
     auto out = KILN_TAKE(m->call("main", {x}));
     EXPECT_EQ(out.size(), 1u);
     return out.empty() ? Tensor() : out[0];
