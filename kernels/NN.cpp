@@ -68,6 +68,32 @@ void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N,
   }
 }
 
+/// y[n] = a[n] (H x C) * b[n] (C x W), W a multiple of 16, by the
+/// outer-product GEMM built per vector width (gemm(); BERT's, GPT-2's and
+/// ViT's matmuls, attention's batched ones). Work items are (batch, panel of
+/// up to 64 columns): each worker copies its panel of B (C x 64, rows W
+/// apart in B) into a contiguous buffer once and runs every row over it,
+/// so B is read once per call, in order, and the panel stays in L2 while
+/// A's row tiles pass. (Blocks of rows, each over all of B, read a
+/// 768 x 3072 weight four times at S=128 and walked it a page per k step:
+/// 80 GFLOP/s in a model against 210 alone.)
+void gemmByColumnPanels(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N, int64_t H, int64_t C,
+                        int64_t W) {
+  constexpr int64_t kPanel = 64;
+  const GemmFn gemmFn = gemm();
+  const int64_t panels = (W + kPanel - 1) / kPanel;
+  parallel(ex, N * panels, 1, [&](int64_t s, int64_t e) {
+    thread_local std::vector<float> packed;
+    for (int64_t item = s; item < e; ++item) {
+      int64_t n = item / panels, j0 = (item % panels) * kPanel, cols = std::min<int64_t>(kPanel, W - j0);
+      const float *bn = b + n * C * W + j0;
+      packed.resize(size_t(C * cols));
+      for (int64_t q = 0; q < C; ++q) std::copy_n(bn + q * W, cols, packed.data() + q * cols);
+      gemmFn(a + n * H * C, C, packed.data(), cols, y + n * H * W + j0, W, H, cols, C);
+    }
+  });
+}
+
 llvm::Error matmulCompute(const KernelArgs &k) {
   int64_t N = k.inputTypes[0].shape[0], H = k.inputTypes[0].shape[1], C = k.inputTypes[0].shape[2];
   int64_t W = k.inputTypes[1].shape[2];
@@ -78,19 +104,15 @@ llvm::Error matmulCompute(const KernelArgs &k) {
       gemv(k.executor, a, b, y, N, C, W);
       return llvm::Error::success();
     }
-    // Work items: (batch, block of 32 rows). B is [C, W] row-major: where
-    // W is a multiple of 16 it is already what the outer-product GEMM built
-    // per vector width reads (gemm(); BERT's, GPT-2's and ViT's matmuls),
-    // else Eigen's GEMM (built for baseline x86-64).
+    if (W % 16 == 0) {
+      gemmByColumnPanels(k.executor, a, b, y, N, H, C, W);
+      return llvm::Error::success();
+    }
+    // Else Eigen's GEMM (built for baseline x86-64) on blocks of 32 rows.
     int64_t blocks = (H + 31) / 32;
-    GemmFn gemmFn = W % 16 == 0 ? gemm() : nullptr;
     parallel(k.executor, N * blocks, 1, [&](int64_t s, int64_t e) {
       for (int64_t item = s; item < e; ++item) {
         int64_t n = item / blocks, r0 = (item % blocks) * 32, rows = std::min<int64_t>(32, H - r0);
-        if (gemmFn) {
-          gemmFn(a + (n * H + r0) * C, C, b + n * C * W, W, y + (n * H + r0) * W, W, rows, W, C);
-          continue;
-        }
         Eigen::Map<const RowMat> A(a + (n * H + r0) * C, rows, C);
         Eigen::Map<const RowMat> B(b + n * C * W, C, W);
         Eigen::Map<RowMat> Y(y + (n * H + r0) * W, rows, W);

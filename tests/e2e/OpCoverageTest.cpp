@@ -999,6 +999,8 @@ std::vector<Case> sweepCases() {
            // rows that no good register tile divides: whole tiles and a
            // tail tile (7 rows at 256 bits; 13 at both widths, batched)
            {7, 48, 64}, {13, 40, 32, 2},
+           // the kernel's column panels (64 wide): a 16-wide tail panel, batched
+           {37, 24, 80, 3},
            // a vector times a matrix of over 1 MiB: the kernel splits the
            // rows into uneven runs, one partial sum each; batched, each
            // batch's partial sums start afresh
