@@ -4,6 +4,8 @@
 //   model.onnx -> torch-mlir-import-onnx -> torch-mlir-opt
 //                 --torch-onnx-to-torch-backend-pipeline
 //                 --torch-backend-to-tosa-backend-pipeline -> model.mlir
+//                 (or, where that fails, e.g. on dynamic dims,
+//                 --torch-backend-to-linalg-on-tensors-backend-pipeline)
 //   model.pt2  -> python: torch.export.load + torch_mlir.fx.export_and_import
 //                 (output_type="tosa") -> model.mlir
 //
@@ -139,11 +141,28 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     if (auto err = run({*importer, input.str(), "--temp-dir", tempDir.str().str(), "-o", torchFile.str().str()},
                        options.timeoutSeconds))
       return std::move(err);
-    std::vector<std::string> args = {*opt, torchFile.str().str(), "--torch-onnx-to-torch-backend-pipeline",
-                                     "--torch-backend-to-tosa-backend-pipeline", "-o", output};
-    if (bytecode) args.push_back("--emit-bytecode");
-    if (auto err = run(args, options.timeoutSeconds)) return std::move(err);
+    auto lower = [&](const char *backend) {
+      std::vector<std::string> args = {*opt, torchFile.str().str(), "--torch-onnx-to-torch-backend-pipeline",
+                                       backend, "-o", output};
+      if (bytecode) args.push_back("--emit-bytecode");
+      return run(args, options.timeoutSeconds);
+    };
     result.route = "torch-mlir ONNX importer -> torch backend -> TOSA";
+    // torch-mlir's TOSA lowering takes static shapes only (a dynamic
+    // sequence length fails on the first torch.aten.size.int); its
+    // linalg-on-tensors lowering takes dynamic dims, and kiln raises that
+    // to TOSA per call shape (kiln-raise-linalg after specialization).
+    if (auto err = lower("--torch-backend-to-tosa-backend-pipeline")) {
+      std::string tosaError = llvm::toString(std::move(err));
+      if (auto err2 = lower("--torch-backend-to-linalg-on-tensors-backend-pipeline"))
+        return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s\n(linalg-on-tensors, tried next: %s)",
+                                       tosaError.c_str(), llvm::toString(std::move(err2)).c_str());
+      size_t at = tosaError.find("error: ");  // the diagnostic's first line
+      std::string why = at == std::string::npos ? tosaError : tosaError.substr(at + 7);
+      why = why.substr(0, std::min<size_t>(why.find('\n'), 160));
+      result.route = "torch-mlir ONNX importer -> torch backend -> linalg on tensors (the TOSA lowering failed: " +
+                     why + ")";
+    }
   } else if (ext == ".pt2") {
     // The python next to torch-mlir's tools has torch and torch_mlir.
     std::optional<std::string> python;

@@ -793,7 +793,64 @@ Value raiseMatmul(ImplicitLocOpBuilder &b, linalg::LinalgOp op) {
   return addInit(b, y, op.getDpsInitOperand(0)->get());
 }
 
+/// A linalg.generic that reads one tensor it captures with tensor.extract
+/// at indices that are loop indices (in order) or constants, and yields the
+/// element: torch-mlir's form of a broadcast whose sizes were dynamic
+/// (BERT's mask and LayerNorm statistics from the ONNX route). It is a
+/// slice of the constant-indexed dims, a reshape, a tile.
+Value raiseExtractBroadcast(ImplicitLocOpBuilder &b, linalg::GenericOp g) {
+  if (!g.hasPureTensorSemantics() || g.getNumResults() != 1 || g.getNumDpsInputs() != 0) return {};
+  auto outType = staticTensor(g.getResult(0).getType());
+  if (!outType || !g.getIndexingMapsArray()[0].isIdentity()) return {};
+  Block &body = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto extract = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp<tensor::ExtractOp>() : nullptr;
+  if (!extract || extract->getBlock() != &body || !body.getArgument(0).use_empty()) return {};
+  auto src = staticTensor(extract.getTensor().getType());
+  if (!src || extract.getTensor().getParentBlock() == &body) return {};
+  for (Operation &inner : body)
+    if (!isa<linalg::IndexOp, arith::ConstantOp, tensor::ExtractOp, linalg::YieldOp>(inner)) return {};
+  SmallVector<int64_t> offsets, sizes, shape(outType.getRank(), 1);
+  int64_t lastLoop = -1;
+  for (auto [d, index] : llvm::enumerate(extract.getIndices())) {
+    if (auto loop = index.getDefiningOp<linalg::IndexOp>()) {
+      int64_t k = int64_t(loop.getDim());
+      if (k <= lastLoop || src.getDimSize(d) < outType.getDimSize(k)) return {};  // in order, in bounds
+      lastLoop = k;
+      offsets.push_back(0), sizes.push_back(outType.getDimSize(k));
+      shape[k] = outType.getDimSize(k);
+    } else if (auto c = getConstantIntValue(index)) {
+      if (*c < 0 || *c >= src.getDimSize(d)) return {};
+      offsets.push_back(*c), sizes.push_back(1);
+    } else {
+      return {};
+    }
+  }
+  Value y = extract.getTensor();
+  if (ArrayRef<int64_t>(sizes) != src.getShape())
+    y = tosa::SliceOp::create(b, RankedTensorType::get(sizes, src.getElementType()), y,
+                              tosa::getTosaConstShape(b, offsets), tosa::getTosaConstShape(b, sizes));
+  return tileTo(b, reshape(b, y, shape), outType.getShape());
+}
+
 Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
+  if (op->getNumResults() != 1) return {};
+  // cast (static -> dynamic), tensor.reshape to a constant shape, cast
+  // (-> static): torch-mlir's reshape whose sizes were dynamic at export.
+  if (auto cast = dyn_cast<tensor::CastOp>(op)) {
+    auto outType = staticTensor(cast.getType());
+    auto r = cast.getSource().getDefiningOp<tensor::ReshapeOp>();
+    auto in = r ? r.getSource().getDefiningOp<tensor::CastOp>() : nullptr;
+    auto inType = in ? staticTensor(in.getSource().getType()) : nullptr;
+    DenseIntElementsAttr shape;
+    if (!outType || !inType || !matchPattern(r.getShape(), m_Constant(&shape)) ||
+        inType.getNumElements() != outType.getNumElements())
+      return {};
+    SmallVector<int64_t> dims;
+    for (const APInt &v : shape.getValues<APInt>()) dims.push_back(v.getSExtValue());
+    if (ArrayRef<int64_t>(dims) != outType.getShape()) return {};
+    return reshape(b, in.getSource(), outType.getShape());
+  }
   if (op->getNumResults() != 1) return {};
   auto outType = staticTensor(op->getResult(0).getType());
   if (!outType) return {};
@@ -890,9 +947,11 @@ struct RaiseLinalg : impl::KilnRaiseLinalgBase<RaiseLinalg> {
         else if (auto c = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op)) y = raiseNhwcConv(b, c);
         else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) y = raiseMatmul(b, cast<linalg::LinalgOp>(op));
       } else if (auto g = dyn_cast<linalg::GenericOp>(op)) {
-        GenericRaiser raiser(b, g);
-        y = raiser.raise();
-        resultIndex = raiser.resultIndex;
+        if (!(y = raiseExtractBroadcast(b, g))) {
+          GenericRaiser raiser(b, g);
+          y = raiser.raise();
+          resultIndex = raiser.resultIndex;
+        }
       } else {
         y = raiseOther(b, op);
       }

@@ -168,6 +168,21 @@ struct KilnSpecializeShapesPass
     if (failed(parsePassPipeline("canonicalize,cse", cleanup)) ||
         failed(runPipeline(cleanup, module)))
       return signalPassFailure();
+    // linalg ops that had dynamic shapes at load were not raised to TOSA
+    // then (the raise is static-only); now that every shape is known, they
+    // are, so a model exported with dynamic dims runs the TOSA route
+    // (kernels, weight layouts, the conv and matmul strategies) as a static
+    // export does.
+    bool anyLinalg = false;
+    fn.walk([&](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "linalg") anyLinalg = true;
+    });
+    if (anyLinalg) {
+      OpPassManager raise("builtin.module");
+      raise.addPass(createKilnRaiseLinalg());
+      raise.addPass(createKilnPropagateTransposes());
+      if (failed(runPipeline(raise, module))) return signalPassFailure();
+    }
   }
 };
 

@@ -294,3 +294,54 @@ func.func @grouped(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
   %c = tensor.collapse_shape %y [[0], [1, 2], [3], [4]] : tensor<1x2x4x8x8xf32> into tensor<1x8x8x8xf32>
   return %c : tensor<1x8x8x8xf32>
 }
+
+// -----
+
+// What torch-mlir's linalg export of a model with a dynamic sequence length
+// leaves once kiln-specialize-shapes made every shape static: a reshape to
+// a constant shape between casts to and from dynamic types, and a
+// broadcast written as a generic that extracts from a captured tensor.
+// CHECK-LABEL: func.func @dynamic_export_leftovers
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.
+// CHECK: %[[R:.*]] = tosa.reshape %arg0, %{{.*}} : (tensor<1x5x8xf32>, !tosa.shape<4>) -> tensor<1x5x2x4xf32>
+// CHECK: %[[T:.*]] = tosa.tile %arg1, %{{.*}} : (tensor<1x5x1xf32>, !tosa.shape<3>) -> tensor<1x5x8xf32>
+// CHECK: return %[[R]], %[[T]]
+// A loop index out of order (a transpose) or an index computed from data
+// (a gather) stays as it was.
+// CHECK-LABEL: func.func @extracts_that_stay
+// CHECK-COUNT-2: tensor.extract
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @dynamic_export_leftovers(%x: tensor<1x5x8xf32>, %s: tensor<1x5x1xf32>) -> (tensor<1x5x2x4xf32>, tensor<1x5x8xf32>) {
+  %shape = arith.constant dense<[1, 5, 2, 4]> : tensor<4xi64>
+  %c = tensor.cast %x : tensor<1x5x8xf32> to tensor<1x?x8xf32>
+  %r = tensor.reshape %c(%shape) : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x?x4xf32>
+  %rc = tensor.cast %r : tensor<1x?x?x4xf32> to tensor<1x5x2x4xf32>
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<1x5x8xf32>
+  %b = linalg.generic {indexing_maps = [#id3], iterator_types = ["parallel", "parallel", "parallel"]} outs(%e : tensor<1x5x8xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 1 : index
+    %v = tensor.extract %s[%c0, %i, %c0] : tensor<1x5x1xf32>
+    linalg.yield %v : f32
+  } -> tensor<1x5x8xf32>
+  return %rc, %b : tensor<1x5x2x4xf32>, tensor<1x5x8xf32>
+}
+func.func @extracts_that_stay(%s: tensor<4x4xf32>, %ids: tensor<4xi64>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %e = tensor.empty() : tensor<4x4xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x4xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %s[%j, %i] : tensor<4x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<4xi64>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%id: i64, %out: f32):
+    %k = arith.index_cast %id : i64 to index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %s[%k, %j] : tensor<4x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  return %t, %g : tensor<4x4xf32>, tensor<4x4xf32>
+}

@@ -28,3 +28,20 @@ func.func @main(%x: tensor<?x8xf32>, %b: tensor<8xf32>) -> (tensor<?x8xf32>, ten
 func.func @unused(%x: tensor<1xf32>) -> tensor<1xf32> {
   return %x : tensor<1xf32>
 }
+
+// A linalg matmul whose rows were dynamic at load (not raised then: the
+// raise is static-only) is raised to TOSA once the call's shape is known.
+// RUN: %kiln-opt %s --kiln-specialize-shapes="function=rows shapes=3x8xf32" | FileCheck %s --check-prefix=RAISED
+// RAISED-LABEL: func.func @kiln_fn(
+// RAISED-NOT: linalg.
+// RAISED: tosa.matmul {{.*}} -> tensor<1x3x4xf32>
+func.func @rows(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %w = arith.constant dense<0.5> : tensor<8x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<?x8xf32>, tensor<8x4xf32>) outs(%f : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %m : tensor<?x4xf32>
+}
