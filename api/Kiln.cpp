@@ -178,6 +178,7 @@ std::unique_ptr<Module> Runtime::wrap(std::unique_ptr<lowering::Program> program
   impl->policy = options_.compilePolicy.value_or(RuntimeOptions::CompilePolicy::kWait);
   impl->batchRanges = options_.batchRanges.value_or(true);
   impl->hotBatchCalls = std::max(0, options_.hotBatchCalls.value_or(8));
+  impl->hotShapeCalls = std::max(1, options_.hotShapeCalls.value_or(2));
   impl->warn = options_.warnings ? options_.warnings : WarningSink(warnToStderr);
   impl->calls = calls_;
   impl->program = std::move(program);
@@ -289,15 +290,55 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
   size_t event = 0;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!impl_->background.insert(function + '\0' + sig.str()).second) return served;  // another first call started it
-    ++impl_->firstCallsInFlight;
-    ++impl_->tiers.backgroundCompiles;
-    event = impl_->tiers.events.size();
-    impl_->tiers.events.push_back("@" + function + " (" + sig.str() + "): kernel plan ready in " +
-                                  llvm::formatv("{0:f1}", msSince(start)).str() + " ms");
+    std::string key = function + '\0' + sig.str();
+    if (impl_->background.count(key)) return served;  // another first call started it
+    std::string ready = "kernel plan ready in " + llvm::formatv("{0:f1}", msSince(start)).str() + " ms";
+    if (deferShapeCompile(function, types)) {
+      auto [it, fresh] = impl_->deferred.try_emplace(key);
+      if (fresh) {
+        it->second.types = types;
+        it->second.ready = ready;
+        ++impl_->tiers.deferredShapes;
+        impl_->anyDeferred.store(true, std::memory_order_relaxed);
+      }
+      if (!impl_->hotShape(++it->second.calls)) return served;
+      ready = it->second.ready + "; hot after " + std::to_string(it->second.calls) + " calls";
+      impl_->deferred.erase(it);
+      ++impl_->tiers.hotShapeCompiles;
+    }
+    event = impl_->startBackgroundLocked(key, "@" + function + " (" + sig.str() + "): " + ready);
   }
   compileInBackground(function, types, event);
   return served;
+}
+
+bool Module::deferShapeCompile(const std::string &function, llvm::ArrayRef<TensorType> types) const {
+  if (impl_->hotShapeCalls <= 1) return false;
+  const FunctionSignature *s = impl_->program->lookup(function);
+  if (!s) return false;
+  bool batchServed = impl_->batchRanges && s->batch.separable;  // dim 0: the range code's
+  for (size_t i = 0; i < s->args.size() && i < types.size(); ++i)
+    for (size_t d = 0; d < s->args[i].type.shape.size(); ++d)
+      if (s->args[i].type.shape[d] == kDynamic && !(batchServed && d == 0)) return true;
+  return false;
+}
+
+void Module::noteDeferredCall(const std::string &function, const std::string &signature) {
+  std::vector<TensorType> types;
+  size_t event = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    std::string key = function + '\0' + signature;
+    auto it = impl_->deferred.find(key);
+    if (it == impl_->deferred.end() || !impl_->hotShape(++it->second.calls)) return;
+    types = std::move(it->second.types);
+    std::string line = "@" + function + " (" + signature + "): " + it->second.ready + "; hot after " +
+                       std::to_string(it->second.calls) + " calls";
+    impl_->deferred.erase(it);
+    ++impl_->tiers.hotShapeCompiles;
+    event = impl_->startBackgroundLocked(key, line);
+  }
+  compileInBackground(function, types, event);
 }
 
 void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
@@ -411,8 +452,9 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   cache::ShapeSignature sig = cache::ShapeSignature::of(inputs);
   if (Impl::Compiled fn = impl_->find(function, sig))  // fast path: no MLIR, no strings, a shared lock
     return fn->executable->execute(inputs, *impl_->executor, opts);
-  if (Impl::Compiled plan = impl_->findPlan(function, sig)) {  // tiered: its code is compiling
+  if (Impl::Compiled plan = impl_->findPlan(function, sig)) {  // tiered: its code compiles, or waits until hot
     impl_->kernelPlanCalls.fetch_add(1, std::memory_order_relaxed);
+    if (impl_->anyDeferred.load(std::memory_order_relaxed)) noteDeferredCall(function.str(), sig.str());
     return plan->executable->execute(inputs, *impl_->executor, opts);
   }
 

@@ -149,6 +149,12 @@ public:
     uint64_t rangeCalls = 0;
     uint64_t hotSizeCompiles = 0;
     uint64_t rangeKept = 0;
+    /// Shapes of a function's dynamic dimensions (other than a batch the
+    /// range code serves) whose compile waits until they are hot
+    /// (RuntimeOptions::hotShapeCalls): signatures that ran on a kernel plan
+    /// with their compile deferred, and those that became hot and compiled.
+    uint64_t deferredShapes = 0;
+    uint64_t hotShapeCompiles = 0;
     /// One line per background compile, e.g. "@main (5x64xf32): kernel plan
     /// ready in 3.1 ms; compiled code from 412.3 ms (2 calls on the plan)".
     std::vector<std::string> events;
@@ -185,6 +191,12 @@ private:
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
   compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes, const CancellationToken *cancel,
           jit::WeightMove move);
+  /// Under kTiered: whether a first call of `function` at `types` defers
+  /// its compile until the shape is hot (RuntimeOptions::hotShapeCalls).
+  bool deferShapeCompile(const std::string &function, llvm::ArrayRef<TensorType> types) const;
+  /// A call on the kernel plan of a deferred shape: counted; queues the
+  /// shape's compile once it is hot.
+  void noteDeferredCall(const std::string &function, const std::string &signature);
   /// Compiles `function` at `types` on the blocking pool, then switches
   /// calls to it; completes tier event `event`.
   void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,

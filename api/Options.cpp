@@ -119,6 +119,13 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
       return error(ErrorCode::kInvalidArgument, "KILN_HOT_BATCH_CALLS='%s': expected a number of calls (0 = never)", h);
     o.hotBatchCalls = int(calls);
   }
+  if (!o.hotShapeCalls) {
+    const char *h = env("KILN_HOT_SHAPE_CALLS");
+    int64_t calls = 2;
+    if (h && (llvm::StringRef(h).getAsInteger(10, calls) || calls < 1 || calls > (1 << 30)))
+      return error(ErrorCode::kInvalidArgument, "KILN_HOT_SHAPE_CALLS='%s': expected a number of calls (at least 1)", h);
+    o.hotShapeCalls = int(calls);
+  }
   if (!o.hugePageWeights) {
     const char *h = env("KILN_HUGE_PAGES");
     if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")

@@ -149,6 +149,18 @@ struct RuntimeOptions {
   /// = $KILN_HOT_BATCH_CALLS, else 8.
   std::optional<bool> batchRanges;
   std::optional<int> hotBatchCalls;
+  /// Under kTiered, for a function whose signature has dynamic dimensions
+  /// (other than a batch the range code serves: a sequence length, an image
+  /// size), a new shape runs on the kernel plan and its JIT compile waits
+  /// until the shape is hot: called `hotShapeCalls` times, and at least once
+  /// in every 16 calls the module's kernel plans served. Traffic of one
+  /// shape compiles on its second call; a stream of ever-new sequence
+  /// lengths is served by the kernel plans and compiles only the lengths it
+  /// repeats often (a compile per length would cost seconds of the cores for
+  /// calls of milliseconds). Functions of static shapes compile at once, as
+  /// before. 1 = every shape at once (no deferral). Unset =
+  /// $KILN_HOT_SHAPE_CALLS, else 2.
+  std::optional<int> hotShapeCalls;
   /// Run one step of a call at a time (in an order the graph's dependences
   /// allow), each step's parallel loops still on every thread. Slower: for
   /// profiling, so that each step's time in a trace is its own rather than

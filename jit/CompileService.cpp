@@ -237,6 +237,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compiles;
+    stats_.kernelPlans += tier == Tier::kKernels;
     stats_.compileMs += msSince(t0);
     stats_.compileFailures += !compiled;
     if (compiled) stats_.jitFallbacks += uint64_t((*compiled)->stats.jitFallbacks);

@@ -63,6 +63,7 @@ inline constexpr size_t kHugePageWeightBytes = 64 * 1024;
 struct CompileServiceStats {
   uint64_t memoryHits = 0, memoryMisses = 0;  // by full key
   uint64_t diskHits = 0, compiles = 0, compileFailures = 0, evictions = 0;
+  uint64_t kernelPlans = 0;   // of the compiles, kernel plans (Tier::kKernels): no LLVM but for ops no kernel takes
   uint64_t jitFallbacks = 0;  // JIT clusters that failed to compile and ran on kernels
   double compileMs = 0;       // total time spent compiling
   double diskLoadMs = 0;      // total time loading entries from disk

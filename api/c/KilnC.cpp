@@ -473,6 +473,10 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
       int calls = 0;
       if (!parseInt(value, 0, 1 << 30, calls)) return bad("a number of calls (0 = never)");
       o.hotBatchCalls = calls;
+    } else if (n == "hot_shape_calls") {
+      int calls = 0;
+      if (!parseInt(value, 1, 1 << 30, calls)) return bad("a number of calls (at least 1)");
+      o.hotShapeCalls = calls;
     } else if (n == "device") {
       o.device = value;
     } else if (n == "huge_pages") {
@@ -485,7 +489,7 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
       return invalid("unknown option '" + n +
                      "' (options: threads, compile_threads, cache_dir, cache, cache_max_bytes, op_mode, placement, "
                      "opt_level, max_vector_bits, memory_limit, call_timeout, max_in_flight, when_busy, compile_policy, "
-                     "batch_ranges, hot_batch_calls, device, huge_pages, serial_steps)");
+                     "batch_ranges, hot_batch_calls, hot_shape_calls, device, huge_pages, serial_steps)");
     }
     return nullptr;
   });

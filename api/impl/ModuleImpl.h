@@ -38,6 +38,7 @@ struct Module::Impl {
   RuntimeOptions::CompilePolicy policy = RuntimeOptions::CompilePolicy::kWait;
   bool batchRanges = true;  // RuntimeOptions::batchRanges
   int hotBatchCalls = 8;    // RuntimeOptions::hotBatchCalls (0 = never)
+  int hotShapeCalls = 2;    // RuntimeOptions::hotShapeCalls
   std::shared_ptr<CallLimiter> calls;  // RuntimeOptions::maxCallsInFlight
   WarningSink warn;
   // Read-mostly, the call fast path: the code of each signature, and the
@@ -56,6 +57,30 @@ struct Module::Impl {
   std::set<std::string> background;
   /// Under mu: calls the range code served, by "function\0signature".
   std::map<std::string, uint64_t> rangeCallCounts;
+  /// Under mu: signatures of dynamic dimensions served by their kernel plan
+  /// whose compile waits until they are hot (RuntimeOptions::hotShapeCalls),
+  /// with their calls so far; one leaves when its compile is queued.
+  struct DeferredShape {
+    std::vector<TensorType> types;
+    uint64_t calls = 0;
+    std::string ready;  // "kernel plan ready in 3.1 ms", for the event line
+  };
+  std::map<std::string, DeferredShape> deferred;
+  std::atomic<bool> anyDeferred{false};  // deferred was ever used: calls on plans count there
+  /// Hot: called hotShapeCalls times, and at least one in 16 of the calls
+  /// kernel plans served (a stream of ever-new sizes compiles none of them).
+  bool hotShape(uint64_t calls) const {
+    return calls >= uint64_t(hotShapeCalls) && calls * 16 >= kernelPlanCalls.load(std::memory_order_relaxed);
+  }
+  /// Under mu: the background compile of `key` ("function\0signature")
+  /// starts: counted, its event line added; returns the line's index.
+  size_t startBackgroundLocked(const std::string &key, std::string line) {
+    background.insert(key);
+    ++firstCallsInFlight;
+    ++tiers.backgroundCompiles;
+    tiers.events.push_back(std::move(line));
+    return tiers.events.size() - 1;
+  }
   /// Under mu, by function: how its hot sizes' own code fared. Once one
   /// lost to the calls of batch 1, only sizes at least twice the largest
   /// tried are compiled (batched code that lost at 8 loses at 6; at 16 its

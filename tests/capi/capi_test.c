@@ -490,6 +490,10 @@ int main(void) {
   CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "0 or 1"));
   kiln_status_free(s);
   OK(kiln_options_set(options, "batch_ranges", "0"));  /* batch 3 gets a plan and code of its own */
+  s = kiln_options_set(options, "hot_shape_calls", "0");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "at least 1"));
+  kiln_status_free(s);
+  OK(kiln_options_set(options, "hot_shape_calls", "1"));  /* compile behind the first call (not the second) */
   OK(kiln_runtime_create(options, &rt));
   OK(kiln_runtime_load_builtin(rt, "mlp", &m));
   const int64_t mlp_shape[] = {3, 64};

@@ -51,6 +51,7 @@ RuntimeOptions options(Policy policy) {
   o.compilePolicy = policy;
   o.placement.measure = false;  // the same placement in every runtime
   o.batchRanges = false;         // one plan and one compile per signature (BatchRangeTest has both together)
+  o.hotShapeCalls = 1;           // every shape compiles behind its first call (DeferredShapes* test the deferral)
   return o;
 }
 
@@ -198,6 +199,73 @@ TEST(TieredExecution, PolicyFromTheEnvironment) {
   EXPECT_NE(err.find("KILN_COMPILE_POLICY='eager': expected wait, tiered or kernels-only"), std::string::npos) << err;
   EXPECT_EQ(parseCompilePolicy("kernels-only"), Policy::kKernelsOnly);
   EXPECT_STREQ(compilePolicyName(Policy::kTiered), "tiered");
+}
+
+// A function with a dynamic dimension (here the mlp's rows, with the batch
+// range code off: as a sequence length is) compiles a shape only once it is
+// hot: called hotShapeCalls times, and at least once in 16 of the calls the
+// kernel plans served. A stream of ever-new sizes runs on kernel plans and
+// compiles none of them.
+TEST(TieredExecution, DeferredShapesCompileWhenHot) {
+  RuntimeOptions o = options(Policy::kTiered);
+  o.hotShapeCalls = 3;
+  auto rt = test::takeOrFail(Runtime::create(o));
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  Tensor x = test::randomTensor({5, 64}, 3);
+  std::vector<double> want = reference(x);
+  for (int i = 0; i < 2; ++i) {
+    auto r = test::takeOrFail(m->call("main", {x}));
+    EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), want, 1e-5, 1e-6));
+  }
+  Module::TierStats s = m->tierStats();
+  EXPECT_EQ(s.kernelPlanCalls, 2u);
+  EXPECT_EQ(s.deferredShapes, 1u);
+  EXPECT_EQ(s.backgroundCompiles, 0u);
+  test::takeOrFail(m->call("main", {x}));  // the third call: hot
+  m->waitForBackgroundCompiles();
+  s = m->tierStats();
+  EXPECT_EQ(s.hotShapeCompiles, 1u);
+  EXPECT_EQ(s.backgroundCompiles, 1u);
+  EXPECT_EQ(s.swaps, 1u);
+  EXPECT_EQ(m->numCompiled(), 1u);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_NE(s.events[0].find("@main (5x64xf32): kernel plan ready in"), std::string::npos) << s.events[0];
+  EXPECT_NE(s.events[0].find("hot after 3 calls; compiled code from"), std::string::npos) << s.events[0];
+
+  // 59 new sizes, each called once: all on kernel plans, no compile.
+  for (int64_t rows = 1; rows <= 60; ++rows) {
+    if (rows == 5) continue;
+    Tensor xr = test::randomTensor({rows, 64}, unsigned(rows));
+    auto r = test::takeOrFail(m->call("main", {xr}));
+    if (rows % 20 == 1) EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(xr), 1e-5, 1e-6));
+  }
+  s = m->tierStats();
+  EXPECT_EQ(s.kernelPlanCalls, 62u);
+  EXPECT_EQ(s.deferredShapes, 60u);
+  EXPECT_EQ(s.backgroundCompiles, 1u);
+  // Among 62 plan calls, three calls of a new size are not hot (3 x 16 <
+  // 65); the fifth is (5 x 16 >= 67).
+  Tensor x64 = test::randomTensor({64, 64}, 64);
+  for (int i = 0; i < 4; ++i) test::takeOrFail(m->call("main", {x64}));
+  EXPECT_EQ(m->tierStats().backgroundCompiles, 1u);
+  test::takeOrFail(m->call("main", {x64}));
+  m->waitForBackgroundCompiles();
+  EXPECT_EQ(m->tierStats().hotShapeCompiles, 2u);
+  EXPECT_EQ(m->numCompiled(), 2u);
+  auto r = test::takeOrFail(m->call("main", {x64}));  // on the compiled code
+  EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(x64), 1e-5, 1e-6));
+}
+
+TEST(TieredExecution, HotShapeCallsFromTheEnvironment) {
+  ::setenv("KILN_HOT_SHAPE_CALLS", "0", 1);
+  std::string err = test::errorOf(RuntimeOptions::fromEnvironment());
+  EXPECT_NE(err.find("KILN_HOT_SHAPE_CALLS='0': expected a number of calls (at least 1)"), std::string::npos) << err;
+  ::setenv("KILN_HOT_SHAPE_CALLS", "4", 1);
+  auto o = RuntimeOptions::fromEnvironment();
+  ::unsetenv("KILN_HOT_SHAPE_CALLS");
+  ASSERT_TRUE(bool(o));
+  EXPECT_EQ(o->hotShapeCalls, 4);
+  EXPECT_EQ(test::takeOrFail(RuntimeOptions::fromEnvironment()).hotShapeCalls, 2);
 }
 
 /// y = x (1x256) times a 256x256 weight (256 KiB: a huge-page candidate)

@@ -150,6 +150,10 @@ KILN_API void kiln_options_free(kiln_options *options);
  *                      item runs every batch size as calls of batch 1 (one compile)
  *   hot_batch_calls    calls of one batch size after which its own code compiles in
  *                      the background, taking over if faster (default 8; 0 = never)
+ *   hot_shape_calls    under tiered, for a function with dynamic dims other than a
+ *                      batch the range code serves (a sequence length): calls of one
+ *                      shape, and at least 1 in 16 of the calls kernel plans served,
+ *                      before its JIT compile starts (default 2; 1 = at once)
  *   device             cpu | cuda | cuda:N
  *   huge_pages         0 | 1
  *   serial_steps       0 | 1 (one step of a call at a time: profiling)
