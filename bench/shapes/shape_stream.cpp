@@ -5,8 +5,10 @@
 // bench/shapes/run.py compares with ONNX Runtime on the same stream.
 //
 //   kiln_shape_stream MODEL FUNCTION POLICY SIZES [THREADS]
-//     MODEL     an .mlir/.mlirbc file whose input 0 has a dynamic dim 0
-//     SIZES     the stream: dim 0 of input 0 for each call, "3,1,16,..."
+//     MODEL     an .mlir/.mlirbc file whose inputs have dynamic dims (a
+//               batch, a sequence length)
+//     SIZES     the stream: the size of every dynamic dim for each call,
+//               "3,1,16,..." (f32 inputs uniform in [-1,1], others 0)
 //   prints one line per call ("call <i> size <n> <ms>") and a summary.
 #include "api/Kiln.h"
 #include "jit/CompileService.h"
@@ -55,8 +57,11 @@ int main(int argc, char **argv) {
   }
   double loadMs = msSince(t0);
   const FunctionSignature *sig = (*m)->signature(function);
-  if (!sig || sig->args.empty() || sig->args[0].type.shape.empty() || sig->args[0].type.shape[0] != kDynamic) {
-    std::fprintf(stderr, "@%s: input 0 must have a dynamic first dimension\n", function.c_str());
+  bool dynamic = false;
+  for (const auto &arg : sig ? sig->args : std::vector<ArgumentInfo>{})
+    dynamic |= std::count(arg.type.shape.begin(), arg.type.shape.end(), kDynamic) > 0;
+  if (!dynamic) {
+    std::fprintf(stderr, "@%s: no input has a dynamic dimension\n", function.c_str());
     return 1;
   }
   std::mt19937 rng(7);
@@ -67,7 +72,7 @@ int main(int argc, char **argv) {
     for (const auto &arg : sig->args) {
       TensorType type = arg.type;
       for (size_t d = 0; d < type.shape.size(); ++d)
-        if (type.shape[d] == kDynamic) type.shape[d] = d == 0 ? sizes[i] : 1;
+        if (type.shape[d] == kDynamic) type.shape[d] = sizes[i];
       Tensor t = Tensor::empty(type.dtype, type.shape);
       if (type.dtype == DType::f32)
         for (int64_t e = 0; e < t.numElements(); ++e) t.data<float>()[e] = uniform(rng);
@@ -96,10 +101,12 @@ int main(int argc, char **argv) {
   for (const std::string &e : tiers.events) std::printf("event %s\n", e.c_str());
   std::printf("summary policy %s calls %zu load_ms %.1f p50_ms %.3f p99_ms %.3f max_ms %.3f last100_p50_ms %.3f "
               "compiles %llu compile_ms %.1f kernel_plan_calls %llu swaps %llu range_calls %llu hot_compiles %llu "
-              "range_kept %llu\n",
+              "range_kept %llu deferred_shapes %llu hot_shape_compiles %llu plans %llu\n",
               argv[3], ms.size(), loadMs, pct(ms, 0.5), pct(ms, 0.99), pct(ms, 1.0), pct(last, 0.5),
               (unsigned long long)st.compiles, st.compileMs, (unsigned long long)tiers.kernelPlanCalls,
               (unsigned long long)tiers.swaps, (unsigned long long)tiers.rangeCalls,
-              (unsigned long long)tiers.hotSizeCompiles, (unsigned long long)tiers.rangeKept);
+              (unsigned long long)tiers.hotSizeCompiles, (unsigned long long)tiers.rangeKept,
+              (unsigned long long)tiers.deferredShapes, (unsigned long long)tiers.hotShapeCompiles,
+              (unsigned long long)st.kernelPlans);
   return 0;
 }
