@@ -226,7 +226,7 @@ void Module::itemDone(const std::shared_ptr<RangeCall> &call, int64_t item,
 }
 
 void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
-  auto done = llvm::make_scope_exit([this] { impl_->leave(); });
+  auto done = llvm::scope_exit([this] { impl_->leave(); });
   const FunctionSignature &s = *call->signature;
   // Counted before the results are set: a caller that sees them sees the count.
   std::vector<TensorType> types;
@@ -265,7 +265,7 @@ void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
 
 void Module::finishHotSize(const std::string &function, const std::vector<TensorType> &types, size_t event,
                            Clock::time_point start) {
-  auto done = llvm::make_scope_exit([this] { impl_->leave(); });
+  auto done = llvm::scope_exit([this] { impl_->leave(); });
   const FunctionSignature *s = impl_->program->lookup(function);
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
   int64_t batch = s ? rangeBatch(*s, types) : 0;

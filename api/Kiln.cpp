@@ -375,7 +375,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
 
 void Module::finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                                  Clock::time_point start, uint64_t callsBefore) {
-  auto done = llvm::make_scope_exit([this] { impl_->leave(); });
+  auto done = llvm::scope_exit([this] { impl_->leave(); });
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
   auto code = compile(function, types, &impl_->closing);  // enters `tables`: later calls run it
   std::string problem = code ? "" : toStatus(code.takeError()).str();
@@ -481,7 +481,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   llvm::unique_function<void()> firstCall = [this, fn = function.str(),
                                               args = std::vector<Tensor>(inputs.begin(), inputs.end()),
                                               types = std::move(types), results, opts]() mutable {
-    auto done = llvm::make_scope_exit([this] { impl_->leave(); });
+    auto done = llvm::scope_exit([this] { impl_->leave(); });
     auto compiled = firstCode(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
     if (!compiled) {
       Status status = toStatus(compiled.takeError());

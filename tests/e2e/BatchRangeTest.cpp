@@ -318,7 +318,7 @@ TEST(BatchRange, TieredFirstCallOfAnyBatchRunsOnTheBatchOnePlan) {
   o.compilePolicy = RuntimeOptions::CompilePolicy::kTiered;
   auto rt = test::takeOrFail(Runtime::createWithFaults(o, faults));
   auto m = test::takeOrFail(rt->loadModule(separableModel()));
-  auto open = llvm::make_scope_exit([&] {
+  auto open = llvm::scope_exit([&] {
     std::lock_guard<std::mutex> lock(gate->mu);
     gate->open = true;
     gate->cv.notify_all();

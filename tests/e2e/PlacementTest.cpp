@@ -548,7 +548,9 @@ TEST(Placement, MeasuredPlacementRecordsItsFiguresAndKeepsTheResults) {
     // Each "-> kernel" decision is a kernel step placed for that reason.
     size_t wins = occurrences(on.placement, "-> kernel");
     EXPECT_EQ(int(wins), on.stats.kernelsChosen) << on.placement;
-    if (wins) EXPECT_NE(on.placement.find(": measured: kernel "), std::string::npos) << on.placement;
+    if (wins) {
+      EXPECT_NE(on.placement.find(": measured: kernel "), std::string::npos) << on.placement;
+    }
   }
 }
 
@@ -724,7 +726,9 @@ TEST(Placement, MeasuredConvsAreTheGraphsOpsBeforeTheirPaddingIsSplit) {
       EXPECT_EQ(std::get<std::vector<int64_t>>(step.attrs.all().at("pad")), stemPad);
       EXPECT_EQ(second->plan.values[step.inputs[0]].type, in[0]);
     }
-    if (step.kind == lowering::PlanStep::kJit && step.ops.size() == 1) EXPECT_NE(step.ops[0], "tosa.pad");
+    if (step.kind == lowering::PlanStep::kJit && step.ops.size() == 1) {
+      EXPECT_NE(step.ops[0], "tosa.pad");
+    }
   }
   EXPECT_EQ(kernelConvs, 1);
 }

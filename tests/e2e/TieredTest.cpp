@@ -74,7 +74,7 @@ TEST(TieredExecution, FirstCallRunsOnKernelsWhileTheCompilerIsHeld) {
   auto gate = std::make_shared<Gate>();
   auto rt = runtimeHeldBy(Policy::kTiered, gate);
   auto m = test::takeOrFail(rt->loadModule(mlp()));
-  auto open = llvm::make_scope_exit([&] { gate->release(); });  // before the module waits for its compile
+  auto open = llvm::scope_exit([&] { gate->release(); });  // before the module waits for its compile
   Tensor x = test::randomTensor({5, 64}, 3);
   std::vector<double> want = reference(x);
 
@@ -115,7 +115,7 @@ TEST(TieredExecution, ConcurrentCallersAcrossTheSwap) {
   auto gate = std::make_shared<Gate>();
   auto rt = runtimeHeldBy(Policy::kTiered, gate);
   auto m = test::takeOrFail(rt->loadModule(mlp()));
-  auto open = llvm::make_scope_exit([&] { gate->release(); });
+  auto open = llvm::scope_exit([&] { gate->release(); });
   Tensor x = test::randomTensor({3, 64}, 7);
   std::vector<double> want = reference(x);
   constexpr int kThreads = 4, kCalls = 40;
@@ -160,7 +160,7 @@ TEST(TieredExecution, KernelsOnlyNeverCompilesJitCode) {
 TEST(TieredExecution, CodeInTheDiskCacheServesTheFirstCall) {
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-tiered", dir));
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
   Tensor x = test::randomTensor({4, 64}, 9);
   {
     RuntimeOptions o = options(Policy::kWait);
@@ -237,7 +237,9 @@ TEST(TieredExecution, DeferredShapesCompileWhenHot) {
     if (rows == 5) continue;
     Tensor xr = test::randomTensor({rows, 64}, unsigned(rows));
     auto r = test::takeOrFail(m->call("main", {xr}));
-    if (rows % 20 == 1) EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(xr), 1e-5, 1e-6));
+    if (rows % 20 == 1) {
+      EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(xr), 1e-5, 1e-6));
+    }
   }
   s = m->tierStats();
   EXPECT_EQ(s.kernelPlanCalls, 62u);
