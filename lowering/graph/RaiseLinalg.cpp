@@ -87,6 +87,12 @@ bool isFloatTensor(Value v) {
   return t && (t.getElementType().isF32() || t.getElementType().isF64());
 }
 
+/// Element types the elementwise raise takes: floats (f32, f64), booleans,
+/// and the i32/i64 of index arithmetic (positions, masks, token ids).
+bool raisableElement(Type t) {
+  return t.isF32() || t.isF64() || t.isInteger(1) || t.isSignlessInteger(32) || t.isSignlessInteger(64);
+}
+
 /// A named op on tensors whose operands are all static f32 tensors: what
 /// the conv, pool and matmul raisers take.
 bool staticF32(linalg::LinalgOp op) {
@@ -127,6 +133,10 @@ Value transpose(ImplicitLocOpBuilder &b, Value v, ArrayRef<int32_t> perm) {
 Value splat(ImplicitLocOpBuilder &b, double value, int64_t rank, Type elementType = {}) {
   if (!elementType) elementType = b.getF32Type();
   auto type = RankedTensorType::get(SmallVector<int64_t>(rank, 1), elementType);
+  if (isa<IntegerType>(elementType))
+    return tosa::ConstOp::create(
+        b, type, DenseElementsAttr::get(type, b.getIntegerAttr(elementType, APInt(elementType.getIntOrFloatBitWidth(),
+                                                                                   uint64_t(int64_t(value)), true))));
   return tosa::ConstOp::create(b, type, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
 }
 
@@ -216,8 +226,7 @@ public:
     if (used < 0) return {};
     resultIndex = unsigned(used);
     OpResult resultValue = op->getResult(resultIndex);
-    if (!isFloatTensor(resultValue) && !cast<RankedTensorType>(resultValue.getType()).getElementType().isInteger(1))
-      return {};
+    if (!raisableElement(cast<RankedTensorType>(resultValue.getType()).getElementType())) return {};
     elementType = cast<RankedTensorType>(resultValue.getType()).getElementType();
     Block &body = op.getRegion().front();
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
@@ -338,7 +347,7 @@ private:
   Value inLoopOrder(Value v, AffineMap map) {
     auto type = cast<RankedTensorType>(v.getType());
     Type et = type.getElementType();
-    if (!et.isF32() && !et.isF64() && !et.isInteger(1)) return {};
+    if (!raisableElement(et)) return {};
     // A broadcast that TOSA's own broadcasting does: read its source.
     if (auto tile = v.getDefiningOp<tosa::TileOp>()) v = tile.getInput1(), type = cast<RankedTensorType>(v.getType());
     SmallVector<std::pair<int64_t, int64_t>> dims;  // (loop, size)
@@ -391,13 +400,25 @@ private:
     if (std::optional<double> c = constScalar(v)) {
       // Materialized as splats of their type (integer constants are read
       // directly where they may appear: fpowi's n).
-      if (!v.getType().isF32() && !v.getType().isF64()) return std::nullopt;
+      if (!raisableElement(v.getType()) || v.getType().isInteger(1)) return std::nullopt;
       return BodyValue{{}, c, v.getType()};
     }
     Operation *def = v.getDefiningOp();
     if (!def || def->getBlock() != &body || def->getNumResults() != 1) return std::nullopt;
     Type type = v.getType();
-    if (!type.isF32() && !type.isF64() && !type.isInteger(1)) return std::nullopt;
+    // A loop's index as a number (positions: torch's arange): a constant
+    // 0, 1, ..., n-1 along that loop.
+    if (auto cast = dyn_cast<arith::IndexCastOp>(def); cast && isa<IntegerType>(type))
+      if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>()) {
+        int64_t d = int64_t(index.getDim()), n = bounds[d];
+        SmallVector<int64_t> shape(rank, 1);
+        shape[d] = n;
+        auto t = RankedTensorType::get(shape, type);
+        SmallVector<APInt> values;
+        for (int64_t i = 0; i < n; ++i) values.push_back(APInt(type.getIntOrFloatBitWidth(), uint64_t(i), true));
+        return BodyValue{tosa::ConstOp::create(b, t, DenseElementsAttr::get(t, values)), std::nullopt};
+      }
+    if (!raisableElement(type)) return std::nullopt;
 
     // relu and its kin: select(cmp(x, c), x, c) is a clamp.
     if (auto sel = dyn_cast<arith::SelectOp>(def))
@@ -430,7 +451,34 @@ private:
     };
     Type f32 = type, i1 = b.getI1Type();  // (f32: the op's float type)
     Value out;
-    if (isa<arith::AddFOp>(def)) out = tosa::AddOp::create(b, resultType(f32), operands[0], operands[1]);
+    bool boolean = type.isInteger(1);
+    if (isa<arith::AddIOp>(def) && !boolean) out = tosa::AddOp::create(b, resultType(type), operands[0], operands[1]);
+    else if (isa<arith::SubIOp>(def) && !boolean)
+      out = tosa::SubOp::create(b, resultType(type), operands[0], operands[1]);
+    else if (isa<arith::MulIOp>(def) && !boolean)
+      out = tosa::MulOp::create(b, resultType(type), operands[0], operands[1], mulShift(b));
+    else if (isa<arith::AndIOp>(def))
+      out = boolean ? Value(tosa::LogicalAndOp::create(b, resultType(type), operands[0], operands[1]))
+                    : Value(tosa::BitwiseAndOp::create(b, resultType(type), operands[0], operands[1]));
+    else if (isa<arith::OrIOp>(def))
+      out = boolean ? Value(tosa::LogicalOrOp::create(b, resultType(type), operands[0], operands[1]))
+                    : Value(tosa::BitwiseOrOp::create(b, resultType(type), operands[0], operands[1]));
+    else if (isa<arith::XOrIOp>(def))
+      out = boolean ? Value(tosa::LogicalXorOp::create(b, resultType(type), operands[0], operands[1]))
+                    : Value(tosa::BitwiseXorOp::create(b, resultType(type), operands[0], operands[1]));
+    else if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
+      using P = arith::CmpIPredicate;
+      Value x = operands[0], y = operands[1];
+      switch (cmp.getPredicate()) {
+      case P::sgt: out = tosa::GreaterOp::create(b, resultType(i1), x, y); break;
+      case P::sge: out = tosa::GreaterEqualOp::create(b, resultType(i1), x, y); break;
+      case P::slt: out = tosa::GreaterOp::create(b, resultType(i1), y, x); break;
+      case P::sle: out = tosa::GreaterEqualOp::create(b, resultType(i1), y, x); break;
+      case P::eq: out = tosa::EqualOp::create(b, resultType(i1), x, y); break;
+      case P::ne: out = tosa::LogicalNotOp::create(b, resultType(i1), tosa::EqualOp::create(b, resultType(i1), x, y)); break;
+      default: return std::nullopt;  // unsigned orders
+      }
+    } else if (isa<arith::AddFOp>(def)) out = tosa::AddOp::create(b, resultType(f32), operands[0], operands[1]);
     else if (isa<arith::SubFOp>(def)) out = tosa::SubOp::create(b, resultType(f32), operands[0], operands[1]);
     else if (isa<arith::MulFOp>(def))
       out = tosa::MulOp::create(b, resultType(f32), operands[0], operands[1], mulShift(b));
@@ -833,6 +881,54 @@ Value raiseExtractBroadcast(ImplicitLocOpBuilder &b, linalg::GenericOp g) {
   return tileTo(b, reshape(b, y, shape), outType.getShape());
 }
 
+/// A linalg.generic that reads rows of a captured 2-D table at indices from
+/// its one input: y[i, j] = table[idx[i], j] (an embedding lookup; or
+/// table[idx[i], c] into a 1-wide output), the index through
+/// arith.index_cast. tosa.gather of the table's rows; its kernel checks the
+/// indices (out of range is an error naming it, where the extract was
+/// undefined).
+Value raiseExtractGather(ImplicitLocOpBuilder &b, linalg::GenericOp g) {
+  if (!g.hasPureTensorSemantics() || g.getNumResults() != 1 || g.getNumDpsInputs() != 1) return {};
+  auto outType = staticTensor(g.getResult(0).getType());
+  auto idxType = staticTensor(g.getDpsInputs()[0].getType());
+  if (!outType || !idxType || outType.getRank() != 2 || idxType.getRank() != 1 ||
+      !isa<IntegerType>(idxType.getElementType()) || idxType.getElementType().isInteger(1))
+    return {};
+  auto maps = g.getIndexingMapsArray();
+  MLIRContext *ctx = g.getContext();
+  if (maps[0] != AffineMap::get(2, 0, getAffineDimExpr(0, ctx)) || !maps[1].isIdentity()) return {};
+  Block &body = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto extract = yield.getOperand(0).getDefiningOp<tensor::ExtractOp>();
+  if (!extract || extract->getBlock() != &body || !body.getArgument(1).use_empty()) return {};
+  auto table = staticTensor(extract.getTensor().getType());
+  if (!table || table.getRank() != 2 || extract.getTensor().getParentBlock() == &body) return {};
+  auto row = extract.getIndices()[0].getDefiningOp<arith::IndexCastOp>();
+  if (!row || row.getIn() != body.getArgument(0)) return {};
+  int64_t n = outType.getDimSize(0), width = outType.getDimSize(1);
+  Value values = extract.getTensor();
+  Value column = extract.getIndices()[1];
+  if (auto loop = column.getDefiningOp<linalg::IndexOp>(); loop && loop.getDim() == 1 && width == table.getDimSize(1)) {
+    // whole rows
+  } else if (std::optional<int64_t> c = getConstantIntValue(column); c && width == 1 && *c >= 0 &&
+                                                                      *c < table.getDimSize(1)) {
+    SmallVector<int64_t> offsets = {0, *c}, sizes = {table.getDimSize(0), 1};
+    values = tosa::SliceOp::create(b, RankedTensorType::get(sizes, table.getElementType()), values,
+                                   tosa::getTosaConstShape(b, offsets), tosa::getTosaConstShape(b, sizes));
+  } else {
+    return {};
+  }
+  for (Operation &inner : body)
+    if (!isa<linalg::IndexOp, arith::IndexCastOp, arith::ConstantOp, tensor::ExtractOp, linalg::YieldOp>(inner))
+      return {};
+  Value idx = g.getDpsInputs()[0];
+  if (!idxType.getElementType().isSignlessInteger(32))
+    idx = tosa::CastOp::create(b, RankedTensorType::get(idxType.getShape(), b.getI32Type()), idx);
+  Value y = tosa::GatherOp::create(b, RankedTensorType::get({1, n, width}, table.getElementType()),
+                                   reshape(b, values, {1, table.getDimSize(0), width}), reshape(b, idx, {1, n}));
+  return reshape(b, y, outType.getShape());
+}
+
 Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
   if (op->getNumResults() != 1) return {};
   // cast (static -> dynamic), tensor.reshape to a constant shape, cast
@@ -857,7 +953,21 @@ Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
   for (Value v : op->getOperands())
     if (isa<mlir::TensorType>(v.getType()) && !staticTensor(v.getType())) return {};
   Type element = outType.getElementType();
-  if (!element.isF32()) return {};
+  if (!raisableElement(element)) return {};  // data movement: any of them; arithmetic: f32 below
+  // A tensor filled with a constant (torch-mlir's scalars as 0-d tensors)
+  // that generics read as an input. (A fill that inits a conv, a matmul or
+  // a reduction stays: their raisers read it as "starts from 0".)
+  if (auto f = dyn_cast<linalg::FillOp>(op)) {
+    bool readOnly = llvm::all_of(f->getUses(), [](OpOperand &use) {
+      auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+      return g && g.isDpsInput(&use);
+    });
+    std::optional<double> value =
+        readOnly && f.hasPureTensorSemantics() ? constScalar(f.getInputs()[0]) : std::nullopt;
+    if (!value || f.getInputs()[0].getType() != element) return {};
+    Value one = splat(b, *value, outType.getRank(), element);
+    return tileTo(b, one, outType.getShape());
+  }
 
   if (auto t = dyn_cast<linalg::TransposeOp>(op)) {
     if (!t.hasPureTensorSemantics()) return {};
@@ -873,6 +983,7 @@ Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
   if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) return reshape(b, e.getSrc(), outType.getShape());
   if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) return reshape(b, c.getSrc(), outType.getShape());
   if (auto p = dyn_cast<tensor::PadOp>(op)) {
+    if (!element.isF32()) return {};
     if (p.getNofold()) return {};
     Value padValue = p.getConstantPaddingValue();
     std::optional<double> value = padValue ? constScalar(padValue) : std::nullopt;
@@ -947,7 +1058,7 @@ struct RaiseLinalg : impl::KilnRaiseLinalgBase<RaiseLinalg> {
         else if (auto c = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op)) y = raiseNhwcConv(b, c);
         else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) y = raiseMatmul(b, cast<linalg::LinalgOp>(op));
       } else if (auto g = dyn_cast<linalg::GenericOp>(op)) {
-        if (!(y = raiseExtractBroadcast(b, g))) {
+        if (!(y = raiseExtractBroadcast(b, g)) && !(y = raiseExtractGather(b, g))) {
           GenericRaiser raiser(b, g);
           y = raiser.raise();
           resultIndex = raiser.resultIndex;

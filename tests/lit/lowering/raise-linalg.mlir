@@ -307,8 +307,8 @@ func.func @grouped(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
 // CHECK: %[[R:.*]] = tosa.reshape %arg0, %{{.*}} : (tensor<1x5x8xf32>, !tosa.shape<4>) -> tensor<1x5x2x4xf32>
 // CHECK: %[[T:.*]] = tosa.tile %arg1, %{{.*}} : (tensor<1x5x1xf32>, !tosa.shape<3>) -> tensor<1x5x8xf32>
 // CHECK: return %[[R]], %[[T]]
-// A loop index out of order (a transpose) or an index computed from data
-// (a gather) stays as it was.
+// A loop index out of order (a transpose) or a gather of columns (the
+// data's index in the second place) stays as it was.
 // CHECK-LABEL: func.func @extracts_that_stay
 // CHECK-COUNT-2: tensor.extract
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -340,8 +340,76 @@ func.func @extracts_that_stay(%s: tensor<4x4xf32>, %ids: tensor<4xi64>) -> (tens
   ^bb0(%id: i64, %out: f32):
     %k = arith.index_cast %id : i64 to index
     %j = linalg.index 1 : index
-    %v = tensor.extract %s[%k, %j] : tensor<4x4xf32>
+    %v = tensor.extract %s[%j, %k] : tensor<4x4xf32>
     linalg.yield %v : f32
   } -> tensor<4x4xf32>
   return %t, %g : tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// The index arithmetic of a transformer's embeddings as torch-mlir's linalg
+// export writes it (ONNX Gather: a negative id counts from the end): the
+// ids' i64 compare/add/select, positions from the loop index, the rows of
+// the embedding table gathered, a mask's 0-d fill read by a generic.
+// CHECK-LABEL: func.func @embedding
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.
+// CHECK: %[[NEG:.*]] = tosa.greater %{{.*}}, %arg0 : (tensor<1x1xi64>, tensor<1x5xi64>) -> tensor<1x5xi1>
+// CHECK: %[[WRAP:.*]] = tosa.add %arg0, %{{.*}} : (tensor<1x5xi64>, tensor<1x1xi64>) -> tensor<1x5xi64>
+// CHECK: tosa.select %[[NEG]], %[[WRAP]], %arg0
+// CHECK: tosa.cast %{{.*}} : (tensor<5xi64>) -> tensor<5xi32>
+// CHECK: %[[ROWS:.*]] = tosa.gather %{{.*}}, %{{.*}} : (tensor<1x10x4xf32>, tensor<1x5xi32>) -> tensor<1x5x4xf32>
+// CHECK: %[[EMB:.*]] = tosa.reshape %[[ROWS]]
+// CHECK: %[[POS:.*]] = "tosa.const"() <{values = dense<{{\[\[}}0, 1, 2, 3, 4]]> : tensor<1x5xi64>}>
+// CHECK: tosa.equal %arg2
+// CHECK: %[[M:.*]] = tosa.logical_not
+// CHECK: return %[[EMB]], %[[POS]], %[[M]]
+#map1 = affine_map<(d0, d1) -> (d0, d1)>
+#map2 = affine_map<(d0, d1) -> (d0)>
+#map0 = affine_map<(d0, d1) -> ()>
+func.func @embedding(%ids: tensor<1x5xi64>, %table: tensor<10x4xf32>, %mask: tensor<1x5xi64>) -> (tensor<5x4xf32>, tensor<1x5xi64>, tensor<1x5xi1>) {
+  %c0 = arith.constant 0 : i64
+  %c10 = arith.constant 10 : i64
+  %c7 = arith.constant 7 : i64
+  %e = tensor.empty() : tensor<1x5xi64>
+  %eb = tensor.empty() : tensor<1x5xi1>
+  %neg = linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<1x5xi64>) outs(%eb : tensor<1x5xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %r = arith.cmpi slt, %in, %c0 : i64
+    linalg.yield %r : i1
+  } -> tensor<1x5xi1>
+  %wrap = linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<1x5xi64>) outs(%e : tensor<1x5xi64>) {
+  ^bb0(%in: i64, %out: i64):
+    %r = arith.addi %in, %c10 : i64
+    linalg.yield %r : i64
+  } -> tensor<1x5xi64>
+  %id = linalg.generic {indexing_maps = [#map1, #map1, #map1, #map1], iterator_types = ["parallel", "parallel"]} ins(%neg, %wrap, %ids : tensor<1x5xi1>, tensor<1x5xi64>, tensor<1x5xi64>) outs(%e : tensor<1x5xi64>) {
+  ^bb0(%n: i1, %w: i64, %i: i64, %out: i64):
+    %r = arith.select %n, %w, %i : i64
+    linalg.yield %r : i64
+  } -> tensor<1x5xi64>
+  %flat = tensor.collapse_shape %id [[0, 1]] : tensor<1x5xi64> into tensor<5xi64>
+  %rows = tensor.empty() : tensor<5x4xf32>
+  %emb = linalg.generic {indexing_maps = [#map2, #map1], iterator_types = ["parallel", "parallel"]} ins(%flat : tensor<5xi64>) outs(%rows : tensor<5x4xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %k = arith.index_cast %in : i64 to index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%k, %j] : tensor<10x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<5x4xf32>
+  %pos = linalg.generic {indexing_maps = [#map1], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<1x5xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 1 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  } -> tensor<1x5xi64>
+  %s = tensor.empty() : tensor<i64>
+  %seven = linalg.fill ins(%c7 : i64) outs(%s : tensor<i64>) -> tensor<i64>
+  %m = linalg.generic {indexing_maps = [#map1, #map0, #map1], iterator_types = ["parallel", "parallel"]} ins(%mask, %seven : tensor<1x5xi64>, tensor<i64>) outs(%eb : tensor<1x5xi1>) {
+  ^bb0(%in: i64, %k: i64, %out: i1):
+    %r = arith.cmpi ne, %in, %k : i64
+    linalg.yield %r : i1
+  } -> tensor<1x5xi1>
+  return %emb, %pos, %m : tensor<5x4xf32>, tensor<1x5xi64>, tensor<1x5xi1>
 }
