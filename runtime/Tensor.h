@@ -176,6 +176,13 @@ public:
   /// Element i converted to double (any dtype); for checksums and printing.
   double elementAsDouble(int64_t i) const;
   const llvm::IntrusiveRefCntPtr<Buffer> &buffer() const { return buffer_; }
+  /// The same data under another shape of as many elements: a view (no
+  /// copy), sharing the buffer.
+  Tensor reshaped(llvm::ArrayRef<int64_t> shape) const {
+    Tensor t = *this;
+    t.type_.shape.assign(shape.begin(), shape.end());
+    return t;
+  }
 
 private:
   TensorType type_;
