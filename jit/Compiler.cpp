@@ -4,6 +4,7 @@
 #include "jit/RuntimeSymbols.h"
 
 #include "kernels/KernelRegistry.h"
+#include "kernels/MatmulPanels.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
 #include "runtime/Executor.h"
@@ -394,7 +395,34 @@ llvm::Error Compiler::link(CompiledFunction &out) {
   return buildExecutable(out);
 }
 
+Tensor Compiler::packedMatmulWeight(const Tensor &weight) const {
+  if (weight.dtype() != DType::f32 || weight.rank() != 3) return Tensor();
+  std::lock_guard<std::mutex> lock(packedMu_);
+  auto key = std::make_pair(weight.buffer().get(), weight.byteOffset());
+  if (auto it = packed_.find(key); it != packed_.end() && it->second.packed.type() == weight.type())
+    return it->second.packed;
+  auto packed = Tensor::allocate(DType::f32, weight.shape(), "a matmul weight in panel order");
+  if (!packed) {
+    llvm::consumeError(packed.takeError());
+    return Tensor();
+  }
+  kernels::packMatmulB(weight.data<float>(), weight.shape()[0], weight.shape()[1], weight.shape()[2],
+                       packed->data<float>());
+  packed_[key] = {weight.buffer(), *packed};
+  return *packed;
+}
+
+void Compiler::trimPackedWeights() const {
+  std::lock_guard<std::mutex> lock(packedMu_);
+  // A packed copy no plan reads any more (only this map holds it), or of a
+  // weight whose module is gone, goes.
+  for (auto it = packed_.begin(); it != packed_.end();)
+    it = it->second.source->UseCount() == 1 || it->second.packed.buffer()->UseCount() == 1 ? packed_.erase(it)
+                                                                                          : std::next(it);
+}
+
 llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
+  trimPackedWeights();
   const lowering::ExecPlan &plan = out.plan;
   using lowering::PlanValue;
   // Steps that read only weights and constants run once, here.
@@ -456,6 +484,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
     StepFn fn;
     std::string name;
     StepKind kind;
+    llvm::SmallVector<int, 8> inputIds = ids(step.inputs);
     if (step.kind == lowering::PlanStep::kJit) {
       fn = out.launches_[s].fn;
       name = "jit:@" + out.function + "." + step.name;
@@ -474,7 +503,18 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
         return error(ErrorCode::kUnsupported, "@%s: the plan runs kernel %s for '%s'; this process has %s",
                      out.function.c_str(), step.kernel.c_str(), step.op.c_str(), choice->name.c_str());
       const kernels::KernelDef *def = choice->def;
-      fn = [def, attrs = step.attrs, inTypes, outTypes](const StepContext &ctx) -> llvm::Error {
+      ops::AttrMap attrs = step.attrs;
+      // A matmul on a weight reads it in the kernel's panel order, stored
+      // once (not copied panel by panel on every call).
+      if (step.op == "tosa.matmul" && kernels::matmulReadsPanels(inTypes)) {
+        auto it = folded.find(step.inputs[1]);
+        Tensor weight = it != folded.end() ? it->second : out.constantValue(step.inputs[1]);
+        if (Tensor packed = weight.valid() ? packedMatmulWeight(weight) : Tensor(); packed.valid()) {
+          inputIds[1] = b.addConstant(packed);
+          attrs.set(kernels::kMatmulPackedB, int64_t(1));
+        }
+      }
+      fn = [def, attrs = std::move(attrs), inTypes, outTypes](const StepContext &ctx) -> llvm::Error {
         llvm::SmallVector<const void *, 8> in;
         llvm::SmallVector<void *, 4> outs;
         for (unsigned i = 0; i < ctx.numInputs(); ++i) in.push_back(ctx.in(i));
@@ -484,7 +524,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
       name = "kernel:" + choice->name;
       kind = StepKind::kKernel;
     }
-    auto added = b.addStep(name, kind, std::move(fn), ids(step.inputs), ids(step.outputs));
+    auto added = b.addStep(name, kind, std::move(fn), inputIds, ids(step.outputs));
     if (!added) return added.takeError();
     if (auto err = b.setScratch(*added, size_t(step.scratchBytes))) return err;
     // Provenance: the ops' distinct locations, in order.

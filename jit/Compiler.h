@@ -150,6 +150,20 @@ private:
   std::function<std::shared_ptr<TraceRecorder>()> trace_;
   std::shared_ptr<PlacementTuner> tuner_;
   std::shared_ptr<HostExecutor> executor_;
+  /// `weight` ([N, C, W] f32) in the panel order of tosa.matmul's kernel
+  /// (kernels/MatmulPanels.h), packed once per weight and shared by every
+  /// plan that reads it (kernel plans of each new sequence length); null
+  /// when memory runs out (the kernel then copies per call).
+  Tensor packedMatmulWeight(const Tensor &weight) const;
+  /// Drops the packed weights that no executable reads any more, or whose
+  /// weight's module is gone (at each executable built).
+  void trimPackedWeights() const;
+  struct PackedWeight {
+    llvm::IntrusiveRefCntPtr<Buffer> source;  // held: its address stays this weight's
+    Tensor packed;
+  };
+  mutable std::mutex packedMu_;
+  mutable std::map<std::pair<const Buffer *, size_t>, PackedWeight> packed_;  // (buffer, byte offset)
 };
 
 }  // namespace kiln::jit

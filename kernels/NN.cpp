@@ -4,6 +4,7 @@
 //    im2col patch matrix); rows are split over the executor's workers.
 //  - i8 matmul / conv2d accumulate in i32 (zero points 0).
 #include "kernels/KernelUtil.h"
+#include "kernels/MatmulPanels.h"
 #include "kernels/VectorKernels.h"
 
 #include <Eigen/Core>
@@ -78,14 +79,18 @@ void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N,
 /// 768 x 3072 weight four times at S=128 and walked it a page per k step:
 /// 80 GFLOP/s in a model against 210 alone.)
 void gemmByColumnPanels(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N, int64_t H, int64_t C,
-                        int64_t W) {
-  constexpr int64_t kPanel = 64;
+                        int64_t W, bool packedB) {
+  constexpr int64_t kPanel = kMatmulPanel;
   const GemmFn gemmFn = gemm();
   const int64_t panels = (W + kPanel - 1) / kPanel;
   parallel(ex, N * panels, 1, [&](int64_t s, int64_t e) {
     thread_local std::vector<float> packed;
     for (int64_t item = s; item < e; ++item) {
       int64_t n = item / panels, j0 = (item % panels) * kPanel, cols = std::min<int64_t>(kPanel, W - j0);
+      if (packedB) {  // the plan stored B in panel order (packMatmulB)
+        gemmFn(a + n * H * C, C, b + n * C * W + j0 * C, cols, y + n * H * W + j0, W, H, cols, C);
+        continue;
+      }
       const float *bn = b + n * C * W + j0;
       packed.resize(size_t(C * cols));
       for (int64_t q = 0; q < C; ++q) std::copy_n(bn + q * W, cols, packed.data() + q * cols);
@@ -105,7 +110,7 @@ llvm::Error matmulCompute(const KernelArgs &k) {
       return llvm::Error::success();
     }
     if (W % 16 == 0) {
-      gemmByColumnPanels(k.executor, a, b, y, N, H, C, W);
+      gemmByColumnPanels(k.executor, a, b, y, N, H, C, W, k.attrs.getIntOr(kMatmulPackedB, 0) != 0);
       return llvm::Error::success();
     }
     // Else Eigen's GEMM (built for baseline x86-64) on blocks of 32 rows.
@@ -414,6 +419,20 @@ template <bool IsMax> llvm::Error poolCompute(const KernelArgs &a) {
 }
 
 }  // namespace
+
+bool matmulReadsPanels(llvm::ArrayRef<TensorType> in) {
+  return in.size() == 2 && in[0].dtype == DType::f32 && in[1].dtype == DType::f32 && in[0].shape.size() == 3 &&
+         in[1].shape.size() == 3 && in[0].shape[1] > 1 && in[1].shape[2] % 16 == 0;
+}
+
+void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j0 = 0; j0 < W; j0 += kMatmulPanel) {
+      int64_t cols = std::min<int64_t>(kMatmulPanel, W - j0);
+      float *panel = out + n * C * W + j0 * C;
+      for (int64_t q = 0; q < C; ++q) std::copy_n(b + (n * C + q) * W + j0, cols, panel + q * cols);
+    }
+}
 
 void registerNNKernels(KernelRegistry &r) {
   llvm::cantFail(r.add({"tosa.matmul", "eigen", &matmulShape, &matmulCompute}));

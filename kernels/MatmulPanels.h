@@ -1,0 +1,30 @@
+// tosa.matmul's f32 GEMM reads B ([N, C, W]) in column panels of up to
+// kMatmulPanel columns, each copied into a contiguous C x cols block per
+// call. Where B is a weight, a plan stores it in that panel order once
+// (packMatmulB) and marks the step with kMatmulPackedB: the kernel reads the
+// panels in place, and calls no longer copy B (BERT's 340 MB of matmul
+// weights per call, which made short sequences weight-copy-bound).
+#pragma once
+
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+
+namespace kiln::kernels {
+
+constexpr int64_t kMatmulPanel = 64;
+/// Step attribute (integer 1): input 1 is in packMatmulB's order.
+constexpr const char *kMatmulPackedB = "kiln.packed_b";
+
+/// Whether tosa.matmul on these inputs ([N,H,C] x [N,C,W]) runs the panel
+/// GEMM, and so can read a packed B: f32, H > 1, W a multiple of 16.
+bool matmulReadsPanels(llvm::ArrayRef<TensorType> inputs);
+
+/// B ([N, C, W], row-major) in panel order: for each batch n, for each panel
+/// of columns j0 .. j0+cols (cols = min(kMatmulPanel, W - j0)), the C x cols
+/// block row-major, at n*C*W + j0*C. As many elements as B.
+void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out);
+
+}  // namespace kiln::kernels
