@@ -293,6 +293,7 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
     std::string key = function + '\0' + sig.str();
     if (impl_->background.count(key)) return served;  // another first call started it
     std::string ready = "kernel plan ready in " + llvm::formatv("{0:f1}", msSince(start)).str() + " ms";
+    std::string header = "@" + function + " (" + sig.str() + "): ";
     if (deferShapeCompile(function, types)) {
       auto [it, fresh] = impl_->deferred.try_emplace(key);
       if (fresh) {
@@ -301,12 +302,10 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
         ++impl_->tiers.deferredShapes;
         impl_->anyDeferred.store(true, std::memory_order_relaxed);
       }
-      if (!impl_->hotShape(++it->second.calls)) return served;
-      ready = it->second.ready + "; hot after " + std::to_string(it->second.calls) + " calls";
-      impl_->deferred.erase(it);
-      ++impl_->tiers.hotShapeCompiles;
+      if (!impl_->countDeferredCallLocked(it, header, event)) return served;
+    } else {
+      event = impl_->startBackgroundLocked(key, header + ready);
     }
-    event = impl_->startBackgroundLocked(key, "@" + function + " (" + sig.str() + "): " + ready);
   }
   compileInBackground(function, types, event);
   return served;
@@ -324,21 +323,16 @@ bool Module::deferShapeCompile(const std::string &function, llvm::ArrayRef<Tenso
 }
 
 void Module::noteDeferredCall(const std::string &function, const std::string &signature) {
-  std::vector<TensorType> types;
+  std::optional<std::vector<TensorType>> types;
   size_t event = 0;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    std::string key = function + '\0' + signature;
-    auto it = impl_->deferred.find(key);
-    if (it == impl_->deferred.end() || !impl_->hotShape(++it->second.calls)) return;
-    types = std::move(it->second.types);
-    std::string line = "@" + function + " (" + signature + "): " + it->second.ready + "; hot after " +
-                       std::to_string(it->second.calls) + " calls";
-    impl_->deferred.erase(it);
-    ++impl_->tiers.hotShapeCompiles;
-    event = impl_->startBackgroundLocked(key, line);
+    auto it = impl_->deferred.find(function + '\0' + signature);
+    if (it == impl_->deferred.end()) return;
+    types = impl_->countDeferredCallLocked(it, "@" + function + " (" + signature + "): ", event);
+    if (!types) return;
   }
-  compileInBackground(function, types, event);
+  compileInBackground(function, *types, event);
 }
 
 void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,

@@ -146,7 +146,11 @@ llvm::Expected<CompileService::Compiled> CompileService::getOrCompile(lowering::
       return makeError(std::move(status));
     }
     code = *produced;
+    uint64_t evicted = memory_.evictions();
     memory_.put(digest, code);
+    // Packed matmul weights only evicted code read go with it (else they
+    // would stay until the next executable is built).
+    if (memory_.evictions() != evicted) compiler_.trimPackedWeights();
     pending->emplace(code);
   } else if (!code) {
     auto v = pending.awaitValue();

@@ -133,6 +133,11 @@ public:
   load(llvm::StringRef function, std::vector<TensorType> inputTypes, std::vector<TensorType> resultTypes,
        std::vector<Tensor> weights, lowering::ExecPlan plan, std::vector<llvm::SmallVector<char, 0>> objects);
 
+  /// Drops the packed weights that no executable reads any more, or whose
+  /// weight's module is gone (at each executable built, and when the
+  /// compile service's memory evicts code).
+  void trimPackedWeights() const;
+
 private:
   /// Runs job(0..n-1) on this thread and on up to `helpers` spawned tasks;
   /// returns when every job has finished.
@@ -155,9 +160,6 @@ private:
   /// plan that reads it (kernel plans of each new sequence length); null
   /// when memory runs out (the kernel then copies per call).
   Tensor packedMatmulWeight(const Tensor &weight) const;
-  /// Drops the packed weights that no executable reads any more, or whose
-  /// weight's module is gone (at each executable built).
-  void trimPackedWeights() const;
   struct PackedWeight {
     llvm::IntrusiveRefCntPtr<Buffer> source;  // held: its address stays this weight's
     Tensor packed;

@@ -69,6 +69,12 @@ void gemv(HostExecutor &ex, const float *a, const float *b, float *y, int64_t N,
   }
 }
 
+/// Copies columns j0 .. j0+cols of the C x W matrix b into the contiguous
+/// C x cols panel out (the order gemmByColumnPanels' GEMM reads).
+void copyPanel(const float *b, int64_t C, int64_t W, int64_t j0, int64_t cols, float *out) {
+  for (int64_t q = 0; q < C; ++q) std::copy_n(b + q * W + j0, cols, out + q * cols);
+}
+
 /// y[n] = a[n] (H x C) * b[n] (C x W), W a multiple of 16, by the
 /// outer-product GEMM built per vector width (gemm(); BERT's, GPT-2's and
 /// ViT's matmuls, attention's batched ones). Work items are (batch, panel of
@@ -91,9 +97,8 @@ void gemmByColumnPanels(HostExecutor &ex, const float *a, const float *b, float 
         gemmFn(a + n * H * C, C, b + n * C * W + j0 * C, cols, y + n * H * W + j0, W, H, cols, C);
         continue;
       }
-      const float *bn = b + n * C * W + j0;
       packed.resize(size_t(C * cols));
-      for (int64_t q = 0; q < C; ++q) std::copy_n(bn + q * W, cols, packed.data() + q * cols);
+      copyPanel(b + n * C * W, C, W, j0, cols, packed.data());
       gemmFn(a + n * H * C, C, packed.data(), cols, y + n * H * W + j0, W, H, cols, C);
     }
   });
@@ -427,11 +432,8 @@ bool matmulReadsPanels(llvm::ArrayRef<TensorType> in) {
 
 void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out) {
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t j0 = 0; j0 < W; j0 += kMatmulPanel) {
-      int64_t cols = std::min<int64_t>(kMatmulPanel, W - j0);
-      float *panel = out + n * C * W + j0 * C;
-      for (int64_t q = 0; q < C; ++q) std::copy_n(b + (n * C + q) * W + j0, cols, panel + q * cols);
-    }
+    for (int64_t j0 = 0; j0 < W; j0 += kMatmulPanel)
+      copyPanel(b + n * C * W, C, W, j0, std::min<int64_t>(kMatmulPanel, W - j0), out + n * C * W + j0 * C);
 }
 
 void registerNNKernels(KernelRegistry &r) {

@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 
@@ -71,6 +72,22 @@ struct Module::Impl {
   /// kernel plans served (a stream of ever-new sizes compiles none of them).
   bool hotShape(uint64_t calls) const {
     return calls >= uint64_t(hotShapeCalls) && calls * 16 >= kernelPlanCalls.load(std::memory_order_relaxed);
+  }
+  /// Under mu: one more call of the deferred shape `it` (whose key is
+  /// "function\0signature"). Once hot, it leaves `deferred`, its compile
+  /// starts (startBackgroundLocked) and `event` gets its line's index;
+  /// returns the shape's types then, nothing while it is not hot.
+  std::optional<std::vector<TensorType>> countDeferredCallLocked(std::map<std::string, DeferredShape>::iterator it,
+                                                                 const std::string &header, size_t &event) {
+    if (!hotShape(++it->second.calls)) return std::nullopt;
+    std::vector<TensorType> types = std::move(it->second.types);
+    std::string line =
+        header + it->second.ready + "; hot after " + std::to_string(it->second.calls) + " calls";
+    std::string key = it->first;
+    deferred.erase(it);
+    ++tiers.hotShapeCompiles;
+    event = startBackgroundLocked(key, std::move(line));
+    return types;
   }
   /// Under mu: the background compile of `key` ("function\0signature")
   /// starts: counted, its event line added; returns the line's index.

@@ -1488,8 +1488,9 @@ TEST_P(TosaOp, JitMatchesReference) {
   EXPECT_NE(placement.find(" 0 handwritten"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("[winograd]") != std::string::npos,
             GetParam().name.rfind("conv2d_winograd_", 0) == 0) << placement;
-  if (placement.find("[winograd]") != std::string::npos)
+  if (placement.find("[winograd]") != std::string::npos) {
     EXPECT_NE(placement.find("[scratch]"), std::string::npos) << placement;
+  }
   EXPECT_EQ(placement.find("[padded rows]") != std::string::npos, GetParam().paddedRows) << placement;
   EXPECT_EQ(placement.find("[panels]") != std::string::npos, GetParam().panels) << placement;
 }
