@@ -52,7 +52,7 @@ DepthwiseRowFn depthwiseRow();
 /// for i < m and j < n rounded up to the width's vector length (16 floats
 /// at most): A times a B packed [k, n] row-major with its columns padded
 /// to a multiple of 16 (zeros), into a Y whose rows have that room too.
-/// Register tiles of rows x two vectors of columns, each row's A element
+/// Register tiles of rows x up to four vectors of columns, each row's A element
 /// broadcast against B's vectors (outer products: one FMA per load of A
 /// and B's vectors reused by every row of the tile).
 using GemmFn = void (*)(const float *a, int64_t lda, const float *b, int64_t ldb, float *y, int64_t ldy, int64_t m,
