@@ -2,7 +2,9 @@
 // The tensor is viewed as [outer, axis, inner]; outer x inner slices run in
 // parallel on the executor.
 #include "kernels/KernelUtil.h"
+#include "kernels/VectorKernels.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace kiln::kernels {
@@ -57,8 +59,41 @@ llvm::Expected<std::vector<TensorType>> reduceShape(llvm::ArrayRef<TensorType> i
   return std::vector<TensorType>{out};
 }
 
+/// f32 sums, maxima and minima by the host's widest vectors
+/// (VectorKernels): the axis innermost (LayerNorm's and softmax's rows) or
+/// with elements after it (vectors across those). Where the scalar loop
+/// below ran a dependent chain of adds per output: BERT's reduce_max over
+/// [12, L, L] 0.36 G elements/s.
+template <Kind K> bool reduceF32Vectorized(const KernelArgs &a, const Geometry &g) {
+  constexpr bool vectorized = K == Kind::Sum || K == Kind::Max || K == Kind::Min;
+  if (!vectorized || a.inputTypes[0].dtype != DType::f32) return false;
+  constexpr VectorReduce op = K == Kind::Sum ? VectorReduce::kSum : K == Kind::Max ? VectorReduce::kMax
+                                                                                   : VectorReduce::kMin;
+  const float *x = static_cast<const float *>(a.inputs[0]);
+  float *y = static_cast<float *>(a.outputs[0]);
+  if (g.inner == 1) {
+    ReduceRowsFn rows = reduceRows(op);
+    parallel(a.executor, g.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.axis)),
+             [&](int64_t b, int64_t e) { rows(x + b * g.axis, y + b, e - b, g.axis); });
+    return true;
+  }
+  // Blocks of up to 256 of the inner elements, each over the whole axis.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (g.inner + kBlock - 1) / kBlock;
+  ReduceColumnsFn columns = reduceColumns(op);
+  parallel(a.executor, g.outer * blocks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      int64_t o = item / blocks, j0 = (item % blocks) * kBlock;
+      columns(x + o * g.axis * g.inner + j0, g.inner, y + o * g.inner + j0, std::min(kBlock, g.inner - j0),
+              g.axis);
+    }
+  });
+  return true;
+}
+
 template <Kind K> llvm::Error reduceCompute(const KernelArgs &a) {
   Geometry g = geometry(a.inputTypes[0], a.attrs.getIntOr("axis", 0));
+  if (reduceF32Vectorized<K>(a, g)) return llvm::Error::success();
   if (!dispatch(a.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     using S = Store<T>;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace kiln::kernels {
 namespace {
@@ -162,20 +163,28 @@ typedef int32_t Ints16 __attribute__((vector_size(64)));
 typedef int32_t Ints8 __attribute__((vector_size(32)));
 typedef int32_t Ints4 __attribute__((vector_size(16)));
 
+typedef float Floats2 __attribute__((vector_size(8)));
+typedef double Doubles8 __attribute__((vector_size(64)));
+typedef double Doubles4 __attribute__((vector_size(32)));
+typedef double Doubles2 __attribute__((vector_size(16)));
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx2,fma")
 namespace w512 {
 #include "kernels/VectorUnary.inc"
+#include "kernels/VectorReduce.inc"
 }  // namespace w512
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace w256 {
 #include "kernels/VectorUnary.inc"
+#include "kernels/VectorReduce.inc"
 }  // namespace w256
 #pragma GCC pop_options
 namespace w128 {
 #include "kernels/VectorUnary.inc"
+#include "kernels/VectorReduce.inc"
 }  // namespace w128
 
 #define KILN_UNARY_VARIANTS(NAME, OP)                                                                  \
@@ -276,6 +285,33 @@ bool hostRuns(int vectorBits) {
   return vectorBits == 128;
 }
 
+#define KILN_REDUCE_VARIANTS(NAME, OP)                                                                          \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void NAME##Rows512(const float *x, float *y,  \
+                                                                                   int64_t rows, int64_t w) {  \
+    w512::reduceRowsBody<Floats16, 16, Floats8, Doubles8, OP>(x, y, rows, w);                                          \
+  }                                                                                                              \
+  __attribute__((target("avx2,fma"))) void NAME##Rows256(const float *x, float *y, int64_t rows, int64_t w) {     \
+    w256::reduceRowsBody<Floats8, 8, Floats4, Doubles4, OP>(x, y, rows, w);                                            \
+  }                                                                                                              \
+  void NAME##Rows128(const float *x, float *y, int64_t rows, int64_t w) {                                        \
+    w128::reduceRowsBody<Floats4, 4, Floats2, Doubles2, OP>(x, y, rows, w);                                            \
+  }                                                                                                              \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void NAME##Columns512(                          \
+      const float *x, int64_t stride, float *y, int64_t cols, int64_t axis) {                                    \
+    w512::reduceColumnsBody<Floats16, 16, Floats8, Doubles8, OP>(x, stride, y, cols, axis);                            \
+  }                                                                                                              \
+  __attribute__((target("avx2,fma"))) void NAME##Columns256(const float *x, int64_t stride, float *y,             \
+                                                            int64_t cols, int64_t axis) {                        \
+    w256::reduceColumnsBody<Floats8, 8, Floats4, Doubles4, OP>(x, stride, y, cols, axis);                              \
+  }                                                                                                              \
+  void NAME##Columns128(const float *x, int64_t stride, float *y, int64_t cols, int64_t axis) {                  \
+    w128::reduceColumnsBody<Floats4, 4, Floats2, Doubles2, OP>(x, stride, y, cols, axis);                              \
+  }
+KILN_REDUCE_VARIANTS(reduceSum, VectorReduce::kSum)
+KILN_REDUCE_VARIANTS(reduceMax, VectorReduce::kMax)
+KILN_REDUCE_VARIANTS(reduceMin, VectorReduce::kMin)
+#undef KILN_REDUCE_VARIANTS
+
 /// The widest of 512, 256 and 128 the host runs.
 int hostWidest() { return hostRuns(512) ? 512 : hostRuns(256) ? 256 : 128; }
 
@@ -343,6 +379,38 @@ SumRowsFn sumRowsFor(int vectorBits) { return variantFor(vectorBits, &sumRows512
 SumRowsFn sumRows() {
   static const SumRowsFn widest = sumRowsFor(hostWidest());
   return widest;
+}
+
+ReduceRowsFn reduceRowsFor(VectorReduce op, int vectorBits) {
+  switch (op) {
+  case VectorReduce::kSum: return variantFor(vectorBits, &reduceSumRows512, &reduceSumRows256, &reduceSumRows128);
+  case VectorReduce::kMax: return variantFor(vectorBits, &reduceMaxRows512, &reduceMaxRows256, &reduceMaxRows128);
+  case VectorReduce::kMin: return variantFor(vectorBits, &reduceMinRows512, &reduceMinRows256, &reduceMinRows128);
+  }
+  return nullptr;
+}
+
+ReduceRowsFn reduceRows(VectorReduce op) {
+  static const ReduceRowsFn widest[] = {reduceRowsFor(VectorReduce::kSum, hostWidest()),
+                                        reduceRowsFor(VectorReduce::kMax, hostWidest()),
+                                        reduceRowsFor(VectorReduce::kMin, hostWidest())};
+  return widest[int(op)];
+}
+
+ReduceColumnsFn reduceColumnsFor(VectorReduce op, int vectorBits) {
+  switch (op) {
+  case VectorReduce::kSum: return variantFor(vectorBits, &reduceSumColumns512, &reduceSumColumns256, &reduceSumColumns128);
+  case VectorReduce::kMax: return variantFor(vectorBits, &reduceMaxColumns512, &reduceMaxColumns256, &reduceMaxColumns128);
+  case VectorReduce::kMin: return variantFor(vectorBits, &reduceMinColumns512, &reduceMinColumns256, &reduceMinColumns128);
+  }
+  return nullptr;
+}
+
+ReduceColumnsFn reduceColumns(VectorReduce op) {
+  static const ReduceColumnsFn widest[] = {reduceColumnsFor(VectorReduce::kSum, hostWidest()),
+                                           reduceColumnsFor(VectorReduce::kMax, hostWidest()),
+                                           reduceColumnsFor(VectorReduce::kMin, hostWidest())};
+  return widest[int(op)];
 }
 
 }  // namespace kiln::kernels

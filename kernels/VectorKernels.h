@@ -79,4 +79,17 @@ using ClampFn = void (*)(const float *x, float *y, int64_t n, float lo, float hi
 ClampFn clampFor(int vectorBits);
 ClampFn clamp();
 
+/// f32 reductions of tosa.reduce_sum / reduce_max / reduce_min: sums
+/// accumulate in double (as the scalar kernel does), max and min propagate
+/// NaN. Rows: y[r] = reduce over q < w of x[r * w + q], r < rows (the axis
+/// innermost: LayerNorm's and softmax's). Columns: y[j] = reduce over
+/// k < axis of x[k * stride + j], j < cols (an axis with elements after it).
+enum class VectorReduce { kSum, kMax, kMin };
+using ReduceRowsFn = void (*)(const float *x, float *y, int64_t rows, int64_t w);
+using ReduceColumnsFn = void (*)(const float *x, int64_t stride, float *y, int64_t cols, int64_t axis);
+ReduceRowsFn reduceRowsFor(VectorReduce op, int vectorBits);
+ReduceRowsFn reduceRows(VectorReduce op);
+ReduceColumnsFn reduceColumnsFor(VectorReduce op, int vectorBits);
+ReduceColumnsFn reduceColumns(VectorReduce op);
+
 }  // namespace kiln::kernels

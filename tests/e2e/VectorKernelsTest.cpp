@@ -281,3 +281,64 @@ TEST(VectorKernels, ErfAndTanhMatchLibmAtEveryWidth) {
 }
 
 }  // namespace
+
+namespace {
+
+// Reductions over rows (the axis innermost) and columns (an axis with
+// elements after it): widths below, at and past each unrolled step (4
+// vectors of 16, 8, 4 floats), sums against a double reference, max and
+// min exactly, and a NaN anywhere in a row or column makes its result NaN.
+TEST(VectorKernels, ReductionsMatchReferenceAtEveryWidth) {
+  using kiln::kernels::VectorReduce;
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    for (VectorReduce op : {VectorReduce::kSum, VectorReduce::kMax, VectorReduce::kMin}) {
+      kiln::kernels::ReduceRowsFn rowsFn = kiln::kernels::reduceRowsFor(op, bits);
+      kiln::kernels::ReduceColumnsFn columnsFn = kiln::kernels::reduceColumnsFor(op, bits);
+      if (!rowsFn || !columnsFn) continue;
+      ++ran;
+      auto reference = [&](auto at, int64_t n) {
+        double acc = op == VectorReduce::kSum ? 0.0 : double(at(0));
+        bool nan = false;
+        for (int64_t i = 0; i < n; ++i) {
+          double v = at(i);
+          nan |= std::isnan(v);
+          acc = op == VectorReduce::kSum ? acc + v : op == VectorReduce::kMax ? std::max(acc, v) : std::min(acc, v);
+        }
+        return nan ? double(__builtin_nanf("")) : acc;
+      };
+      auto check = [&](float got, double want, const char *what, int64_t n, int64_t i) {
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << bits << " bits, op " << int(op) << ", " << what << " " << n << " at " << i;
+        } else if (op == VectorReduce::kSum) {
+          EXPECT_NEAR(got, want, 1e-5 * (1 + std::abs(want))) << bits << " bits, " << what << " " << n << " at " << i;
+        } else {
+          EXPECT_EQ(got, float(want)) << bits << " bits, op " << int(op) << ", " << what << " " << n << " at " << i;
+        }
+      };
+      for (int64_t w : {1, 3, 15, 16, 17, 63, 64, 65, 129, 300, 1000}) {
+        const int64_t rows = 5;
+        std::vector<float> x(size_t(rows * w));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i + 1)) * 3.0f;
+        if (w > 2) x[size_t(2 * w + w / 2)] = __builtin_nanf("");  // row 2
+        std::vector<float> y(size_t(rows), 99.0f);
+        rowsFn(x.data(), y.data(), rows, w);
+        for (int64_t r = 0; r < rows; ++r)
+          check(y[size_t(r)], reference([&](int64_t q) { return x[size_t(r * w + q)]; }, w), "row of", w, r);
+        // The same data as [w, rows x ...] columns: axis w, stride 'cols'.
+        for (int64_t cols : {1, 5, 16, 37}) {
+          std::vector<float> xc(size_t(w * cols));
+          for (size_t i = 0; i < xc.size(); ++i) xc[i] = std::cos(0.29f * float(i + 1)) * 2.0f;
+          if (w > 2) xc[size_t((w / 2) * cols + cols - 1)] = __builtin_nanf("");  // the last column
+          std::vector<float> yc(size_t(cols), 99.0f);
+          columnsFn(xc.data(), cols, yc.data(), cols, w);
+          for (int64_t j = 0; j < cols; ++j)
+            check(yc[size_t(j)], reference([&](int64_t k) { return xc[size_t(k * cols + j)]; }, w), "axis", w, j);
+        }
+      }
+    }
+  }
+  EXPECT_GE(ran, 3);
+}
+
+}  // namespace
