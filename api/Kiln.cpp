@@ -8,6 +8,7 @@
 #include "jit/HostTarget.h"
 #include "lowering/graph/Program.h"
 #include "runtime/Clock.h"
+#include "runtime/ThreadPriority.h"
 #include "runtime/Trace.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -349,6 +350,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
   impl_->compiling = true;
   ++impl_->firstCallsInFlight;  // the thread's own: it touches the module until it has left
   std::thread([this] {
+    enterBackgroundPriority();  // the calls on kernel plans come first (runtime/ThreadPriority.h)
     for (;;) {
       Impl::BackgroundJob job;
       {

@@ -8,6 +8,7 @@
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
 #include "runtime/Executor.h"
+#include "runtime/ThreadPriority.h"
 #include "runtime/Trace.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -18,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 namespace kiln::jit {
 namespace {
@@ -71,9 +73,19 @@ void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)>
       if (++state->done == n) state->cv.notify_all();
     }
   };
-  if (spawn_)
+  if (inBackgroundPriority()) {
+    // A background compile (tiered execution): its helpers are threads of
+    // their own at its priority, not the pool's (whose priority could not
+    // be raised again afterwards).
+    for (int h = 0; h < helpers && size_t(h + 1) < n; ++h)
+      std::thread([state, work, job] {
+        enterBackgroundPriority();
+        work(job);
+      }).detach();
+  } else if (spawn_) {
     for (int h = 0; h < helpers && size_t(h + 1) < n; ++h)
       spawn_([state, work, job] { work(job); });
+  }
   work(job);
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait(lock, [&] { return state->done == n; });
