@@ -409,7 +409,7 @@ void Module::waitForBackgroundCompiles() {
              impl_->tiers.backgroundCompiles;
     });
   }
-  impl_->service->waitForWeightMoves();
+  impl_->service->waitForBackgroundJobs();
 }
 
 std::vector<AsyncValueRef<Tensor>> Module::start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,

@@ -63,11 +63,11 @@ CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOpt
   kernelPlacement_.measure = false;
 }
 
-CompileService::~CompileService() { waitForWeightMoves(); }
+CompileService::~CompileService() { waitForBackgroundJobs(); }
 
-void CompileService::waitForWeightMoves() {
+void CompileService::waitForBackgroundJobs() {
   std::unique_lock<std::mutex> lock(mu_);
-  weightMovesIdle_.wait(lock, [&] { return weightMovesPending_ == 0; });
+  backgroundIdle_.wait(lock, [&] { return backgroundJobs_ == 0; });
 }
 
 CompileServiceStats CompileService::stats() const {
@@ -265,15 +265,36 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   }
   if (options_.warn)
     for (const std::string &w : (*compiled)->stats.warnings) options_.warn(w);
+  Compiled code(std::move(*compiled));
+  if (disk_->mode() != cache::CacheMode::kReadWrite) return code;  // no plan to encode (10 ms for BERT's)
+  // A kernel plan serves a call that waits for it: the entry is encoded and
+  // written (fsync'ed) after it returns, in a job of its own that the
+  // service's destructor waits for.
+  if (tier == Tier::kKernels && options_.spawn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++backgroundJobs_;
+    }
+    options_.spawn([this, code, key] {
+      storeOnDisk(*code, key);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--backgroundJobs_ == 0) backgroundIdle_.notify_all();
+    });
+    return code;
+  }
+  storeOnDisk(*code, key);
+  return code;
+}
+
+void CompileService::storeOnDisk(const CompiledFunction &code, const cache::CacheKeyParts &key) {
   cache::CachedFunction entry;
   entry.key = key;
-  entry.inputs = (*compiled)->inputTypes;
-  for (const Tensor &w : (*compiled)->weights) entry.weights.push_back(w.type());
-  entry.results = (*compiled)->resultTypes;
-  entry.plan = planToJson((*compiled)->plan);
-  for (const auto &o : (*compiled)->objects) entry.objects.emplace_back(o.begin(), o.end());
+  entry.inputs = code.inputTypes;
+  for (const Tensor &w : code.weights) entry.weights.push_back(w.type());
+  entry.results = code.resultTypes;
+  entry.plan = planToJson(code.plan);
+  for (const auto &o : code.objects) entry.objects.emplace_back(o.begin(), o.end());
   disk_->store(entry);
-  return Compiled(std::move(*compiled));
 }
 
 /// Copies each tensor of `weights` into huge pages (HugePageSlabs::adopt);
@@ -300,7 +321,7 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   // buffer is when they read it (Buffer::relocate keeps the old memory).
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++weightMovesPending_;
+    ++backgroundJobs_;
   }
   options_.spawn([this, big = std::move(big)] {
     auto t0 = Clock::now();
@@ -315,7 +336,7 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.hugePageBytes += moved;
     stats_.hugePageMs += msSince(t0);
-    if (--weightMovesPending_ == 0) weightMovesIdle_.notify_all();
+    if (--backgroundJobs_ == 0) backgroundIdle_.notify_all();
   });
 }
 

@@ -92,7 +92,7 @@ class CompileService {
 public:
   using Compiled = std::shared_ptr<const CompiledFunction>;
   CompileService(std::shared_ptr<Target> target, CompileServiceOptions options);
-  /// Waits for deferred weight moves (they use the service).
+  /// Waits for deferred weight moves and cache writes (they use the service).
   ~CompileService();
 
   /// Runnable code for `function` of `program` at `inputTypes`, bound to the
@@ -105,9 +105,10 @@ public:
                                         llvm::ArrayRef<TensorType> inputTypes,
                                         const CancellationToken *cancel = nullptr, Tier tier = Tier::kCompiled,
                                         WeightMove move = WeightMove::kInline);
-  /// Blocks until every deferred move of weights into huge pages has
-  /// finished (benchmarks time the steady state after it).
-  void waitForWeightMoves();
+  /// Blocks until every deferred move of weights into huge pages and every
+  /// deferred write of a kernel plan to the disk cache has finished
+  /// (benchmarks time the steady state after it).
+  void waitForBackgroundJobs();
   /// The full cache key of that request.
   llvm::Expected<cache::CacheKeyParts> cacheKey(lowering::Program &program, llvm::StringRef function,
                                                 llvm::ArrayRef<TensorType> inputTypes,
@@ -137,6 +138,9 @@ private:
   /// binds them): inline, its figures saying how long that took, or in a
   /// job on `spawn` (counted in the service's stats).
   void hugePageWeights(CompiledFunction &code, WeightMove move);
+  /// Encodes `code` (its plan as JSON, its objects) and writes it to the
+  /// disk cache under `key`.
+  void storeOnDisk(const CompiledFunction &code, const cache::CacheKeyParts &key);
 
   std::shared_ptr<Target> target_;
   CompileServiceOptions options_;
@@ -148,8 +152,8 @@ private:
   mutable std::mutex mu_;
   llvm::StringMap<AsyncValueRef<Compiled>> inFlight_;  // by key digest
   CompileServiceStats stats_;
-  std::condition_variable weightMovesIdle_;
-  int weightMovesPending_ = 0;  // deferred jobs not finished (mu_)
+  std::condition_variable backgroundIdle_;
+  int backgroundJobs_ = 0;  // deferred weight moves and cache writes not finished (mu_)
 };
 
 }  // namespace kiln::jit

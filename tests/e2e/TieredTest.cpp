@@ -185,6 +185,33 @@ TEST(TieredExecution, CodeInTheDiskCacheServesTheFirstCall) {
   EXPECT_EQ(rt->compileService().stats().diskHits, 1u);
 }
 
+// A kernel plan is written to the disk cache after its call returns (off
+// the call's path); the runtime's end waits for the write, and the next
+// process's first call loads the plan instead of building it.
+TEST(TieredExecution, KernelPlansReachTheDiskCacheAfterTheirCall) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-plans", dir));
+  auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  Tensor x = test::randomTensor({4, 64}, 11);
+  auto run = [&] {
+    RuntimeOptions o = options(Policy::kKernelsOnly);
+    o.cacheMode = CacheMode::kReadWrite;
+    o.cacheDir = dir.str().str();
+    auto rt = test::takeOrFail(Runtime::create(o));
+    auto m = test::takeOrFail(rt->loadModule(mlp()));
+    auto r = test::takeOrFail(m->call("main", {x}));
+    EXPECT_TRUE(test::allClose(test::asDoubles(r[0]), reference(x), 1e-5, 1e-6));
+    m.reset();
+    return rt->compileService().stats();
+  };
+  jit::CompileServiceStats first = run();
+  EXPECT_EQ(first.kernelPlans, 1u);
+  EXPECT_EQ(first.diskHits, 0u);
+  jit::CompileServiceStats second = run();
+  EXPECT_EQ(second.diskHits, 1u);
+  EXPECT_EQ(second.kernelPlans, 0u);
+}
+
 TEST(TieredExecution, PolicyFromTheEnvironment) {
   ::setenv("KILN_COMPILE_POLICY", "tiered", 1);
   auto o = RuntimeOptions::fromEnvironment();
