@@ -163,8 +163,9 @@ public:
   /// Blocks until every background compile tiered calls or hot batch sizes
   /// started has finished (swapped, kept the range code, or failed), and
   /// the runtime's weights have moved into huge pages where a first call
-  /// left that to the background (RuntimeOptions::hugePageWeights). Call it
-  /// from a thread that may block.
+  /// left that to the background (RuntimeOptions::hugePageWeights) and
+  /// kernel plans have been written to the disk cache. Call it from a
+  /// thread that may block.
   void waitForBackgroundCompiles();
   /// The persistent-cache key of `function` at these input types
   /// (cache/CacheKey.h).
