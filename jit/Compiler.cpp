@@ -407,19 +407,24 @@ llvm::Error Compiler::link(CompiledFunction &out) {
   return buildExecutable(out);
 }
 
-Tensor Compiler::packedMatmulWeight(const Tensor &weight) const {
-  if (weight.dtype() != DType::f32 || weight.rank() != 3) return Tensor();
+Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
+  if (weight.dtype() != DType::f32) return Tensor();
+  if (layout == PackedLayout::kMatmulPanels ? weight.rank() != 3 : weight.rank() != 4 || weight.shape()[0] % 16)
+    return Tensor();
   std::lock_guard<std::mutex> lock(packedMu_);
-  auto key = std::make_pair(weight.buffer().get(), weight.byteOffset());
+  auto key = std::make_tuple(weight.buffer().get(), weight.byteOffset(), int(layout));
   if (auto it = packed_.find(key); it != packed_.end() && it->second.packed.type() == weight.type())
     return it->second.packed;
-  auto packed = Tensor::allocate(DType::f32, weight.shape(), "a matmul weight in panel order");
+  auto packed = Tensor::allocate(DType::f32, weight.shape(), "a weight in a kernel's packed order");
   if (!packed) {
     llvm::consumeError(packed.takeError());
     return Tensor();
   }
-  kernels::packMatmulB(weight.data<float>(), weight.shape()[0], weight.shape()[1], weight.shape()[2],
-                       packed->data<float>());
+  llvm::ArrayRef<int64_t> s = weight.shape();
+  if (layout == PackedLayout::kMatmulPanels)
+    kernels::packMatmulB(weight.data<float>(), s[0], s[1], s[2], packed->data<float>());
+  else
+    kernels::packConvFilter(weight.data<float>(), s[0], s[1] * s[2] * s[3], packed->data<float>());
   packed_[key] = {weight.buffer(), *packed};
   return *packed;
 }
@@ -518,12 +523,16 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
       ops::AttrMap attrs = step.attrs;
       // A matmul on a weight reads it in the kernel's panel order, stored
       // once (not copied panel by panel on every call).
-      if (step.op == "tosa.matmul" && kernels::matmulReadsPanels(inTypes)) {
+      // So does a conv's filter.
+      bool matmulPanels = step.op == "tosa.matmul" && kernels::matmulReadsPanels(inTypes);
+      bool convFilter = step.op == "tosa.conv2d" && kernels::conv2dReadsPackedFilter(inTypes);
+      if (matmulPanels || convFilter) {
         auto it = folded.find(step.inputs[1]);
         Tensor weight = it != folded.end() ? it->second : out.constantValue(step.inputs[1]);
-        if (Tensor packed = weight.valid() ? packedMatmulWeight(weight) : Tensor(); packed.valid()) {
+        PackedLayout layout = matmulPanels ? PackedLayout::kMatmulPanels : PackedLayout::kConvFilter;
+        if (Tensor packed = weight.valid() ? packedWeight(weight, layout) : Tensor(); packed.valid()) {
           inputIds[1] = b.addConstant(packed);
-          attrs.set(kernels::kMatmulPackedB, int64_t(1));
+          attrs.set(matmulPanels ? kernels::kMatmulPackedB : kernels::kConvPackedFilter, int64_t(1));
         }
       }
       fn = [def, attrs = std::move(attrs), inTypes, outTypes](const StepContext &ctx) -> llvm::Error {

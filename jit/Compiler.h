@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <set>
 #include <string>
@@ -155,17 +156,20 @@ private:
   std::function<std::shared_ptr<TraceRecorder>()> trace_;
   std::shared_ptr<PlacementTuner> tuner_;
   std::shared_ptr<HostExecutor> executor_;
-  /// `weight` ([N, C, W] f32) in the panel order of tosa.matmul's kernel
-  /// (kernels/MatmulPanels.h), packed once per weight and shared by every
-  /// plan that reads it (kernel plans of each new sequence length); null
-  /// when memory runs out (the kernel then copies per call).
-  Tensor packedMatmulWeight(const Tensor &weight) const;
+  /// `weight` in the order a kernel reads it (kernels/MatmulPanels.h):
+  /// tosa.matmul's B ([N, C, W] f32) in panels, or tosa.conv2d's filter
+  /// ([F, KH, KW, C] f32, F a multiple of 16) as [KH*KW*C, F]; packed once
+  /// per weight and shared by every plan that reads it (kernel plans of
+  /// each new sequence length); null when memory runs out (the kernel then
+  /// packs per call) or the weight does not fit the layout.
+  enum class PackedLayout { kMatmulPanels, kConvFilter };
+  Tensor packedWeight(const Tensor &weight, PackedLayout layout) const;
   struct PackedWeight {
     llvm::IntrusiveRefCntPtr<Buffer> source;  // held: its address stays this weight's
     Tensor packed;
   };
   mutable std::mutex packedMu_;
-  mutable std::map<std::pair<const Buffer *, size_t>, PackedWeight> packed_;  // (buffer, byte offset)
+  mutable std::map<std::tuple<const Buffer *, size_t, int>, PackedWeight> packed_;  // (buffer, byte offset, layout)
 };
 
 }  // namespace kiln::jit

@@ -1,3 +1,4 @@
+// Weights in the order the f32 GEMM kernels read them.
 // tosa.matmul's f32 GEMM reads B ([N, C, W]) in column panels of up to
 // kMatmulPanel columns, each copied into a contiguous C x cols block per
 // call. Where B is a weight, a plan stores it in that panel order once
@@ -26,5 +27,14 @@ bool matmulReadsPanels(llvm::ArrayRef<TensorType> inputs);
 /// of columns j0 .. j0+cols (cols = min(kMatmulPanel, W - j0)), the C x cols
 /// block row-major, at n*C*W + j0*C. As many elements as B.
 void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out);
+
+/// tosa.conv2d's f32 kernel reads its filter ([F, KH, KW, C]) as a GEMM's B,
+/// [KH*KW*C, F] row-major, packed per call. Where the filter is a weight and
+/// F a multiple of 16 (so the packed filter has as many elements), a plan
+/// stores it in that order once (packConvFilter) and marks the step with
+/// kConvPackedFilter (integer 1).
+constexpr const char *kConvPackedFilter = "kiln.packed_filter";
+bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> inputs);
+void packConvFilter(const float *w, int64_t F, int64_t patch, float *out);
 
 }  // namespace kiln::kernels

@@ -232,24 +232,38 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     // pixels each, so that the register tiles fill) are outer-product GEMMs
     // (gemm()), which reach several times the dot products' rate and
     // Eigen's baseline GEMM's; the packing costs about 32 / pixels of the
-    // conv, so the smallest maps (7x7) keep the dot products.
-    const bool packed = g.N * g.OH * g.OW >= kPackedMinPixels;
+    // conv, so the smallest maps (7x7) keep the dot products. Where the
+    // plan stored the filter packed (kConvPackedFilter: a weight, F a
+    // multiple of 16) nothing is packed per call (15% of ResNet-50's
+    // all-kernel plan did that) and every map takes the GEMM, written
+    // straight into Y; a map of few row blocks splits F too, so that every
+    // worker has some.
     const int64_t Fp = (g.F + 15) / 16 * 16;
+    const bool prePacked = k.attrs.getIntOr(kConvPackedFilter, 0) != 0 && Fp == g.F;
+    const bool packed = prePacked || g.N * g.OH * g.OW >= kPackedMinPixels;
     const int64_t rowsPerBlock = packed ? std::max<int64_t>(1, (64 + g.OW - 1) / g.OW) : 1;
     const int64_t rows = g.N * g.OH, blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
-    std::vector<float> wp;
+    int64_t chunkCols = g.F;
+    if (prePacked && blocks < 4 && g.F >= 128)
+      chunkCols = std::max<int64_t>(64, (g.F * blocks / 4 + 63) / 64 * 64);
+    const int64_t colChunks = (g.F + chunkCols - 1) / chunkCols;
+    std::vector<float> wpCopy;
+    const float *wp = prePacked ? w : nullptr;
     GemmFn gemmFn = gemm();
-    if (packed) {
-      wp.assign(size_t(patch * Fp), 0.0f);
+    if (packed && !prePacked) {
+      wpCopy.assign(size_t(patch * Fp), 0.0f);
       parallel(k.executor, g.F, 16, [&](int64_t f0, int64_t f1) {
         for (int64_t f = f0; f < f1; ++f)
-          for (int64_t q = 0; q < patch; ++q) wp[size_t(q * Fp + f)] = w[f * patch + q];
+          for (int64_t q = 0; q < patch; ++q) wpCopy[size_t(q * Fp + f)] = w[f * patch + q];
       });
+      wp = wpCopy.data();
     }
-    parallel(k.executor, blocks, 1, [&](int64_t s, int64_t e) {
-      std::vector<float> yt(packed ? size_t(rowsPerBlock * g.OW * Fp) : 0);
+    parallel(k.executor, blocks * colChunks, 1, [&](int64_t s, int64_t e) {
+      std::vector<float> yt(packed && !prePacked ? size_t(rowsPerBlock * g.OW * Fp) : 0);
       RowMat P(rowsPerBlock * g.OW, patch);  // im2col of a block of output rows
-      for (int64_t blk = s; blk < e; ++blk) {
+      for (int64_t item = s; item < e; ++item) {
+        const int64_t blk = item / colChunks, c0 = (item % colChunks) * chunkCols;
+        const int64_t c1 = std::min(g.F, c0 + chunkCols);
         const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
         for (int64_t r = r0; r < r1; ++r) {
           int64_t n = r / g.OH, oh = r % g.OH;
@@ -267,14 +281,16 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
         }
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
-        if (packed) {
-          gemmFn(P.data(), patch, wp.data(), Fp, yt.data(), Fp, m, g.F, patch);
+        if (prePacked) {
+          gemmFn(P.data(), patch, wp + c0, Fp, Y.data() + c0, g.F, m, c1 - c0, patch);
+        } else if (packed) {
+          gemmFn(P.data(), patch, wp, Fp, yt.data(), Fp, m, g.F, patch);
           for (int64_t i = 0; i < m; ++i) std::memcpy(&Y(i, 0), yt.data() + i * Fp, size_t(g.F) * 4);
         } else if (patch >= kDotMinPatch)
           dot(P.data(), patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
         else Y.noalias() = P.topRows(m) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
         for (int64_t i = 0; i < m; ++i)
-          for (int64_t f = 0; f < g.F; ++f) Y(i, f) += bias[biasScalar ? 0 : f];
+          for (int64_t f = c0; f < c1; ++f) Y(i, f) += bias[biasScalar ? 0 : f];
       }
     });
     return llvm::Error::success();
@@ -434,6 +450,16 @@ void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t j0 = 0; j0 < W; j0 += kMatmulPanel)
       copyPanel(b + n * C * W, C, W, j0, std::min<int64_t>(kMatmulPanel, W - j0), out + n * C * W + j0 * C);
+}
+
+bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> in) {
+  return in.size() == 3 && in[0].dtype == DType::f32 && in[1].dtype == DType::f32 && in[1].shape.size() == 4 &&
+         in[1].shape[0] % 16 == 0;
+}
+
+void packConvFilter(const float *w, int64_t F, int64_t patch, float *out) {
+  for (int64_t f = 0; f < F; ++f)
+    for (int64_t q = 0; q < patch; ++q) out[q * F + f] = w[f * patch + q];
 }
 
 void registerNNKernels(KernelRegistry &r) {

@@ -1283,6 +1283,11 @@ std::vector<Case> sweepCases() {
   // stride-2 3x3 (rows of 14 in register tiles of 7). The 24 and 40 filters
   // at 28x28 compute their bias in register tiles of whole 16-lane vectors
   // and one tile of the other 8 on AVX-512.
+  // On the kernel, a filter of F a multiple of 16 is stored packed once
+  // (kConvPackedFilter) and every map takes the GEMM: the 9x9 map in two
+  // row blocks, the maps of one to three row blocks with F split into
+  // column chunks too (11x11 stride 2: two of 64; 4x4: four; 14x14: 192 +
+  // 64), the 7x7 and 40-filter ones packed per call as before.
   for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1},
                                                    {11, 8, 128, 3, 2},
                                                    {7, 24, 40, 1, 1},
