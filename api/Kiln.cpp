@@ -289,13 +289,15 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
   Impl::Compiled served = impl_->insert(impl_->plans, function, sig, *plan);
   impl_->kernelPlanCalls.fetch_add(1, std::memory_order_relaxed);
   size_t event = 0;
+  bool deferred = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     std::string key = function + '\0' + sig.str();
     if (impl_->background.count(key)) return served;  // another first call started it
     std::string ready = "kernel plan ready in " + llvm::formatv("{0:f1}", msSince(start)).str() + " ms";
     std::string header = "@" + function + " (" + sig.str() + "): ";
-    if (deferShapeCompile(function, types)) {
+    deferred = deferShapeCompile(function, types);
+    if (deferred) {
       auto [it, fresh] = impl_->deferred.try_emplace(key);
       if (fresh) {
         it->second.types = types;
@@ -308,7 +310,10 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
       event = impl_->startBackgroundLocked(key, header + ready);
     }
   }
-  compileInBackground(function, types, event);
+  // A hot shape's code serves that shape only (the plans serve the rest):
+  // it compiles below the calls' priority. The code of a signature that
+  // serves every call (static shapes, batch 1 of the range code) does not.
+  compileInBackground(function, types, event, /*hotSize=*/false, /*lowPriority=*/deferred);
   return served;
 }
 
@@ -333,11 +338,11 @@ void Module::noteDeferredCall(const std::string &function, const std::string &si
     types = impl_->countDeferredCallLocked(it, "@" + function + " (" + signature + "): ", event);
     if (!types) return;
   }
-  compileInBackground(function, *types, event);
+  compileInBackground(function, *types, event, /*hotSize=*/false, /*lowPriority=*/true);
 }
 
 void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
-                                 bool hotSize) {
+                                 bool hotSize, bool lowPriority) {
   // One compile at a time per module, in the order first calls asked, on a
   // thread of its own rather than the blocking pool: first calls of other
   // shapes must not queue behind compiles of seconds (their kernel plans
@@ -345,12 +350,12 @@ void Module::compileInBackground(const std::string &function, const std::vector<
   // cores from the calls. The module's destructor waits for the thread
   // (each queued compile counts in firstCallsInFlight) and cancels the rest.
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->queue.push_back({function, types, event, Clock::now(), impl_->kernelPlanCalls.load(), hotSize});
+  impl_->queue.push_back(
+      {function, types, event, Clock::now(), impl_->kernelPlanCalls.load(), hotSize, hotSize || lowPriority});
   if (impl_->compiling) return;
   impl_->compiling = true;
   ++impl_->firstCallsInFlight;  // the thread's own: it touches the module until it has left
   std::thread([this] {
-    enterBackgroundPriority();  // the calls on kernel plans come first (runtime/ThreadPriority.h)
     for (;;) {
       Impl::BackgroundJob job;
       {
@@ -363,8 +368,20 @@ void Module::compileInBackground(const std::string &function, const std::vector<
         job = std::move(impl_->queue.front());
         impl_->queue.pop_front();
       }
-      if (job.hotSize) finishHotSize(job.function, job.types, job.event, job.queued);
-      else finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
+      auto run = [&] {
+        if (job.hotSize) finishHotSize(job.function, job.types, job.event, job.queued);
+        else finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
+      };
+      // Below the calls' priority on a thread of its own (a thread's
+      // priority cannot be raised again; runtime/ThreadPriority.h).
+      if (job.lowPriority) {
+        std::thread([&] {
+          enterBackgroundPriority();
+          run();
+        }).join();
+      } else {
+        run();
+      }
     }
   }).detach();
 }

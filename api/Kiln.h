@@ -198,10 +198,12 @@ private:
   /// A call on the kernel plan of a deferred shape: counted; queues the
   /// shape's compile once it is hot.
   void noteDeferredCall(const std::string &function, const std::string &signature);
-  /// Compiles `function` at `types` on the blocking pool, then switches
-  /// calls to it; completes tier event `event`.
+  /// Compiles `function` at `types` on the module's background thread,
+  /// then switches calls to it; completes tier event `event`. Hot batch
+  /// sizes and `lowPriority` compiles (hot shapes of dynamic dims) run at
+  /// background priority (runtime/ThreadPriority.h).
   void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
-                           bool hotSize = false);
+                           bool hotSize = false, bool lowPriority = false);
   /// One background compile: the swap, its tier event, the trace.
   void finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                            std::chrono::steady_clock::time_point start, uint64_t callsBefore);

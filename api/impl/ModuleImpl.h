@@ -117,6 +117,7 @@ struct Module::Impl {
     Clock::time_point queued;
     uint64_t callsBefore = 0;  // kernelPlanCalls when queued
     bool hotSize = false;      // a batch size the range code served often (finishHotSize)
+    bool lowPriority = false;  // below the calls' priority: code for one hot size or shape only
   };
   std::deque<BackgroundJob> queue;
   bool compiling = false;
