@@ -271,15 +271,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   // written (fsync'ed) after it returns, in a job of its own that the
   // service's destructor waits for.
   if (tier == Tier::kKernels && options_.spawn) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++backgroundJobs_;
-    }
-    options_.spawn([this, code, key] {
-      storeOnDisk(*code, key);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--backgroundJobs_ == 0) backgroundIdle_.notify_all();
-    });
+    spawnTracked([this, code, key] { storeOnDisk(*code, key); });
     return code;
   }
   storeOnDisk(*code, key);
@@ -319,11 +311,7 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
   }
   // Deferred: the tensors keep their buffers alive; calls read wherever a
   // buffer is when they read it (Buffer::relocate keeps the old memory).
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++backgroundJobs_;
-  }
-  options_.spawn([this, big = std::move(big)] {
+  spawnTracked([this, big = std::move(big)] {
     auto t0 = Clock::now();
     size_t moved = moveIntoHugePages(big);
     if (std::shared_ptr<TraceRecorder> trace = options_.trace ? options_.trace() : nullptr; trace && moved) {
@@ -336,6 +324,17 @@ void CompileService::hugePageWeights(CompiledFunction &code, WeightMove move) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.hugePageBytes += moved;
     stats_.hugePageMs += msSince(t0);
+  });
+}
+
+void CompileService::spawnTracked(llvm::unique_function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++backgroundJobs_;
+  }
+  options_.spawn([this, job = std::move(job)]() mutable {
+    job();
+    std::lock_guard<std::mutex> lock(mu_);
     if (--backgroundJobs_ == 0) backgroundIdle_.notify_all();
   });
 }

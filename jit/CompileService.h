@@ -141,6 +141,9 @@ private:
   /// Encodes `code` (its plan as JSON, its objects) and writes it to the
   /// disk cache under `key`.
   void storeOnDisk(const CompiledFunction &code, const cache::CacheKeyParts &key);
+  /// Runs `job` on `spawn`, counted in backgroundJobs_ until it has
+  /// finished (the destructor and waitForBackgroundJobs wait for it).
+  void spawnTracked(llvm::unique_function<void()> job);
 
   std::shared_ptr<Target> target_;
   CompileServiceOptions options_;
