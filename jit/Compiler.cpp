@@ -73,19 +73,19 @@ void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)>
       if (++state->done == n) state->cv.notify_all();
     }
   };
-  if (inBackgroundPriority()) {
-    // A background compile (tiered execution): its helpers are threads of
-    // their own at its priority, not the pool's (whose priority could not
-    // be raised again afterwards).
-    for (int h = 0; h < helpers && size_t(h + 1) < n; ++h)
-      std::thread([state, work, job] {
-        enterBackgroundPriority();
+  // A background compile (tiered execution): its helpers are threads of
+  // their own at its priority, not the pool's (whose priority could not be
+  // raised again afterwards).
+  const bool background = inBackgroundPriority();
+  if (background || spawn_)
+    for (int h = 0; h < helpers && size_t(h + 1) < n; ++h) {
+      auto helper = [state, work, job, background] {
+        if (background) enterBackgroundPriority();
         work(job);
-      }).detach();
-  } else if (spawn_) {
-    for (int h = 0; h < helpers && size_t(h + 1) < n; ++h)
-      spawn_([state, work, job] { work(job); });
-  }
+      };
+      if (background) std::thread(std::move(helper)).detach();
+      else spawn_(std::move(helper));
+    }
   work(job);
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait(lock, [&] { return state->done == n; });
