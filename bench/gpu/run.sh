@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, in one go (about 5 minutes): the GPU
-# tests, kiln's ResNet-50 (batch 1) on the GPU and on the host, and
+# tests, kiln's ResNet-50 (batch 1) on the GPU and on the host, the zoo
+# models in .gpu-zoo (bench/gpu/zoo.sh) likewise, outputs compared, and
 # PyTorch's ResNet-50 with cuDNN (FP32 and FP16, batch 1) when importable.
 # Results go to $OUT (default /tmp/kiln-gpu-results): results.txt holds the
 # summary, the other files the full logs.
@@ -33,25 +34,78 @@ else
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
 
+tmp=$(mktemp -d /tmp/kiln-gpu-out.XXXX)
+# compare NAME GPU_DIR HOST_DIR: the outputs' largest differences.
+compare() {
+  "${PYTHON:-python3}" - "$@" <<'PY' 2>&1 | tee -a "$summary"
+import glob, os, sys
+import numpy as np
+name, gpu, host = sys.argv[1:4]
+files = sorted(glob.glob(os.path.join(host, "out*.npy")))
+if not files or not os.path.isdir(gpu):
+    print(f"  {name}: compare: no outputs (gpu {os.path.isdir(gpu)}, host {len(files)})")
+for f in files:
+    g = os.path.join(gpu, os.path.basename(f))
+    if not os.path.exists(g):
+        print(f"  {name}: {os.path.basename(f)} missing from the GPU run"); continue
+    a, b = np.load(g).astype(np.float64), np.load(f).astype(np.float64)
+    if a.shape != b.shape:
+        print(f"  {name}: shapes differ: gpu {a.shape} host {b.shape}"); continue
+    d = np.abs(a - b)
+    rel = d.max() / max(np.abs(b).max(), 1e-30)
+    ok = np.allclose(a, b, rtol=1e-3, atol=1e-3 * max(np.abs(b).max(), 1e-6)) and np.isfinite(a).all()
+    print(f"  {name} {os.path.basename(f)}: {'MATCH' if ok else 'DIFFER'} max|gpu-host| {d.max():.3g} "
+          f"(relative to max|host| {rel:.3g}), gpu finite {np.isfinite(a).all()}")
+PY
+}
+
 say "# kiln on a GPU, $(date -u +%Y-%m-%dT%H:%MZ)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+say "toolkit: $(ls /usr/local/cuda/bin/ptxas /usr/local/cuda/nvvm/libdevice/libdevice.10.bc 2>&1 | tr '\n' ' ')"
+say "driver: $(ls /usr/local/nvidia/lib64/libcuda.so.1 2>&1; ldconfig -p | grep -m1 'libcuda.so.1')"
 
 say "## kiln_gpu_tests"
-timeout 240 "${tests[@]}" --gtest_color=no >"$out/gpu-tests.txt" 2>&1
+timeout 200 "${tests[@]}" --gtest_color=no >"$out/gpu-tests.txt" 2>&1
 rc=$?
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |^GPU 0:' "$out/gpu-tests.txt" | tee -a "$summary"
 say "kiln_gpu_tests exit status: $rc"
 
-say "## kiln run resnet50 (batch 1, f32)"
+say "## kiln run resnet50 (batch 1, f32): the GPU against the host"
 for device in cuda cpu; do
-  timeout 150 "${kiln[@]}" run resnet50 --device "$device" --cache off -n 30 >"$out/resnet50-$device.txt" 2>&1
+  timeout 150 "${kiln[@]}" run resnet50 --device "$device" --cache off -n 30 -o "$tmp/resnet50-$device" \
+    >"$out/resnet50-$device.txt" 2>&1
   rc=$?
   say "--device $device (exit $rc):"
-  grep -iE 'latency|p50|ms|error|checksum' "$out/resnet50-$device.txt" | head -8 | sed 's/^/  /' | tee -a "$summary"
+  grep -iE '^output|first call|steady|error' "$out/resnet50-$device.txt" | head -8 | sed 's/^/  /' | tee -a "$summary"
 done
+compare resnet50 "$tmp/resnet50-cuda" "$tmp/resnet50-cpu"
+
+# The zoo's GPU set: each MODEL.mlir[bc][.xz] (+ MODEL.npy, its input) in
+# $KILN_GPU_ZOO (default .gpu-zoo, which bench/gpu/zoo.sh fills) runs
+# on the GPU and on the host; outputs compared.
+zoo=${KILN_GPU_ZOO:-.gpu-zoo}
+if compgen -G "$zoo/*.mlir*" >/dev/null; then
+  say "## the zoo on the GPU against the host"
+  for m in "$zoo"/*.mlir*; do
+    name=$(basename "${m%%.mlir*}")
+    if [[ $m == *.xz ]]; then
+      xz -dc "$m" >"$tmp/$(basename "${m%.xz}")" || { say "$name: cannot unpack $m"; continue; }
+      m="$tmp/$(basename "${m%.xz}")"
+    fi
+    input=()
+    [[ -f $zoo/$name.npy ]] && input=(-i "0=$zoo/$name.npy")
+    for device in cuda cpu; do
+      timeout 120 "${kiln[@]}" run "$m" "${input[@]}" --device "$device" --cache off -n 20 -o "$tmp/$name-$device" \
+        >>"$out/zoo-$device.txt" 2>&1
+      rc=$?
+      say "$name --device $device (exit $rc): $(grep -E '^steady|error' "$out/zoo-$device.txt" | tail -1)"
+    done
+    compare "$name" "$tmp/$name-cuda" "$tmp/$name-cpu"
+  done
+fi
 
 say "## PyTorch ResNet-50 with cuDNN (batch 1)"
-if timeout 120 python3 bench/gpu/torch_resnet50.py >"$out/torch.txt" 2>&1; then
+if timeout 90 python3 bench/gpu/torch_resnet50.py >"$out/torch.txt" 2>&1; then
   sed 's/^/  /' "$out/torch.txt" | tee -a "$summary"
 else
   say "  skipped or failed: $(tail -1 "$out/torch.txt")"
