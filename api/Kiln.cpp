@@ -113,6 +113,10 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     g.codegen.optLevel = o.optLevel;
     g.dumpIRDir = o.dumpIRDir;
     g.dumpIRPasses = o.dumpIRPasses.value_or(false);
+    // Convolutions and matrix products through cuDNN / cuBLAS unless their
+    // op mode asks for generated code (`kernel` places them on the host).
+    g.tuning.cudnnConv = o.placement.modeFor("tosa.conv2d") != OpMode::kJit;
+    g.tuning.cublasMatmul = o.placement.modeFor("tosa.matmul") != OpMode::kJit;
     auto t = jit::GpuTarget::create(std::move(g));
     if (!t) return withContext(t.takeError(), "device " + o.device + ": ");
     target = std::move(*t);

@@ -7,14 +7,18 @@
 
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaLibraries.h"
 #endif
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -40,6 +44,10 @@ nlohmann::json launchJson(const lowering::GpuLaunch &l) {
   for (const lowering::GpuKernelArg &a : l.args) {
     if (a.kind == lowering::GpuKernelArg::Kind::kBuffer) args.push_back({{"buffer", a.buffer}});
     else args.push_back({{"bits", a.bits}, {"bytes", a.bytes}});
+  }
+  if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
+    j = {{"library", l.kernel}, {"params", l.params}, {"args", args}};
+    return j;
   }
   j = {{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}, {"shared", l.sharedBytes}, {"args", args}};
   return j;
@@ -109,6 +117,47 @@ llvm::Expected<GpuObject> GpuObject::parse(llvm::ArrayRef<char> bytes) {
         l.dst = j["copy"].at(1).get<int>();
         l.bytes = j["copy"].at(2).get<uint64_t>();
         if (!validBuffer(l.src) || !validBuffer(l.dst)) return bad("copy of a buffer that does not exist");
+      } else if (j.contains("library")) {
+        l.kind = lowering::GpuLaunch::Kind::kLibrary;
+        l.kernel = j["library"].get<std::string>();
+        l.params = j.at("params").get<std::vector<int64_t>>();
+        size_t want = l.kernel == lowering::GpuLaunch::kConv2dNhwcFhwc ? lowering::GpuLaunch::kConvParams
+                      : l.kernel == lowering::GpuLaunch::kMatmul       ? lowering::GpuLaunch::kMatmulParams
+                                                                        : 0;
+        if (!want) return bad("call of an unknown library operation");
+        if (l.params.size() != want) return bad("library call with the wrong number of parameters");
+        for (int64_t p : l.params)
+          if (p < 1 || p > INT32_MAX) return bad("library call with a size out of range");
+        for (const nlohmann::json &a : j.at("args")) {
+          lowering::GpuKernelArg arg;
+          arg.buffer = a.at("buffer").get<int>();
+          if (!validBuffer(arg.buffer)) return bad("library call on a buffer that does not exist");
+          l.args.push_back(arg);
+        }
+        if (l.args.size() != 3) return bad("library call with the wrong number of buffers");
+        // Each buffer holds what the call reads or writes (4-byte floats).
+        auto bytesOf = [&](int b) -> uint64_t {
+          if (b < o.plan.firstTemporary()) return o.plan.argumentBytes[size_t(b)];
+          if (b < o.plan.firstConstant()) return o.plan.temporaries[size_t(b - o.plan.firstTemporary())];
+          return o.plan.constants[size_t(b - o.plan.firstConstant())].size();
+        };
+        const std::vector<int64_t> &p = l.params;
+        uint64_t need[3];
+        if (l.kernel == lowering::GpuLaunch::kConv2dNhwcFhwc) {
+          need[0] = uint64_t(p[0]) * p[1] * p[2] * p[3];  // N*H*W*C
+          need[1] = uint64_t(p[4]) * p[5] * p[6] * p[3];  // K*R*S*C
+          need[2] = uint64_t(p[0]) * p[7] * p[8] * p[4];  // N*P*Q*K
+          // the window inside the input
+          if ((p[7] - 1) * p[9] + (p[5] - 1) * p[11] >= p[1] || (p[8] - 1) * p[10] + (p[6] - 1) * p[12] >= p[2])
+            return bad("convolution whose window leaves its input");
+        } else {
+          need[0] = uint64_t(p[0]) * p[1] * p[3];  // batch*M*K
+          need[1] = uint64_t(p[0]) * p[3] * p[2];  // batch*K*N
+          need[2] = uint64_t(p[0]) * p[1] * p[2];  // batch*M*N
+        }
+        for (int i = 0; i < 3; ++i)
+          if (need[i] > (uint64_t(1) << 40) || need[i] * 4 > bytesOf(l.args[size_t(i)].buffer))
+            return bad("library call on a buffer smaller than its sizes");
       } else {
         l.kernel = j.at("kernel").get<std::string>();
         l.grid = j.at("grid").get<std::array<uint32_t, 3>>();
@@ -225,6 +274,57 @@ public:
   std::shared_ptr<cuda::CudaModule> module;
   lowering::GpuPlan plan;
   std::vector<CUfunction> functions;         // by launch (null for copies)
+  /// Library calls set up at load, by launch (null for others), and the
+  /// scratch the biggest needs (one buffer per run).
+  std::vector<std::unique_ptr<cuda::GpuConv>> convs;
+  std::vector<std::unique_ptr<cuda::GpuGemm>> gemms;
+  size_t workspaceBytes = 0;
+
+  /// KILN_GPU_PROFILE=1: every launch is timed with CUDA events (the step
+  /// then waits for the GPU), and the totals go to stderr when the code is
+  /// unloaded, slowest first.
+  std::string name;
+  std::mutex profileMu;
+  struct LaunchTime {
+    double ms = 0;
+    uint64_t calls = 0;
+  };
+  std::vector<LaunchTime> profile;  // by launch
+  ~GpuCode() override { printProfile(); }
+  void printProfile() const {
+    if (profile.empty() || !profile[0].calls) return;
+    std::vector<size_t> order;
+    double total = 0;
+    for (size_t k = 0; k < profile.size(); ++k) {
+      if (!profile[k].calls) continue;
+      order.push_back(k);
+      total += profile[k].ms;
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return profile[a].ms > profile[b].ms; });
+    uint64_t runs = profile[order.front()].calls;
+    std::string text = "kiln GPU profile of " + name + ": " + std::to_string(runs) + " runs, " +
+                       std::to_string(total / double(runs)) + " ms a run on the GPU, by launch:\n";
+    for (size_t i = 0; i < order.size() && i < 25; ++i) {
+      size_t k = order[i];
+      const lowering::GpuLaunch &l = plan.launches[k];
+      std::string what = l.kernel;
+      if (l.kind == lowering::GpuLaunch::Kind::kCopy) what = "copy " + std::to_string(l.bytes) + " B";
+      if (l.kind == lowering::GpuLaunch::Kind::kKernel)
+        what += " (" + std::to_string(l.grid[0] * l.grid[1] * l.grid[2]) + " blocks of " +
+                std::to_string(l.block[0] * l.block[1] * l.block[2]) + ")";
+      if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
+        what += " [";
+        for (size_t j = 0; j < l.params.size(); ++j) what += (j ? "," : "") + std::to_string(l.params[j]);
+        what += "]";
+        if (convs[k]) what += " algo " + std::to_string(convs[k]->algorithm());
+      }
+      char line[96];
+      std::snprintf(line, sizeof line, "  %3zu %8.1f us %5.1f%%  ", k, 1000.0 * profile[k].ms / double(profile[k].calls),
+                    100.0 * profile[k].ms / total);
+      text += line + what + "\n";
+    }
+    std::fputs(text.c_str(), stderr);
+  }
   std::vector<cuda::DeviceBuffer> constants;  // by constant
   CUdeviceptr faultWord = 0;
 
@@ -283,17 +383,41 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
   if (!device) return device.takeError();
   auto code = std::make_shared<GpuCode>();
   code->device = *device;
+  code->name = name.str();
   auto module = code->device->loadModule(o->cubin, o->arch, o->ptx);
   if (!module) return module.takeError();
   code->module = *module;
   for (const lowering::GpuLaunch &l : o->plan.launches) {
     CUfunction fn = nullptr;
+    std::unique_ptr<cuda::GpuConv> conv;
+    std::unique_ptr<cuda::GpuGemm> gemm;
     if (l.kind == lowering::GpuLaunch::Kind::kKernel) {
       auto f = code->module->function(l.kernel);
       if (!f) return f.takeError();
       fn = *f;
+    } else if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
+      const std::vector<int64_t> &p = l.params;
+      if (l.kernel == lowering::GpuLaunch::kConv2dNhwcFhwc) {
+        cuda::ConvShape shape;
+        shape.n = int(p[0]), shape.h = int(p[1]), shape.w = int(p[2]), shape.c = int(p[3]);
+        shape.k = int(p[4]), shape.r = int(p[5]), shape.s = int(p[6]), shape.p = int(p[7]), shape.q = int(p[8]);
+        shape.stride = {int(p[9]), int(p[10])};
+        shape.dilation = {int(p[11]), int(p[12])};
+        auto c = cuda::GpuConv::create(*code->device, shape);
+        if (!c) return withContext(c.takeError(), name.str() + ": ");
+        code->workspaceBytes = std::max(code->workspaceBytes, (*c)->workspaceBytes());
+        conv = std::move(*c);
+      } else {
+        cuda::GemmShape shape;
+        shape.batch = int(p[0]), shape.m = int(p[1]), shape.n = int(p[2]), shape.k = int(p[3]);
+        auto g = cuda::GpuGemm::create(*code->device, shape);
+        if (!g) return withContext(g.takeError(), name.str() + ": ");
+        gemm = std::move(*g);
+      }
     }
     code->functions.push_back(fn);
+    code->convs.push_back(std::move(conv));
+    code->gemms.push_back(std::move(gemm));
   }
   code->faultWord = code->module->global(lowering::GpuPlan::kFaultWord).first;
   // Constants are uploaded once, at load.
@@ -352,6 +476,13 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     }
     for (size_t c = 0; c < code->constants.size(); ++c)
       ptrs[size_t(plan.firstConstant()) + c] = code->constants[c].ptr();
+    CUdeviceptr workspace = 0;
+    if (code->workspaceBytes) {
+      auto b = dev.allocate(code->workspaceBytes);
+      if (!b) return b.takeError();
+      workspace = b->ptr();
+      run->buffers.push_back(std::move(*b));
+    }
 
     // Pinned staging for the step's inputs and outputs and the fault word.
     size_t stagingBytes = 0;
@@ -372,6 +503,25 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
 
     cuda::CudaStream &stream = dev.stream();
+    // Profiling: an event before each launch and one after the last.
+    static const bool profiling = [] {
+      const char *p = std::getenv("KILN_GPU_PROFILE");
+      return p && *p && std::strcmp(p, "0") != 0;
+    }();
+    std::vector<CUevent> events;
+    auto destroyEvents = llvm::make_scope_exit([&] {
+      for (CUevent e : events) dev.driver().cuEventDestroy(e);
+    });
+    if (profiling) {
+      events.resize(plan.launches.size() + 1, nullptr);
+      for (CUevent &e : events)
+        if (auto err = KILN_CU(dev.driver(), cuEventCreate(&e, CU_EVENT_DEFAULT), "creating a profiling event"))
+          return err;
+    }
+    auto mark = [&](size_t k) -> llvm::Error {
+      if (!profiling) return llvm::Error::success();
+      return KILN_CU(dev.driver(), cuEventRecord(events[k], stream.handle()), "recording a profiling event");
+    };
     StepCompletion done = ctx.defer();
     auto enqueue = [&]() -> llvm::Error {
       for (unsigned i = 0; i < ctx.numInputs(); ++i)
@@ -384,8 +534,19 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
       std::vector<void *> params;
       for (size_t k = 0; k < plan.launches.size(); ++k) {
         const lowering::GpuLaunch &l = plan.launches[k];
+        if (auto err = mark(k)) return err;
         if (l.kind == lowering::GpuLaunch::Kind::kCopy) {
           if (auto err = stream.copyOnDevice(ptrs[size_t(l.dst)], ptrs[size_t(l.src)], l.bytes)) return err;
+          continue;
+        }
+        if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
+          CUdeviceptr a = ptrs[size_t(l.args[0].buffer)], b = ptrs[size_t(l.args[1].buffer)],
+                      c = ptrs[size_t(l.args[2].buffer)];
+          if (const auto &conv = code->convs[k]) {
+            if (auto err = conv->enqueue(stream, a, b, c, workspace, code->workspaceBytes)) return err;
+          } else if (auto err = code->gemms[k]->enqueue(stream, a, b, c)) {
+            return err;
+          }
           continue;
         }
         scalars.assign(l.args.size(), 0);
@@ -404,6 +565,7 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
         if (auto err = stream.launch(code->functions[k], grid, block, l.sharedBytes, params.data(), l.kernel))
           return err;
       }
+      if (auto err = mark(plan.launches.size())) return err;
       for (unsigned i = 0; i < ctx.numOutputs(); ++i) {
         unsigned arg = ctx.numInputs() + i;
         if (auto err = stream.copyToHost(pinned + run->stagingOffset[arg], ptrs[arg], plan.argumentBytes[arg]))
@@ -433,6 +595,18 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
       run->staging = cuda::PinnedBuffer();
       done(llvm::Error::success());
       return err;
+    }
+    if (profiling) {
+      if (auto err = KILN_CU(dev.driver(), cuEventSynchronize(events.back()), "waiting for a profiled step"))
+        return err;
+      std::lock_guard<std::mutex> lock(code->profileMu);
+      code->profile.resize(plan.launches.size());
+      for (size_t k = 0; k < plan.launches.size(); ++k) {
+        float ms = 0;
+        if (dev.driver().cuEventElapsedTime(&ms, events[k], events[k + 1]) != CUDA_SUCCESS) continue;
+        code->profile[k].ms += ms;
+        ++code->profile[k].calls;
+      }
     }
     return llvm::Error::success();
   };

@@ -26,8 +26,12 @@ else
   [[ -f $pack ]] || { echo "run.sh: no pack at $pack (make one with bench/gpu/pack.sh)" >&2; exit 2; }
   dir=$(mktemp -d /tmp/kiln-gpu.XXXX)
   tar -C "$dir" -xJf "$pack" || exit 2
-  # The pack's own loader and glibc; the driver's libraries from the system.
-  libpath="$dir/lib:/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu:/usr/lib64:/lib/x86_64-linux-gnu"
+  # The pack's own loader and glibc; the driver's libraries from the system;
+  # cuDNN and cuBLAS from the toolkit or from PyTorch's wheels (nvidia.*).
+  wheels=$(python3 -c 'import glob, importlib.util as u, os
+s = u.find_spec("nvidia")
+print(":".join(sorted(glob.glob(os.path.join(list(s.submodule_search_locations)[0], "*", "lib")))) if s else "")' 2>/dev/null)
+  libpath="$dir/lib:/usr/local/nvidia/lib64:/usr/local/cuda/lib64${wheels:+:$wheels}:/usr/lib/x86_64-linux-gnu:/usr/lib64:/lib/x86_64-linux-gnu"
   loader=("$dir/lib/ld-linux-x86-64.so.2" --library-path "$libpath")
   kiln=("${loader[@]}" "$dir/kiln")
   tests=("${loader[@]}" "$dir/kiln_gpu_tests")
@@ -70,15 +74,19 @@ rc=$?
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |^GPU 0:' "$out/gpu-tests.txt" | tee -a "$summary"
 say "kiln_gpu_tests exit status: $rc"
 
-say "## kiln run resnet50 (batch 1, f32): the GPU against the host"
-for device in cuda cpu; do
-  timeout 150 "${kiln[@]}" run resnet50 --device "$device" --cache off -n 30 -o "$tmp/resnet50-$device" \
-    >"$out/resnet50-$device.txt" 2>&1
+say "## kiln run resnet50 (batch 1, f32): the GPU (cuDNN and cuBLAS; generated kernels) against the host"
+for variant in cuda cuda-generated cpu; do
+  modes=()
+  [[ $variant == cuda-generated ]] && modes=(--op-mode tosa.conv2d=jit,tosa.matmul=jit)
+  timeout 150 "${kiln[@]}" run resnet50 --device "${variant%%-*}" "${modes[@]}" --cache off -n 30 \
+    -o "$tmp/resnet50-$variant" >"$tmp/resnet50-$variant.log" 2>&1
   rc=$?
-  say "--device $device (exit $rc):"
-  grep -iE '^output|first call|steady|error' "$out/resnet50-$device.txt" | head -8 | sed 's/^/  /' | tee -a "$summary"
+  { echo "### $variant (exit $rc)"; cat "$tmp/resnet50-$variant.log"; } >>"$out/resnet50.txt"
+  say "--device ${variant%%-*} ${modes[*]} (exit $rc):"
+  grep -iE '^output|first call|steady|error' "$tmp/resnet50-$variant.log" | head -6 | sed 's/^/  /' | tee -a "$summary"
 done
 compare resnet50 "$tmp/resnet50-cuda" "$tmp/resnet50-cpu"
+compare resnet50-generated "$tmp/resnet50-cuda-generated" "$tmp/resnet50-cpu"
 
 # The zoo's GPU set: each MODEL.mlir[bc][.xz] (+ MODEL.npy, its input) in
 # $KILN_GPU_ZOO (default .gpu-zoo, which bench/gpu/zoo.sh fills) runs
@@ -95,7 +103,7 @@ if compgen -G "$zoo/*.mlir*" >/dev/null; then
     input=()
     [[ -f $zoo/$name.npy ]] && input=(-i "0=$zoo/$name.npy")
     for device in cuda cpu; do
-      timeout 120 "${kiln[@]}" run "$m" "${input[@]}" --device "$device" --cache off -n 20 -o "$tmp/$name-$device" \
+      timeout 100 "${kiln[@]}" run "$m" "${input[@]}" --device "$device" --cache off -n 20 -o "$tmp/$name-$device" \
         >>"$out/zoo-$device.txt" 2>&1
       rc=$?
       say "$name --device $device (exit $rc): $(grep -E '^steady|error' "$out/zoo-$device.txt" | tail -1)"
@@ -103,6 +111,16 @@ if compgen -G "$zoo/*.mlir*" >/dev/null; then
     compare "$name" "$tmp/$name-cuda" "$tmp/$name-cpu"
   done
 fi
+
+say "## where ResNet-50's GPU time goes (KILN_GPU_PROFILE=1: each launch timed with CUDA events)"
+for variant in cuda cuda-generated; do
+  modes=()
+  [[ $variant == cuda-generated ]] && modes=(--op-mode tosa.conv2d=jit,tosa.matmul=jit)
+  echo "### $variant" >>"$out/profile.txt"
+  KILN_GPU_PROFILE=1 timeout 100 "${kiln[@]}" run resnet50 --device cuda "${modes[@]}" --cache off -n 20 \
+    >>"$out/profile.txt" 2>&1
+  say "$variant (exit $?): $(grep 'kiln GPU profile' "$out/profile.txt" | tail -1)"
+done
 
 say "## PyTorch ResNet-50 with cuDNN (batch 1)"
 if timeout 90 python3 bench/gpu/torch_resnet50.py >"$out/torch.txt" 2>&1; then

@@ -205,6 +205,24 @@ llvm::Expected<GpuLowered> readGpuLowering(ModuleOp module, llvm::StringRef func
       plan.launches.push_back(std::move(l));
       continue;
     }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto library = call->getAttrOfType<StringAttr>(kGpuLibraryAttr);
+      auto params = call->getAttrOfType<DenseI64ArrayAttr>(kGpuParamsAttr);
+      if (!library || !params) return fail(op, "call a function on the host");
+      GpuLaunch l;
+      l.kind = GpuLaunch::Kind::kLibrary;
+      l.kernel = library.str();
+      l.params.assign(params.asArrayRef().begin(), params.asArrayRef().end());
+      for (Value operand : call.getOperands()) {
+        auto b = bufferFor(op, operand);
+        if (!b) return b.takeError();
+        GpuKernelArg a;
+        a.buffer = *b;
+        l.args.push_back(a);
+      }
+      plan.launches.push_back(std::move(l));
+      continue;
+    }
     if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
       if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
         return fail(op, "launch asynchronously");

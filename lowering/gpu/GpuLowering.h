@@ -35,7 +35,13 @@ namespace kiln::lowering {
 /// GPU code generation settings (see gpuPipelineStages).
 struct GpuTuning {
   int64_t blockSize = 256;  // threads per block of elementwise/parallel loops
+  /// Convolutions through cuDNN and matrix products through cuBLAS (else
+  /// generated kernels): kiln-gpu-library-calls.
+  bool cudnnConv = true, cublasMatmul = true;
   std::string passOptions() const { return "block-size=" + std::to_string(blockSize); }
+  std::string libraryOptions() const {
+    return std::string("conv=") + (cudnnConv ? "true" : "false") + " matmul=" + (cublasMatmul ? "true" : "false");
+  }
 };
 
 /// One kernel parameter: a buffer's device address or a scalar's bytes.
@@ -47,15 +53,30 @@ struct GpuKernelArg {
   uint8_t bytes = 0;   // kScalar: 1, 2, 4 or 8
 };
 
+/// Attributes of the calls kiln-gpu-library-calls makes: the library
+/// operation (GpuLaunch::kConv2dNhwcFhwc, kMatmul) and its parameters.
+inline constexpr llvm::StringLiteral kGpuLibraryAttr = "kiln.gpu_library";
+inline constexpr llvm::StringLiteral kGpuParamsAttr = "kiln.gpu_params";
+
 /// One operation of the plan, in stream order.
 struct GpuLaunch {
-  enum class Kind : uint8_t { kKernel, kCopy };
+  enum class Kind : uint8_t { kKernel, kCopy, kLibrary };
+  /// kLibrary operations (`kernel` holds the name), their `params` and `args`:
+  ///   conv2d_nhwc_fhwc: N,H,W,C, K,R,S, P,Q, stride h,w, dilation h,w;
+  ///                     input [N,H,W,C], filter [K,R,S,C], output [N,P,Q,K]
+  ///                     (accumulated into: it holds the bias), FP32, cuDNN
+  ///   matmul:           batch, M, N, K; A [batch,M,K], B [batch,K,N],
+  ///                     C [batch,M,N] accumulated into, FP32, cuBLAS
+  static constexpr const char *kConv2dNhwcFhwc = "conv2d_nhwc_fhwc";
+  static constexpr const char *kMatmul = "matmul";
+  static constexpr size_t kConvParams = 13, kMatmulParams = 4;
   Kind kind = Kind::kKernel;
-  std::string kernel;                    // kKernel: symbol in the device module
+  std::string kernel;                    // kKernel: symbol in the device module; kLibrary: the operation
   std::array<uint32_t, 3> grid{1, 1, 1}; // kKernel: blocks
   std::array<uint32_t, 3> block{1, 1, 1};// kKernel: threads per block
   uint32_t sharedBytes = 0;              // kKernel: dynamic shared memory
-  std::vector<GpuKernelArg> args;        // kKernel
+  std::vector<GpuKernelArg> args;        // kKernel; kLibrary: its buffers
+  std::vector<int64_t> params;           // kLibrary
   int src = -1, dst = -1;                // kCopy: buffer ids
   uint64_t bytes = 0;                    // kCopy
 };

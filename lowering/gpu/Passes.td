@@ -23,4 +23,24 @@ def KilnGpuTileParallel : Pass<"kiln-gpu-tile-parallel", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect", "mlir::affine::AffineDialect"];
 }
 
+def KilnGpuLibraryCalls : Pass<"kiln-gpu-library-calls", "mlir::ModuleOp"> {
+  let summary = "Convolutions and matrix products as calls of the GPU's libraries (cuDNN, cuBLAS)";
+  let description = [{
+    On buffers (after bufferization, before convert-linalg-to-parallel-loops):
+    each linalg.conv_2d_nhwc_fhwc, linalg.batch_matmul and linalg.matmul
+    over static FP32 buffers of identity layout becomes a func.call of a
+    private declaration kiln_gpu_lib_<n>, the call carrying the library
+    operation (`kiln.gpu_library`: "conv2d_nhwc_fhwc" or "matmul") and its
+    parameters (`kiln.gpu_params`). readGpuLowering makes them library
+    launches of the plan; the device runtime calls cuDNN / cuBLAS. Both
+    ops accumulate into their output (which holds the bias or zeros), as
+    linalg's do. Other shapes of these ops stay generated kernels.
+  }];
+  let options = [
+    Option<"conv", "conv", "bool", "true", "convolutions through cuDNN">,
+    Option<"matmul", "matmul", "bool", "true", "matrix products through cuBLAS">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 #endif

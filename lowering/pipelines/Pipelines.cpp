@@ -74,7 +74,8 @@ std::vector<PipelineStage> gpuPipelineStages(const CpuTuning &cpu, const GpuTuni
       // one); gpu-launch-sink-index-
       // computations keeps constants out of the kernels' parameters.
       {"kiln-gpu-map",
-       "builtin.module(kiln-strided-copies{as-linalg},func.func(convert-linalg-to-parallel-loops,fold-memref-alias-ops,kiln-gpu-tile-parallel{" + gpu.passOptions() +
+       "builtin.module(kiln-strided-copies{as-linalg},kiln-gpu-library-calls{" + gpu.libraryOptions() +
+           "},func.func(convert-linalg-to-parallel-loops,fold-memref-alias-ops,kiln-gpu-tile-parallel{" + gpu.passOptions() +
            "},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"},
       // Kernels take one pointer per memref (bare-pointer convention).

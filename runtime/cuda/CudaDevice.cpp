@@ -255,6 +255,7 @@ CudaDevice::~CudaDevice() {
   if (!makeCurrent()) {
     for (auto &s : streams_) {
       driver_->cuStreamSynchronize(s->stream_);
+      destroyLibraryHandles(*s);
       driver_->cuStreamDestroy(s->stream_);
     }
     allocator_.trim();

@@ -117,11 +117,20 @@ public:
   /// Blocks until the stream is idle (tests and shutdown only).
   llvm::Error synchronize();
 
+  /// cuDNN's and cuBLAS's handles bound to this stream, made on first use
+  /// by CudaLibraries.cpp; whoever uses them holds `libraryMu` meanwhile.
+  std::mutex libraryMu;
+  void *cudnnHandle = nullptr, *cublasHandle = nullptr;
+
 private:
   friend class CudaDevice;
   const Driver *driver_ = nullptr;
   CUstream stream_ = nullptr;
 };
+
+/// Destroys the library handles of `stream` (CudaLibraries.cpp; the device's
+/// end calls it).
+void destroyLibraryHandles(CudaStream &stream);
 
 /// A loaded module (cubin or PTX) and the functions and globals in it.
 class CudaModule {

@@ -15,12 +15,14 @@
 
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaLibraries.h"
 #endif
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
 #include <cstring>
+#include <functional>
 
 using namespace kiln;
 
@@ -42,11 +44,12 @@ std::string noGpu() {
     if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;         \
   } while (0)
 
-/// A runtime without a disk cache on `device`.
-std::unique_ptr<Runtime> uncachedRuntime(const std::string &device) {
+/// A runtime without a disk cache on `device` (`opModes`: --op-mode's text).
+std::unique_ptr<Runtime> uncachedRuntime(const std::string &device, const char *opModes = "") {
   RuntimeOptions o;
   o.cacheMode = CacheMode::kOff;
   o.device = device;
+  if (*opModes) o.placement = KILN_TAKE(ops::parseOpModes(opModes));
   return KILN_TAKE(Runtime::create(o));
 }
 
@@ -57,7 +60,7 @@ struct Compiled {
 
 /// `mlir`'s @main specialized to its static types and compiled whole for
 /// the GPU (no partitioning: every op on the GPU).
-Compiled compileForGpu(const char *mlir, const std::string &arch = "sm_90") {
+Compiled compileForGpu(const char *mlir, const std::string &arch = "sm_90", bool libraries = true) {
   auto program = KILN_TAKE(lowering::Program::parse(mlir, "gpu-test.mlir"));
   if (!program) return {};
   std::vector<TensorType> types;
@@ -67,6 +70,7 @@ Compiled compileForGpu(const char *mlir, const std::string &arch = "sm_90") {
   if (!fn) return {};
   jit::GpuTargetOptions options;
   options.arch = arch;
+  options.tuning.cudnnConv = options.tuning.cublasMatmul = libraries;
   auto target = KILN_TAKE(jit::GpuTarget::create(options));
   if (!target) return {};
   auto object = KILN_TAKE(target->compile(*program, *fn, times));
@@ -158,11 +162,25 @@ TEST(GpuCompile, ElementwiseChainIsOneKernelInPtxForSm90) {
   EXPECT_EQ(std::vector<char>(again.begin(), again.end()), c.bytes);
 }
 
-TEST(GpuCompile, MatmulBiasAndReductionAreKernelsOverNumberedBuffers) {
+/// The plan's library launches, checked to name buffers of the plan.
+std::vector<const lowering::GpuLaunch *> libraryLaunches(const Compiled &c) {
+  std::vector<const lowering::GpuLaunch *> out;
+  for (const lowering::GpuLaunch &l : c.object.plan.launches) {
+    if (l.kind != lowering::GpuLaunch::Kind::kLibrary) continue;
+    out.push_back(&l);
+    EXPECT_EQ(l.args.size(), 3u);
+    for (const lowering::GpuKernelArg &a : l.args) {
+      EXPECT_GE(a.buffer, 0);
+      EXPECT_LT(a.buffer, c.object.plan.numBuffers());
+    }
+  }
+  return out;
+}
+
+TEST(GpuCompile, MatmulIsACublasCallBiasAndReductionAreKernels) {
   Compiled c = compileForGpu(kMatmulBias);
   ASSERT_FALSE(c.bytes.empty());
   const lowering::GpuPlan &plan = c.object.plan;
-  EXPECT_GE(plan.launches.size(), 3u);  // fill, matmul (+bias), reduction
   int kernels = 0;
   for (const lowering::GpuLaunch &l : plan.launches) {
     if (l.kind != lowering::GpuLaunch::Kind::kKernel) continue;
@@ -174,7 +192,18 @@ TEST(GpuCompile, MatmulBiasAndReductionAreKernelsOverNumberedBuffers) {
         EXPECT_LT(a.buffer, plan.numBuffers());
       }
   }
-  EXPECT_GE(kernels, 3);
+  EXPECT_GE(kernels, 2);  // the zero fill, the bias add and the reduction (some fused)
+  auto calls = libraryLaunches(c);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]->kernel, lowering::GpuLaunch::kMatmul);
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 64, 48, 96}));  // batch, M, N, K
+  EXPECT_EQ(calls[0]->args[0].buffer, 0);  // A is the first argument
+  EXPECT_EQ(calls[0]->args[1].buffer, 1);
+  // Generated instead when the libraries are off: one more kernel, no call.
+  Compiled g = compileForGpu(kMatmulBias, "sm_90", /*libraries=*/false);
+  ASSERT_FALSE(g.bytes.empty());
+  EXPECT_TRUE(libraryLaunches(g).empty());
+  EXPECT_GE(g.object.plan.launches.size(), 3u);
 }
 
 TEST(GpuCompile, SmallConstantsAreUploadedOnceAtLoad) {
@@ -195,11 +224,24 @@ TEST(GpuCompile, SmallConstantsAreUploadedOnceAtLoad) {
   EXPECT_TRUE(used) << "no kernel reads the constant";
 }
 
-TEST(GpuCompile, PaddedStridedConvCompiles) {
+TEST(GpuCompile, PaddedStridedConvIsACudnnCallOnThePaddedInput) {
   Compiled c = compileForGpu(kConv);
   ASSERT_FALSE(c.bytes.empty());
   EXPECT_FALSE(c.object.plan.temporaries.empty());  // the padded input
-  EXPECT_GE(c.object.plan.launches.size(), 2u);
+  auto calls = libraryLaunches(c);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]->kernel, lowering::GpuLaunch::kConv2dNhwcFhwc);
+  // N,H,W,C of the padded input, K,R,S, P,Q, strides, dilations
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1}));
+  EXPECT_GE(calls[0]->args[0].buffer, c.object.plan.firstTemporary());
+  EXPECT_EQ(calls[0]->args[1].buffer, 1);  // the filter argument
+  // The object survives the cache's bytes.
+  llvm::SmallVector<char, 0> again = c.object.serialize();
+  EXPECT_EQ(std::vector<char>(again.begin(), again.end()), c.bytes);
+  Compiled g = compileForGpu(kConv, "sm_90", /*libraries=*/false);
+  ASSERT_FALSE(g.bytes.empty());
+  EXPECT_TRUE(libraryLaunches(g).empty());
+  EXPECT_GE(g.object.plan.launches.size(), 2u);
 }
 
 TEST(GpuCompile, OutOfRangeIndicesReportFaultsFromTheDevice) {
@@ -242,6 +284,28 @@ TEST(GpuCompile, DamagedObjectsAreErrors) {
   o.plan.launches[0].args.back().buffer = 99;
   llvm::SmallVector<char, 0> bad = o.serialize();
   EXPECT_NE(damaged(bad).find("does not exist"), std::string::npos);
+
+  // Library calls: sizes the buffers cannot hold, a window past the input,
+  // the wrong parameters, an unknown operation.
+  Compiled conv = compileForGpu(kConv);
+  ASSERT_FALSE(conv.bytes.empty());
+  auto withCall = [&](const std::function<void(lowering::GpuLaunch &)> &edit) {
+    jit::GpuObject d = conv.object;
+    for (lowering::GpuLaunch &l : d.plan.launches)
+      if (l.kind == lowering::GpuLaunch::Kind::kLibrary) edit(l);
+    llvm::SmallVector<char, 0> bytes = d.serialize();
+    return damaged(bytes);
+  };
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[4] = 70; }).find("smaller than its sizes"),
+            std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[9] = 3; }).find("leaves its input"), std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params.pop_back(); }).find("number of parameters"),
+            std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[0] = -1; }).find("out of range"), std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.kernel = "fft"; }).find("unknown library"), std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.args.pop_back(); }).find("number of buffers"),
+            std::string::npos);
+  EXPECT_EQ(withCall([](lowering::GpuLaunch &) {}), "accepted");
 }
 
 TEST(GpuRuntime, DeviceOptionsAreChecked) {
@@ -269,6 +333,21 @@ TEST(GpuRuntime, WithoutAGpuRunningIsAnUnavailableError) {
 }
 
 #if KILN_HAVE_CUDA
+TEST(GpuLibraries, CudnnAndCublasLoadWhereInstalled) {
+  // No GPU needed: the libraries load and have every function kiln calls.
+  for (const char *lib : {"libcudnn.so.9", "libcublas.so.13"}) {
+    bool installed = llvm::sys::fs::exists(std::string("/usr/local/cuda/lib64/") + lib);
+    std::string why;
+    bool ok = std::string(lib).find("cudnn") != std::string::npos ? cuda::cudnnAvailable(&why)
+                                                                   : cuda::cublasAvailable(&why);
+    if (!installed && !ok) {
+      EXPECT_NE(why.find("tosa."), std::string::npos) << why;  // says how to do without
+      continue;
+    }
+    EXPECT_TRUE(ok) << lib << ": " << why;
+  }
+}
+
 TEST(GpuDevice, CopiesCallbacksAndTheCachingAllocator) {
   SKIP_WITHOUT_GPU();
   auto dev = KILN_TAKE(cuda::CudaDevice::open(0));
@@ -308,9 +387,9 @@ TEST(GpuDevice, CopiesCallbacksAndTheCachingAllocator) {
 namespace {
 /// Runs `mlir`'s @main on the host and on the GPU and compares.
 void expectGpuMatchesHost(const std::string &mlir, const std::vector<Tensor> &inputs, double rtol = 1e-4,
-                          double atol = 1e-5) {
+                          double atol = 1e-5, const char *gpuOpModes = "") {
   auto hrt = uncachedRuntime("cpu");
-  auto grt = uncachedRuntime("cuda");
+  auto grt = uncachedRuntime("cuda", gpuOpModes);
   ASSERT_TRUE(hrt && grt);
   auto hm = KILN_TAKE(hrt->loadModule(mlir));
   auto gm = KILN_TAKE(grt->loadModule(mlir));
@@ -334,6 +413,20 @@ TEST(GpuRun, ElementwiseMatmulConvMatchTheHost) {
   expectGpuMatchesHost(fixShift(kSmallConstant), {test::randomTensor({2, 3}, 6)});
   expectGpuMatchesHost(kConv, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
                                test::randomTensor({7}, 9)});
+}
+
+TEST(GpuRun, GeneratedConvAndMatmulMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  // --op-mode ...=jit: generated kernels instead of cuDNN and cuBLAS.
+  const char *jit = "tosa.conv2d=jit,tosa.matmul=jit";
+  expectGpuMatchesHost(kMatmulBias,
+                       {test::randomTensor({1, 64, 96}, 3), test::randomTensor({1, 96, 48}, 4),
+                        test::randomTensor({1, 1, 48}, 5)},
+                       1e-4, 1e-5, jit);
+  expectGpuMatchesHost(kConv,
+                       {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
+                        test::randomTensor({7}, 9)},
+                       1e-4, 1e-5, jit);
 }
 
 TEST(GpuRun, OutOfRangeGatherIsAnErrorNamingTheOp) {

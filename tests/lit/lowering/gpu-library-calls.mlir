@@ -1,0 +1,39 @@
+// Convolutions and matrix products on plain FP32 buffers become calls of
+// private declarations that carry the library operation and its sizes (the
+// plan's cuDNN / cuBLAS launches); other shapes of them stay linalg, and
+// with the libraries off nothing changes. The GPU map stage runs it first.
+// RUN: %kiln-opt %s --kiln-gpu-library-calls | FileCheck %s
+// RUN: %kiln-opt %s --kiln-gpu-library-calls="conv=false matmul=false" | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s --kiln-gpu-map | FileCheck %s --check-prefix=MAP
+
+// CHECK-LABEL: func.func @kiln_fn(
+// CHECK: call @[[CONV:kiln_gpu_lib_[0-9]+]](%arg0, %arg1, %arg2) {kiln.gpu_library = "conv2d_nhwc_fhwc", kiln.gpu_params = array<i64: 1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1>}
+// CHECK: call @[[BMM:kiln_gpu_lib_[0-9]+]](%arg3, %arg4, %arg5) {kiln.gpu_library = "matmul", kiln.gpu_params = array<i64: 2, 8, 16, 4>}
+// CHECK: call @[[MM:kiln_gpu_lib_[0-9]+]](%arg6, %arg7, %arg8) {kiln.gpu_library = "matmul", kiln.gpu_params = array<i64: 1, 8, 16, 4>}
+// An integer matmul and a matmul on a strided view stay linalg.
+// CHECK: linalg.matmul ins(%arg9, %arg10 : memref<8x4xi32>, memref<4x16xi32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %arg7 : memref<8x4xf32, strided<[8, 1]>>, memref<4x16xf32>)
+// CHECK-DAG: func.func private @[[CONV]](memref<1x11x11x5xf32>, memref<7x3x3x5xf32>, memref<1x5x5x7xf32>)
+// CHECK-DAG: func.func private @[[BMM]](memref<2x8x4xf32>, memref<2x4x16xf32>, memref<2x8x16xf32>)
+
+// OFF-NOT: call
+// OFF: linalg.conv_2d_nhwc_fhwc
+// OFF: linalg.batch_matmul
+
+// MAP-LABEL: func.func @kiln_fn(
+// MAP: call @kiln_gpu_lib_{{[0-9]+}}(%arg0, %arg1, %arg2)
+// MAP: gpu.launch_func
+func.func @kiln_fn(%x: memref<1x11x11x5xf32>, %w: memref<7x3x3x5xf32>, %y: memref<1x5x5x7xf32>,
+                   %a: memref<2x8x4xf32>, %b: memref<2x4x16xf32>, %c: memref<2x8x16xf32>,
+                   %a2: memref<8x4xf32>, %b2: memref<4x16xf32>, %c2: memref<8x16xf32>,
+                   %ia: memref<8x4xi32>, %ib: memref<4x16xi32>, %ic: memref<8x16xi32>,
+                   %wide: memref<8x8xf32>) {
+  linalg.conv_2d_nhwc_fhwc {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x11x11x5xf32>, memref<7x3x3x5xf32>) outs(%y : memref<1x5x5x7xf32>)
+  linalg.batch_matmul ins(%a, %b : memref<2x8x4xf32>, memref<2x4x16xf32>) outs(%c : memref<2x8x16xf32>)
+  linalg.matmul ins(%a2, %b2 : memref<8x4xf32>, memref<4x16xf32>) outs(%c2 : memref<8x16xf32>)
+  linalg.matmul ins(%ia, %ib : memref<8x4xi32>, memref<4x16xi32>) outs(%ic : memref<8x16xi32>)
+  %v = memref.subview %wide[0, 0] [8, 4] [1, 1] : memref<8x8xf32> to memref<8x4xf32, strided<[8, 1]>>
+  linalg.matmul ins(%v, %b2 : memref<8x4xf32, strided<[8, 1]>>, memref<4x16xf32>) outs(%c2 : memref<8x16xf32>)
+  return
+}
