@@ -75,18 +75,37 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |^GPU 0:' "$out/gpu-tests.txt" | tee -a "$
 say "kiln_gpu_tests exit status: $rc"
 
 say "## kiln run resnet50 (batch 1, f32): the GPU (cuDNN and cuBLAS; generated kernels) against the host"
-for variant in cuda cuda-generated cpu; do
-  modes=()
-  [[ $variant == cuda-generated ]] && modes=(--op-mode tosa.conv2d=jit,tosa.matmul=jit)
-  timeout 150 "${kiln[@]}" run resnet50 --device "${variant%%-*}" "${modes[@]}" --cache off -n 30 \
-    -o "$tmp/resnet50-$variant" >"$tmp/resnet50-$variant.log" 2>&1
+# variant NAME: the environment and options of each way to run
+variant() {
+  case $1 in
+    cuda) echo "--device cuda" ;;
+    cuda-find) echo "KILN_GPU_CONV_ALGO=find --device cuda" ;;
+    cuda-find-tf32) echo "KILN_GPU_CONV_ALGO=find KILN_GPU_TF32=1 --device cuda" ;;
+    cuda-generated) echo "--device cuda --op-mode tosa.conv2d=jit,tosa.matmul=jit" ;;
+    cpu) echo "--device cpu" ;;
+  esac
+}
+runVariant() {  # NAME LOG [EXTRA_ENV...]: kiln run resnet50 that way
+  local name=$1 log=$2
+  shift 2
+  local envs=() opts=()
+  for w in $(variant "$name"); do
+    if [[ $w == *=* && $w != --* && $w != *,* ]]; then envs+=("$w"); else opts+=("$w"); fi
+  done
+  env "${envs[@]}" "$@" timeout 150 "${kiln[@]}" run resnet50 "${opts[@]}" --cache off -n 30 \
+    -o "$tmp/resnet50-$name" >"$log" 2>&1
+}
+for name in cuda cuda-find cuda-find-tf32 cuda-generated cpu; do
+  runVariant "$name" "$tmp/resnet50-$name.log"
   rc=$?
-  { echo "### $variant (exit $rc)"; cat "$tmp/resnet50-$variant.log"; } >>"$out/resnet50.txt"
-  say "--device ${variant%%-*} ${modes[*]} (exit $rc):"
-  grep -iE '^output|first call|steady|error' "$tmp/resnet50-$variant.log" | head -6 | sed 's/^/  /' | tee -a "$summary"
+  { echo "### $name (exit $rc)"; cat "$tmp/resnet50-$name.log"; } >>"$out/resnet50.txt"
+  say "$name: $(variant "$name") (exit $rc):"
+  grep -iE '^output|first call|steady|error' "$tmp/resnet50-$name.log" | head -6 | sed 's/^/  /' | tee -a "$summary"
 done
 compare resnet50 "$tmp/resnet50-cuda" "$tmp/resnet50-cpu"
-compare resnet50-generated "$tmp/resnet50-cuda-generated" "$tmp/resnet50-cpu"
+for name in cuda-find cuda-find-tf32 cuda-generated; do
+  compare "resnet50-$name" "$tmp/resnet50-$name" "$tmp/resnet50-cpu"
+done
 
 # The zoo's GPU set: each MODEL.mlir[bc][.xz] (+ MODEL.npy, its input) in
 # $KILN_GPU_ZOO (default .gpu-zoo, which bench/gpu/zoo.sh fills) runs
@@ -113,13 +132,11 @@ if compgen -G "$zoo/*.mlir*" >/dev/null; then
 fi
 
 say "## where ResNet-50's GPU time goes (KILN_GPU_PROFILE=1: each launch timed with CUDA events)"
-for variant in cuda cuda-generated; do
-  modes=()
-  [[ $variant == cuda-generated ]] && modes=(--op-mode tosa.conv2d=jit,tosa.matmul=jit)
-  echo "### $variant" >>"$out/profile.txt"
-  KILN_GPU_PROFILE=1 timeout 100 "${kiln[@]}" run resnet50 --device cuda "${modes[@]}" --cache off -n 20 \
-    >>"$out/profile.txt" 2>&1
-  say "$variant (exit $?): $(grep 'kiln GPU profile' "$out/profile.txt" | tail -1)"
+for name in cuda-find cuda-generated; do
+  runVariant "$name" "$tmp/profile-$name.log" KILN_GPU_PROFILE=1
+  rc=$?
+  { echo "### $name (exit $rc)"; cat "$tmp/profile-$name.log"; } >>"$out/profile.txt"
+  say "$name (exit $rc): $(grep 'kiln GPU profile' "$tmp/profile-$name.log")"
 done
 
 say "## PyTorch ResNet-50 with cuDNN (batch 1)"

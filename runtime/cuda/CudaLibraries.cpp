@@ -47,6 +47,7 @@ void *openLibrary(const char *envVar, std::initializer_list<const char *> names,
   X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)            \
   X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionMathType)       \
   X(cudnnGetConvolution2dForwardOutputDim) X(cudnnGetConvolutionForwardAlgorithm_v7)                          \
+  X(cudnnFindConvolutionForwardAlgorithm)                                                                      \
   X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnGetVersion)
 
 #define KILN_CUBLAS_FUNCTIONS(X)                                                                              \
@@ -268,19 +269,38 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
   std::lock_guard<std::mutex> lock(stream.libraryMu);
   auto handle = streamCudnn(l, stream);
   if (!handle) return handle.takeError();
+  // Tuning knobs (docs/gpu.md): KILN_GPU_CONV_ALGO=find times every
+  // algorithm once (cuDNN's Find) instead of asking its heuristics;
+  // KILN_GPU_TF32=1 lets FP32 convolutions use TF32 tensor cores.
+  static const bool find = [] {
+    const char *v = std::getenv("KILN_GPU_CONV_ALGO");
+    return v && std::string(v) == "find";
+  }();
+  static const bool tf32 = [] {
+    const char *v = std::getenv("KILN_GPU_TF32");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (tf32)
+    if (auto err = KILN_DNN(l, cudnnSetConvolutionMathType(d.conv, CUDNN_DEFAULT_MATH), what)) return std::move(err);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  if (auto err = KILN_DNN(l,
-                          cudnnGetConvolutionForwardAlgorithm_v7(*handle, d.x, d.w, d.conv, d.y,
-                                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
-                          "choosing an algorithm for " + convName(s)))
+  if (auto err = find ? KILN_DNN(l,
+                                 cudnnFindConvolutionForwardAlgorithm(*handle, d.x, d.w, d.conv, d.y,
+                                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                                 "timing the algorithms of " + convName(s))
+                      : KILN_DNN(l,
+                                 cudnnGetConvolutionForwardAlgorithm_v7(*handle, d.x, d.w, d.conv, d.y,
+                                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+                                                                        perf),
+                                 "choosing an algorithm for " + convName(s)))
     return std::move(err);
-  // The heuristics' order, first one that runs in FP32 math within the
-  // workspace limit.
+  // The heuristics' (or the timings') order, first one that runs in FP32
+  // math (or TF32 when allowed) within the workspace limit.
   for (int i = 0; i < returned; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-      continue;
+    bool tensorOps =
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || (tensorOps && !tf32)) continue;
+    if (l.cudnnSetConvolutionMathType(d.conv, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
     size_t bytes = 0;
     if (l.cudnnGetConvolutionForwardWorkspaceSize(*handle, d.x, d.w, d.conv, d.y, perf[i].algo, &bytes) !=
             CUDNN_STATUS_SUCCESS ||
