@@ -2,7 +2,9 @@
 //
 // kiln-gpu-library-calls (buffers, before the linalg ops become parallel
 // loops): a linalg.conv_2d_nhwc_fhwc, linalg.batch_matmul or linalg.matmul
-// whose buffers are static, FP32 and of identity layout becomes
+// whose buffers are static, FP32 and of identity layout (a conv's input may
+// be the top-left corner of one: the call then takes the whole buffer)
+// becomes
 //   func.call @kiln_gpu_lib_<n>(%in, %filter, %out)
 //       {kiln.gpu_library = "conv2d_nhwc_fhwc", kiln.gpu_params = array<i64: ...>}
 // of a private declaration of the call's own type. readGpuLowering turns the
@@ -39,35 +41,67 @@ MemRefType plainF32(Value v) {
   return t;
 }
 
-/// The library operation and its parameters for `op`, or nothing.
-std::optional<std::pair<llvm::StringRef, SmallVector<int64_t>>> libraryCall(linalg::LinalgOp op, bool conv,
-                                                                            bool matmul) {
+/// A conv's input that is the top-left corner of a plain buffer (TOSA
+/// slices a strided conv's input to the rows it reads: a subview with zero
+/// offsets and unit steps that keeps N and C): that buffer, else null.
+Value cornerSource(Value input) {
+  auto view = input.getDefiningOp<memref::SubViewOp>();
+  if (!view || !plainF32(view.getSource())) return {};
+  auto src = cast<MemRefType>(view.getSource().getType()), dst = cast<MemRefType>(input.getType());
+  if (src.getRank() != 4 || dst.getRank() != 4 || src.getDimSize(0) != dst.getDimSize(0) ||
+      src.getDimSize(3) != dst.getDimSize(3))
+    return {};
+  for (int64_t o : view.getStaticOffsets())
+    if (o != 0) return {};
+  for (int64_t s : view.getStaticStrides())
+    if (s != 1) return {};
+  for (int64_t s : view.getStaticSizes())
+    if (ShapedType::isDynamic(s)) return {};
+  return view.getSource();
+}
+
+/// The library operation, its parameters and its operands for `op`, or
+/// nothing.
+struct LibraryCall {
+  llvm::StringRef operation;
+  SmallVector<int64_t> params;
+  SmallVector<Value> operands;
+};
+std::optional<LibraryCall> libraryCall(linalg::LinalgOp op, bool conv, bool matmul) {
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3) return std::nullopt;
-  MemRefType a = plainF32(op->getOperand(0)), b = plainF32(op->getOperand(1)), c = plainF32(op->getOperand(2));
-  if (!a || !b || !c) return std::nullopt;
+  SmallVector<Value> operands(op->getOperands());
   if (auto cv = dyn_cast<linalg::Conv2DNhwcFhwcOp>(op.getOperation()); cv && conv) {
-    // in [N,H,W,C], filter [K,R,S,C], out [N,P,Q,K]
-    auto in = a.getShape(), f = b.getShape(), out = c.getShape();
+    // in [N,H,W,C] (the corner of [N,Hs,Ws,C]), filter [K,R,S,C], out [N,P,Q,K]
+    auto inType = dyn_cast<MemRefType>(operands[0].getType());
+    Value source = plainF32(operands[0]) ? operands[0] : cornerSource(operands[0]);
+    MemRefType b = plainF32(operands[1]), c = plainF32(operands[2]);
+    if (!inType || !source || !b || !c || !inType.hasStaticShape()) return std::nullopt;
+    auto in = inType.getShape(), f = b.getShape(), out = c.getShape();
+    auto whole = cast<MemRefType>(source.getType()).getShape();
     SmallVector<int64_t> strides(cv.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(cv.getDilations().getValues<int64_t>());
     if (strides.size() != 2 || dilations.size() != 2 || in[3] != f[3] || out[0] != in[0] || out[3] != f[0])
       return std::nullopt;
-    return std::make_pair(llvm::StringRef(GpuLaunch::kConv2dNhwcFhwc),
-                          SmallVector<int64_t>{in[0], in[1], in[2], in[3], f[0], f[1], f[2], out[1], out[2],
-                                               strides[0], strides[1], dilations[0], dilations[1]});
+    operands[0] = source;
+    return LibraryCall{GpuLaunch::kConv2dNhwcFhwc,
+                       {in[0], in[1], in[2], in[3], f[0], f[1], f[2], out[1], out[2], strides[0], strides[1],
+                        dilations[0], dilations[1], whole[1], whole[2]},
+                       operands};
   }
+  MemRefType a = plainF32(operands[0]), b = plainF32(operands[1]), c = plainF32(operands[2]);
+  if (!a || !b || !c) return std::nullopt;
   if (!matmul) return std::nullopt;
   if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation())) {
     if (bm.hasUserDefinedMaps()) return std::nullopt;
     auto x = a.getShape(), y = b.getShape(), z = c.getShape();  // [B,M,K] [B,K,N] [B,M,N]
     if (x[0] != z[0] || y[0] != z[0] || x[2] != y[1] || x[1] != z[1] || y[2] != z[2]) return std::nullopt;
-    return std::make_pair(llvm::StringRef(GpuLaunch::kMatmul), SmallVector<int64_t>{z[0], x[1], y[2], x[2]});
+    return LibraryCall{GpuLaunch::kMatmul, {z[0], x[1], y[2], x[2]}, operands};
   }
   if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation())) {
     if (mm.hasUserDefinedMaps()) return std::nullopt;
     auto x = a.getShape(), y = b.getShape(), z = c.getShape();  // [M,K] [K,N] [M,N]
     if (x[1] != y[0] || x[0] != z[0] || y[1] != z[1]) return std::nullopt;
-    return std::make_pair(llvm::StringRef(GpuLaunch::kMatmul), SmallVector<int64_t>{1, x[0], y[1], x[1]});
+    return LibraryCall{GpuLaunch::kMatmul, {1, x[0], y[1], x[1]}, operands};
   }
   return std::nullopt;
 }
@@ -78,7 +112,7 @@ struct GpuLibraryCalls : impl::KilnGpuLibraryCallsBase<GpuLibraryCalls> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    SmallVector<std::pair<linalg::LinalgOp, std::pair<llvm::StringRef, SmallVector<int64_t>>>> found;
+    SmallVector<std::pair<linalg::LinalgOp, LibraryCall>> found;
     module.walk([&](linalg::LinalgOp op) {
       if (auto call = libraryCall(op, conv, matmul)) found.push_back({op, std::move(*call)});
     });
@@ -86,17 +120,21 @@ struct GpuLibraryCalls : impl::KilnGpuLibraryCallsBase<GpuLibraryCalls> {
     for (auto &[op, call] : found) {
       OpBuilder b(module.getBodyRegion());
       b.setInsertionPointToEnd(module.getBody());
-      auto type = b.getFunctionType(op->getOperandTypes(), {});
+      auto type = b.getFunctionType(ValueRange(call.operands).getTypes(), {});
       std::string name = "kiln_gpu_lib_" + std::to_string(n++);
       while (symbols.lookup(name)) name = "kiln_gpu_lib_" + std::to_string(n++);
       auto decl = func::FuncOp::create(b, op.getLoc(), name, type);
       decl.setPrivate();
       symbols.insert(decl);
       b.setInsertionPoint(op);
-      auto callOp = func::CallOp::create(b, op.getLoc(), decl, op->getOperands());
-      callOp->setAttr(kGpuLibraryAttr, b.getStringAttr(call.first));
-      callOp->setAttr(kGpuParamsAttr, b.getDenseI64ArrayAttr(call.second));
+      auto callOp = func::CallOp::create(b, op.getLoc(), decl, call.operands);
+      callOp->setAttr(kGpuLibraryAttr, b.getStringAttr(call.operation));
+      callOp->setAttr(kGpuParamsAttr, b.getDenseI64ArrayAttr(call.params));
+      Value input = op->getOperand(0);
       op->erase();
+      // A corner view nothing else reads goes too (the plan has no views of
+      // that kind).
+      if (auto view = input.getDefiningOp<memref::SubViewOp>(); view && view->use_empty()) view->erase();
     }
   }
 };

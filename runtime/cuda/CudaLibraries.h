@@ -47,6 +47,9 @@ struct ConvShape {
   int k = 0, r = 0, s = 0;         // filter: k outputs, r x s window over c
   int p = 0, q = 0;                // output rows and columns
   std::array<int, 2> stride{1, 1}, dilation{1, 1};
+  /// Rows and columns of the buffer the input is the top-left corner of
+  /// (0: the input's own).
+  int bufferRows = 0, bufferColumns = 0;
   bool accumulate = true;
 };
 

@@ -118,6 +118,18 @@ func.func @main(%x: tensor<1x9x9x5xf32>, %w: tensor<7x3x3x5xf32>, %bias: tensor<
   return %1 : tensor<1x5x5x7xf32>
 })mlir";
 
+// A strided 1x1 conv (a ResNet projection shortcut): TOSA slices its input
+// to the rows and columns it reads.
+const char *kStridedPointwise = R"mlir(
+func.func @main(%x: tensor<1x8x8x6xf32>, %w: tensor<4x1x1x6xf32>, %bias: tensor<4xf32>) -> tensor<1x4x4x4xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %start = tosa.const_shape {values = dense<0> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %size = tosa.const_shape {values = dense<[1, 7, 7, 6]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %s = tosa.slice %x, %start, %size : (tensor<1x8x8x6xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x7x7x6xf32>
+  %0 = tosa.conv2d %s, %w, %bias, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x7x7x6xf32>, tensor<4x1x1x6xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+})mlir";
+
 const char *kGather = R"mlir(
 func.func @main(%v: tensor<1x6x4xf32>, %i: tensor<1x3xi32>) -> tensor<1x3x4xf32> {
   %0 = tosa.gather %v, %i : (tensor<1x6x4xf32>, tensor<1x3xi32>) -> tensor<1x3x4xf32>
@@ -231,8 +243,8 @@ TEST(GpuCompile, PaddedStridedConvIsACudnnCallOnThePaddedInput) {
   auto calls = libraryLaunches(c);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0]->kernel, lowering::GpuLaunch::kConv2dNhwcFhwc);
-  // N,H,W,C of the padded input, K,R,S, P,Q, strides, dilations
-  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1}));
+  // N,H,W,C of the padded input, K,R,S, P,Q, strides, dilations, its buffer's rows and columns
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1, 11, 11}));
   EXPECT_GE(calls[0]->args[0].buffer, c.object.plan.firstTemporary());
   EXPECT_EQ(calls[0]->args[1].buffer, 1);  // the filter argument
   // The object survives the cache's bytes.
@@ -242,6 +254,18 @@ TEST(GpuCompile, PaddedStridedConvIsACudnnCallOnThePaddedInput) {
   ASSERT_FALSE(g.bytes.empty());
   EXPECT_TRUE(libraryLaunches(g).empty());
   EXPECT_GE(g.object.plan.launches.size(), 2u);
+}
+
+TEST(GpuCompile, StridedConvOnASlicedInputReadsTheWholeBuffer) {
+  Compiled c = compileForGpu(kStridedPointwise);
+  ASSERT_FALSE(c.bytes.empty());
+  auto calls = libraryLaunches(c);
+  ASSERT_EQ(calls.size(), 1u);
+  // A 7x7 corner of the 8x8 input argument: no copy of the slice.
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 7, 7, 6, 4, 1, 1, 4, 4, 2, 2, 1, 1, 8, 8}));
+  EXPECT_EQ(calls[0]->args[0].buffer, 0);
+  EXPECT_TRUE(c.object.plan.temporaries.empty() ||
+              c.object.plan.launches.size() <= 2);  // the bias fill and the call
 }
 
 TEST(GpuCompile, OutOfRangeIndicesReportFaultsFromTheDevice) {
@@ -299,6 +323,8 @@ TEST(GpuCompile, DamagedObjectsAreErrors) {
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[4] = 70; }).find("smaller than its sizes"),
             std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[9] = 3; }).find("leaves its input"), std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[1] = 12; }).find("bigger than its buffer"),
+            std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params.pop_back(); }).find("number of parameters"),
             std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[0] = -1; }).find("out of range"), std::string::npos);
@@ -413,6 +439,8 @@ TEST(GpuRun, ElementwiseMatmulConvMatchTheHost) {
   expectGpuMatchesHost(fixShift(kSmallConstant), {test::randomTensor({2, 3}, 6)});
   expectGpuMatchesHost(kConv, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
                                test::randomTensor({7}, 9)});
+  expectGpuMatchesHost(kStridedPointwise, {test::randomTensor({1, 8, 8, 6}, 10), test::randomTensor({4, 1, 1, 6}, 11),
+                                           test::randomTensor({4}, 12)});
 }
 
 TEST(GpuRun, GeneratedConvAndMatmulMatchTheHost) {
