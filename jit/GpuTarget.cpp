@@ -145,8 +145,7 @@ llvm::Expected<GpuObject> GpuObject::parse(llvm::ArrayRef<char> bytes) {
         const std::vector<int64_t> &p = l.params;
         uint64_t need[3];
         if (l.kernel == lowering::GpuLaunch::kConv2dNhwcFhwc) {
-          need[0] = uint64_t(p[0]) * p[13] * p[14] * p[3];  // N*Hs*Ws*C (the input's whole buffer)
-          if (p[1] > p[13] || p[2] > p[14]) return bad("convolution whose input is bigger than its buffer");
+          need[0] = uint64_t(p[0]) * p[1] * p[2] * p[3];  // N*H*W*C
           need[1] = uint64_t(p[4]) * p[5] * p[6] * p[3];  // K*R*S*C
           need[2] = uint64_t(p[0]) * p[7] * p[8] * p[4];  // N*P*Q*K
           // the window inside the input
@@ -411,7 +410,6 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
         shape.k = int(p[4]), shape.r = int(p[5]), shape.s = int(p[6]), shape.p = int(p[7]), shape.q = int(p[8]);
         shape.stride = {int(p[9]), int(p[10])};
         shape.dilation = {int(p[11]), int(p[12])};
-        shape.bufferRows = int(p[13]), shape.bufferColumns = int(p[14]);
         auto c = cuda::GpuConv::create(*code->device, shape);
         if (!c) return withContext(c.takeError(), name.str() + ": ");
         code->workspaceBytes = std::max(code->workspaceBytes, (*c)->workspaceBytes());

@@ -3,8 +3,8 @@
 // kiln-gpu-library-calls (buffers, before the linalg ops become parallel
 // loops): a linalg.conv_2d_nhwc_fhwc, linalg.batch_matmul or linalg.matmul
 // whose buffers are static, FP32 and of identity layout (a conv's input may
-// be the top-left corner of one: the call then takes the whole buffer)
-// becomes
+// be the top-left corner of one whose windows the conv never leaves: the call
+// then takes the whole buffer) becomes
 //   func.call @kiln_gpu_lib_<n>(%in, %filter, %out)
 //       {kiln.gpu_library = "conv2d_nhwc_fhwc", kiln.gpu_params = array<i64: ...>}
 // of a private declaration of the call's own type. readGpuLowering turns the
@@ -43,7 +43,8 @@ MemRefType plainF32(Value v) {
 
 /// A conv's input that is the top-left corner of a plain buffer (TOSA
 /// slices a strided conv's input to the rows it reads: a subview with zero
-/// offsets and unit steps that keeps N and C): that buffer, else null.
+/// offsets and unit steps that keeps N and C): that buffer, else null. The
+/// caller checks that the conv over the whole buffer has the same output.
 Value cornerSource(Value input) {
   auto view = input.getDefiningOp<memref::SubViewOp>();
   if (!view || !plainF32(view.getSource())) return {};
@@ -82,10 +83,15 @@ std::optional<LibraryCall> libraryCall(linalg::LinalgOp op, bool conv, bool matm
     SmallVector<int64_t> dilations(cv.getDilations().getValues<int64_t>());
     if (strides.size() != 2 || dilations.size() != 2 || in[3] != f[3] || out[0] != in[0] || out[3] != f[0])
       return std::nullopt;
+    // Over the whole buffer the conv reads the same windows when it makes
+    // as many output rows and columns (the rows and columns the corner
+    // leaves out are ones no window reaches).
+    auto outputs = [&](int64_t size, int d) { return (size - dilations[d] * (f[1 + d] - 1) - 1) / strides[d] + 1; };
+    if (outputs(whole[1], 0) != out[1] || outputs(whole[2], 1) != out[2]) return std::nullopt;
     operands[0] = source;
     return LibraryCall{GpuLaunch::kConv2dNhwcFhwc,
-                       {in[0], in[1], in[2], in[3], f[0], f[1], f[2], out[1], out[2], strides[0], strides[1],
-                        dilations[0], dilations[1], whole[1], whole[2]},
+                       {in[0], whole[1], whole[2], in[3], f[0], f[1], f[2], out[1], out[2], strides[0], strides[1],
+                        dilations[0], dilations[1]},
                        operands};
   }
   MemRefType a = plainF32(operands[0]), b = plainF32(operands[1]), c = plainF32(operands[2]);

@@ -47,16 +47,14 @@ struct ConvShape {
   int k = 0, r = 0, s = 0;         // filter: k outputs, r x s window over c
   int p = 0, q = 0;                // output rows and columns
   std::array<int, 2> stride{1, 1}, dilation{1, 1};
-  /// Rows and columns of the buffer the input is the top-left corner of
-  /// (0: the input's own).
-  int bufferRows = 0, bufferColumns = 0;
   bool accumulate = true;
 };
 
 class GpuConv {
 public:
-  /// cuDNN's descriptors for `shape` and its best algorithm by heuristics
-  /// within the workspace limit. kUnavailable without cuDNN; kInvalidArgument
+  /// cuDNN's descriptors for `shape` and its fastest algorithm within the
+  /// workspace limit (each timed once on the device; $KILN_GPU_CONV_ALGO=
+  /// heuristic: cuDNN's heuristics instead). kUnavailable without cuDNN; kInvalidArgument
   /// for shapes cuDNN refuses (the message names the shape).
   static llvm::Expected<std::unique_ptr<GpuConv>> create(CudaDevice &device, const ConvShape &shape);
   ~GpuConv();
