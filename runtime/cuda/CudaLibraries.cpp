@@ -67,55 +67,62 @@ struct Cublas {
   std::string error;
 };
 
-const Cudnn &cudnnLibrary() {
-  static Cudnn lib = [] {
-    Cudnn l;
-    std::string tried, why;
-    void *h = openLibrary("KILN_CUDNN_LIBRARY", {"libcudnn.so.9"}, tried, why);
-    if (!h) {
-      l.error = "cuDNN (convolutions on the GPU) could not be loaded: tried " + tried + " (" + why +
-                "); install cuDNN 9, set KILN_CUDNN_LIBRARY to its libcudnn.so.9, or run convolutions as "
-                "generated kernels (--op-mode tosa.conv2d=jit)";
-      return l;
-    }
-#define KILN_RESOLVE(name)                                                                        \
-  l.name = reinterpret_cast<decltype(l.name)>(dlsym(h, #name));                                   \
-  if (!l.name) {                                                                                  \
-    l.error = std::string("the cuDNN library that was loaded has no ") + #name + " (cuDNN 9 needed)"; \
-    return l;                                                                                     \
-  }
-    KILN_CUDNN_FUNCTIONS(KILN_RESOLVE)
-#undef KILN_RESOLVE
-    l.ok = true;
+/// What loading one library needs: where to look, what to say when it is
+/// missing, and a `resolve(handle, table)` that fills the table's pointers
+/// and returns the first symbol it did not find (or null).
+struct LibrarySpec {
+  const char *envVar;
+  std::initializer_list<const char *> names;
+  const char *missing;  // "cuDNN (convolutions on the GPU)"
+  const char *remedy;   // "install ...; set ...; or ..."
+  const char *needed;   // "cuDNN 9"
+};
+template <typename Table, typename Resolve> Table loadTable(const LibrarySpec &spec, Resolve resolve) {
+  Table l;
+  std::string tried, why;
+  void *h = openLibrary(spec.envVar, spec.names, tried, why);
+  if (!h) {
+    l.error = std::string(spec.missing) + " could not be loaded: tried " + tried + " (" + why + "); " + spec.remedy;
     return l;
-  }();
+  }
+  if (const char *absent = resolve(h, l)) {
+    l.error = std::string("the ") + spec.missing + " library that was loaded has no " + absent + " (" + spec.needed +
+              " needed)";
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+#define KILN_RESOLVE(name)                                                \
+  l.name = reinterpret_cast<decltype(l.name)>(dlsym(h, #name));           \
+  if (!l.name) return #name;
+
+const Cudnn &cudnnLibrary() {
+  static Cudnn lib = loadTable<Cudnn>(
+      {"KILN_CUDNN_LIBRARY", {"libcudnn.so.9"}, "cuDNN (convolutions on the GPU)",
+       "install cuDNN 9, set KILN_CUDNN_LIBRARY to its libcudnn.so.9, or run convolutions as generated kernels "
+       "(--op-mode tosa.conv2d=jit)",
+       "cuDNN 9"},
+      [](void *h, Cudnn &l) -> const char * {
+        KILN_CUDNN_FUNCTIONS(KILN_RESOLVE)
+        return nullptr;
+      });
   return lib;
 }
 
 const Cublas &cublasLibrary() {
-  static Cublas lib = [] {
-    Cublas l;
-    std::string tried, why;
-    void *h = openLibrary("KILN_CUBLAS_LIBRARY", {"libcublas.so.13", "libcublas.so.12"}, tried, why);
-    if (!h) {
-      l.error = "cuBLAS (matrix products on the GPU) could not be loaded: tried " + tried + " (" + why +
-                "); install cuBLAS, set KILN_CUBLAS_LIBRARY to its libcublas.so, or run matrix products as "
-                "generated kernels (--op-mode tosa.matmul=jit)";
-      return l;
-    }
-#define KILN_RESOLVE(name)                                                                         \
-  l.name = reinterpret_cast<decltype(l.name)>(dlsym(h, #name));                                    \
-  if (!l.name) {                                                                                   \
-    l.error = std::string("the cuBLAS library that was loaded has no ") + #name + " (CUDA 12 or 13)"; \
-    return l;                                                                                      \
-  }
-    KILN_CUBLAS_FUNCTIONS(KILN_RESOLVE)
-#undef KILN_RESOLVE
-    l.ok = true;
-    return l;
-  }();
+  static Cublas lib = loadTable<Cublas>(
+      {"KILN_CUBLAS_LIBRARY", {"libcublas.so.13", "libcublas.so.12"}, "cuBLAS (matrix products on the GPU)",
+       "install cuBLAS, set KILN_CUBLAS_LIBRARY to its libcublas.so, or run matrix products as generated kernels "
+       "(--op-mode tosa.matmul=jit)",
+       "CUDA 12 or 13"},
+      [](void *h, Cublas &l) -> const char * {
+        KILN_CUBLAS_FUNCTIONS(KILN_RESOLVE)
+        return nullptr;
+      });
   return lib;
 }
+#undef KILN_RESOLVE
 
 llvm::Expected<const Cudnn &> cudnn() {
   const Cudnn &l = cudnnLibrary();

@@ -21,6 +21,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
@@ -174,6 +175,7 @@ TEST(GpuCompile, ElementwiseChainIsOneKernelInPtxForSm90) {
   EXPECT_EQ(std::vector<char>(again.begin(), again.end()), c.bytes);
 }
 
+namespace {
 /// The plan's library launches, checked to name buffers of the plan.
 std::vector<const lowering::GpuLaunch *> libraryLaunches(const Compiled &c) {
   std::vector<const lowering::GpuLaunch *> out;
@@ -188,6 +190,7 @@ std::vector<const lowering::GpuLaunch *> libraryLaunches(const Compiled &c) {
   }
   return out;
 }
+}  // namespace
 
 TEST(GpuCompile, MatmulIsACublasCallBiasAndReductionAreKernels) {
   Compiled c = compileForGpu(kMatmulBias);
@@ -360,6 +363,8 @@ TEST(GpuRuntime, WithoutAGpuRunningIsAnUnavailableError) {
 #if KILN_HAVE_CUDA
 TEST(GpuLibraries, CudnnAndCublasLoadWhereInstalled) {
   // No GPU needed: the libraries load and have every function kiln calls.
+  if (std::getenv("KILN_CUDNN_LIBRARY") || std::getenv("KILN_CUBLAS_LIBRARY"))
+    GTEST_SKIP() << "KILN_CUDNN_LIBRARY or KILN_CUBLAS_LIBRARY chooses the libraries";
   for (const char *lib : {"libcudnn.so.9", "libcublas.so.13"}) {
     bool installed = llvm::sys::fs::exists(std::string("/usr/local/cuda/lib64/") + lib);
     std::string why;
@@ -371,6 +376,20 @@ TEST(GpuLibraries, CudnnAndCublasLoadWhereInstalled) {
     }
     EXPECT_TRUE(ok) << lib << ": " << why;
   }
+}
+
+TEST(GpuLibrariesDeathTest, AMissingLibraryNamesWhereItLookedAndHowToDoWithout) {
+  // In a child of its own: the library table is loaded once per process.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("KILN_CUDNN_LIBRARY", "/nonexistent/libcudnn.so.9", 1);
+        std::string why;
+        bool ok = cuda::cudnnAvailable(&why);
+        std::fprintf(stderr, "%s\n", why.c_str());
+        std::_Exit(ok ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "tried /nonexistent/libcudnn.so.9 .*--op-mode tosa.conv2d=jit");
 }
 
 TEST(GpuDevice, CopiesCallbacksAndTheCachingAllocator) {
