@@ -117,6 +117,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     // op mode asks for generated code (`kernel` places them on the host).
     g.tuning.cudnnConv = o.placement.modeFor("tosa.conv2d") != OpMode::kJit;
     g.tuning.cublasMatmul = o.placement.modeFor("tosa.matmul") != OpMode::kJit;
+    if (const char *v = std::getenv("KILN_GPU_GRAPHS")) g.graphs = *v && std::string(v) != "0";
     auto t = jit::GpuTarget::create(std::move(g));
     if (!t) return withContext(t.takeError(), "device " + o.device + ": ");
     target = std::move(*t);

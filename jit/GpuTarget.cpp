@@ -269,6 +269,18 @@ llvm::Expected<TargetObject> GpuTarget::compile(lowering::Program &program, lowe
 namespace {
 
 /// A loaded object: the module, its kernels, its constants on the device.
+/// Where one run's buffers are: a device address per plan buffer, which
+/// arguments are weights already on the device, the workspace, and the
+/// pinned staging of inputs, outputs and the fault word.
+struct RunLayout {
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<bool> uploaded;
+  CUdeviceptr workspace = 0;
+  char *pinned = nullptr;
+  std::vector<size_t> stagingOffset;  // per argument
+  size_t faultOffset = 0;
+};
+
 class GpuCode final : public LoadedCode {
 public:
   std::shared_ptr<cuda::CudaDevice> device;
@@ -290,6 +302,36 @@ public:
     double ms = 0;
     uint64_t calls = 0;
   };
+  /// KILN_GPU_GRAPHS=1: the plan captured once as a CUDA graph over
+  /// buffers of its own, replayed by one run at a time (`busy`); others
+  /// take plain launches meanwhile.
+  struct Graph {
+    const cuda::Driver *driver = nullptr;
+    std::unique_ptr<cuda::CudaStream> stream;
+    std::vector<cuda::DeviceBuffer> buffers;
+    cuda::PinnedBuffer staging;
+    RunLayout layout;
+    /// The weights the graph reads, by input (null buffer: not a weight):
+    /// code shared by executables with other weights takes plain launches.
+    std::vector<std::pair<const Buffer *, size_t>> weights;
+    bool sameWeights(const StepContext &ctx) const {
+      for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+        const Tensor *w = ctx.constantInput(i);
+        std::pair<const Buffer *, size_t> key{w ? w->buffer().get() : nullptr, w ? w->byteOffset() : 0};
+        if (key != weights[i]) return false;
+      }
+      return true;
+    }
+    CUgraphExec exec = nullptr;
+    std::atomic<bool> busy{false};
+    ~Graph() {
+      if (stream) llvm::consumeError(stream->synchronize());
+      if (exec) driver->cuGraphExecDestroy(exec);
+    }
+  };
+  std::mutex graphMu;
+  std::unique_ptr<Graph> graph;
+  bool graphFailed = false;
   std::vector<LaunchTime> profile;  // by launch, runs after the first
   uint64_t profiledRuns = 0;        // the first included (its lazy loading is not counted)
   double gpuMs = 0, hostMs = 0;     // first launch to last on the GPU; the host's enqueueing
@@ -441,6 +483,170 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
 #endif
 }
 
+#if KILN_HAVE_CUDA
+namespace {
+
+/// Staging offsets for `plan`'s arguments and the fault word; returns the
+/// bytes.
+size_t layStaging(const lowering::GpuPlan &plan, RunLayout &r) {
+  size_t bytes = 0;
+  r.stagingOffset.clear();
+  for (uint64_t b : plan.argumentBytes) {
+    r.stagingOffset.push_back(bytes);
+    bytes += (b + 63) / 64 * 64;
+  }
+  r.faultOffset = bytes;
+  return bytes + sizeof(int64_t);
+}
+
+/// Device buffers for the arguments that are not weights, the temporaries
+/// and the workspace (into `keep`), the weights' device copies and the
+/// constants: `r.ptrs`.
+llvm::Error placeBuffers(GpuCode &code, const StepContext &ctx, RunLayout &r, std::vector<cuda::DeviceBuffer> &keep) {
+  const lowering::GpuPlan &plan = code.plan;
+  cuda::CudaDevice &dev = *code.device;
+  r.ptrs.assign(size_t(plan.numBuffers()), 0);
+  r.uploaded.assign(plan.numArguments, false);
+  for (unsigned i = 0; i < ctx.numInputs(); ++i)
+    if (const Tensor *w = ctx.constantInput(i)) {
+      auto p = code.weight(*w);
+      if (!p) return p.takeError();
+      r.ptrs[i] = *p;
+      r.uploaded[i] = true;
+    }
+  auto take = [&](uint64_t bytes) -> llvm::Expected<CUdeviceptr> {
+    auto b = dev.allocate(bytes);
+    if (!b) return b.takeError();
+    CUdeviceptr p = b->ptr();
+    keep.push_back(std::move(*b));
+    return p;
+  };
+  for (unsigned i = 0; i < plan.numArguments; ++i) {
+    if (r.uploaded[i]) continue;
+    auto p = take(plan.argumentBytes[i]);
+    if (!p) return p.takeError();
+    r.ptrs[i] = *p;
+  }
+  for (size_t t = 0; t < plan.temporaries.size(); ++t) {
+    auto p = take(plan.temporaries[t]);
+    if (!p) return p.takeError();
+    r.ptrs[size_t(plan.firstTemporary()) + t] = *p;
+  }
+  for (size_t c = 0; c < code.constants.size(); ++c) r.ptrs[size_t(plan.firstConstant()) + c] = code.constants[c].ptr();
+  if (code.workspaceBytes) {
+    auto p = take(code.workspaceBytes);
+    if (!p) return p.takeError();
+    r.workspace = *p;
+  }
+  return llvm::Error::success();
+}
+
+/// Enqueues on `stream`: the inputs from staging, the fault word cleared,
+/// the plan's launches (`mark(k)` before launch k and after the last), the
+/// outputs and the fault word back into staging.
+llvm::Error enqueuePlan(GpuCode &code, cuda::CudaStream &stream, unsigned numInputs, const RunLayout &r,
+                        const std::function<llvm::Error(size_t)> &mark) {
+  const lowering::GpuPlan &plan = code.plan;
+  for (unsigned i = 0; i < numInputs; ++i)
+    if (!r.uploaded[i])
+      if (auto err = stream.copyToDevice(r.ptrs[i], r.pinned + r.stagingOffset[i], plan.argumentBytes[i])) return err;
+  if (code.faultWord)
+    if (auto err = stream.zero(code.faultWord, sizeof(int64_t))) return err;
+  std::vector<uint64_t> scalars;
+  std::vector<void *> params;
+  std::vector<CUdeviceptr> ptrs = r.ptrs;  // the parameters point into this copy
+  for (size_t k = 0; k < plan.launches.size(); ++k) {
+    const lowering::GpuLaunch &l = plan.launches[k];
+    if (auto err = mark(k)) return err;
+    if (l.kind == lowering::GpuLaunch::Kind::kCopy) {
+      if (auto err = stream.copyOnDevice(ptrs[size_t(l.dst)], ptrs[size_t(l.src)], l.bytes)) return err;
+      continue;
+    }
+    if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
+      CUdeviceptr a = ptrs[size_t(l.args[0].buffer)], b = ptrs[size_t(l.args[1].buffer)],
+                  c = ptrs[size_t(l.args[2].buffer)];
+      if (const auto &conv = code.convs[k]) {
+        if (auto err = conv->enqueue(stream, a, b, c, r.workspace, code.workspaceBytes)) return err;
+      } else if (auto err = code.gemms[k]->enqueue(stream, a, b, c)) {
+        return err;
+      }
+      continue;
+    }
+    scalars.assign(l.args.size(), 0);
+    params.clear();
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const lowering::GpuKernelArg &arg = l.args[a];
+      if (arg.kind == lowering::GpuKernelArg::Kind::kBuffer) {
+        params.push_back(&ptrs[size_t(arg.buffer)]);
+      } else {
+        scalars[a] = arg.bits;  // little-endian: the low bytes first
+        params.push_back(&scalars[a]);
+      }
+    }
+    unsigned grid[3] = {l.grid[0], l.grid[1], l.grid[2]}, block[3] = {l.block[0], l.block[1], l.block[2]};
+    // cuLaunchKernel copies the parameter values before it returns.
+    if (auto err = stream.launch(code.functions[k], grid, block, l.sharedBytes, params.data(), l.kernel)) return err;
+  }
+  if (auto err = mark(plan.launches.size())) return err;
+  for (unsigned arg = numInputs; arg < plan.numArguments; ++arg)
+    if (auto err = stream.copyToHost(r.pinned + r.stagingOffset[arg], r.ptrs[arg], plan.argumentBytes[arg]))
+      return err;
+  if (code.faultWord)
+    if (auto err = stream.copyToHost(r.pinned + r.faultOffset, code.faultWord, sizeof(int64_t))) return err;
+  return llvm::Error::success();
+}
+
+bool envFlag(const char *name) {
+  const char *p = std::getenv(name);
+  return p && *p && std::strcmp(p, "0") != 0;
+}
+
+/// Builds `code`'s CUDA graph (KILN_GPU_GRAPHS=1): its own stream, buffers
+/// and staging, and the plan captured once; the weights' device copies are
+/// fixed from then on.
+llvm::Error buildGraph(GpuCode &code, const StepContext &ctx) {
+  auto g = std::make_unique<GpuCode::Graph>();
+  g->driver = &code.device->driver();
+  auto stream = code.device->newStream();
+  if (!stream) return stream.takeError();
+  g->stream = std::move(*stream);
+  bool convs = false, gemms = false;
+  for (size_t k = 0; k < code.plan.launches.size(); ++k) {
+    convs |= bool(code.convs[k]);
+    gemms |= bool(code.gemms[k]);
+  }
+  if (auto err = cuda::prepareLibraryHandles(*g->stream, convs, gemms)) return err;
+  if (auto err = placeBuffers(code, ctx, g->layout, g->buffers)) return err;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    const Tensor *w = ctx.constantInput(i);
+    g->weights.push_back({w ? w->buffer().get() : nullptr, w ? w->byteOffset() : 0});
+  }
+  auto staging = code.device->allocatePinned(layStaging(code.plan, g->layout));
+  if (!staging) return staging.takeError();
+  g->staging = std::move(*staging);
+  g->layout.pinned = static_cast<char *>(g->staging.data());
+  const cuda::Driver &d = *g->driver;
+  CUstream s = g->stream->handle();
+  if (auto err = KILN_CU(d, cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "capturing a GPU plan"))
+    return err;
+  llvm::Error enqueued = enqueuePlan(code, *g->stream, ctx.numInputs(), g->layout,
+                                     [](size_t) { return llvm::Error::success(); });
+  CUgraph graph = nullptr;
+  CUresult ended = d.cuStreamEndCapture(s, &graph);
+  auto destroyGraph = llvm::make_scope_exit([&] {
+    if (graph) d.cuGraphDestroy(graph);
+  });
+  if (enqueued) return enqueued;
+  if (auto err = d.check(ended, "cuStreamEndCapture", "capturing a GPU plan")) return err;
+  if (auto err = KILN_CU(d, cuGraphInstantiateWithFlags(&g->exec, graph, 0), "instantiating a GPU plan's graph"))
+    return err;
+  code.graph = std::move(g);
+  return llvm::Error::success();
+}
+
+}  // namespace
+#endif
+
 llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llvm::StringRef symbol,
                                          std::vector<std::string> faultSites) {
 #if !KILN_HAVE_CUDA
@@ -448,73 +654,81 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
 #else
   auto code = std::static_pointer_cast<GpuCode>(loaded);
   Launch l;
-  l.fn = [code, sites = std::move(faultSites)](const StepContext &ctx) -> llvm::Error {
+  l.fn = [code, sites = std::move(faultSites), graphs = options_.graphs](const StepContext &ctx) -> llvm::Error {
     const lowering::GpuPlan &plan = code->plan;
     if (ctx.numInputs() + ctx.numOutputs() != plan.numArguments)
       return error(ErrorCode::kInternal, "GPU step %s has %u buffers, its code takes %u", ctx.stepName().c_str(),
                    ctx.numInputs() + ctx.numOutputs(), plan.numArguments);
     cuda::CudaDevice &dev = *code->device;
     if (auto err = dev.makeCurrent()) return err;
+    static const bool profiling = envFlag("KILN_GPU_PROFILE");
+    unsigned numInputs = ctx.numInputs();
+    std::vector<void *> outputs;
+    for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
+
+    // KILN_GPU_GRAPHS=1: the plan replayed as one CUDA graph (captured on the
+    // first run) when no other run of this code holds it; a capture that
+    // fails says why once and leaves the code on plain launches.
+    if (graphs && !profiling) {
+      {
+        std::lock_guard<std::mutex> lock(code->graphMu);
+        if (!code->graph && !code->graphFailed)
+          if (llvm::Error err = buildGraph(*code, ctx)) {
+            code->graphFailed = true;
+            std::fprintf(stderr, "kiln: %s runs without a CUDA graph: %s\n", code->name.c_str(),
+                         llvm::toString(std::move(err)).c_str());
+          }
+      }
+      GpuCode::Graph *g = code->graph.get();
+      bool idle = false;
+      if (g && g->sameWeights(ctx) && g->busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
+        const RunLayout &r = g->layout;
+        for (unsigned i = 0; i < numInputs; ++i)
+          if (!r.uploaded[i]) std::memcpy(r.pinned + r.stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
+        std::memset(r.pinned + r.faultOffset, 0, sizeof(int64_t));
+        StepCompletion done = ctx.defer();
+        llvm::Error err = KILN_CU(dev.driver(), cuGraphLaunch(g->exec, g->stream->handle()), "launching a GPU plan");
+        if (!err)
+          err = g->stream->onComplete([g, code, done, sites, outputs = std::move(outputs), numInputs] {
+            // On the driver's callback thread: no CUDA calls here.
+            const RunLayout &r = g->layout;
+            for (size_t i = 0; i < outputs.size(); ++i)
+              std::memcpy(outputs[i], r.pinned + r.stagingOffset[numInputs + i],
+                          code->plan.argumentBytes[numInputs + i]);
+            int64_t fault;
+            std::memcpy(&fault, r.pinned + r.faultOffset, sizeof fault);
+            g->busy.store(false, std::memory_order_release);
+            done(faultError(fault, sites));
+          });
+        if (err) {
+          llvm::consumeError(g->stream->synchronize());
+          g->busy.store(false, std::memory_order_release);
+          done(llvm::Error::success());
+          return err;
+        }
+        return llvm::Error::success();
+      }
+    }
+
     // Device memory for this run (from the caching allocator: no driver call
     // in steady state), released when the stream is done with it.
     // Weights stay on the device from their first use on.
     auto run = std::make_shared<GpuRun>();
-    std::vector<CUdeviceptr> ptrs(size_t(plan.numBuffers()), 0);
-    std::vector<bool> uploaded(plan.numArguments, false);
-    for (unsigned i = 0; i < ctx.numInputs(); ++i)
-      if (const Tensor *w = ctx.constantInput(i)) {
-        auto p = code->weight(*w);
-        if (!p) return p.takeError();
-        ptrs[i] = *p;
-        uploaded[i] = true;
-      }
-    for (unsigned i = 0; i < plan.numArguments; ++i) {
-      if (uploaded[i]) continue;
-      auto b = dev.allocate(plan.argumentBytes[i]);
-      if (!b) return b.takeError();
-      ptrs[i] = b->ptr();
-      run->buffers.push_back(std::move(*b));
-    }
-    for (size_t t = 0; t < plan.temporaries.size(); ++t) {
-      auto b = dev.allocate(plan.temporaries[t]);
-      if (!b) return b.takeError();
-      ptrs[size_t(plan.firstTemporary()) + t] = b->ptr();
-      run->buffers.push_back(std::move(*b));
-    }
-    for (size_t c = 0; c < code->constants.size(); ++c)
-      ptrs[size_t(plan.firstConstant()) + c] = code->constants[c].ptr();
-    CUdeviceptr workspace = 0;
-    if (code->workspaceBytes) {
-      auto b = dev.allocate(code->workspaceBytes);
-      if (!b) return b.takeError();
-      workspace = b->ptr();
-      run->buffers.push_back(std::move(*b));
-    }
-
+    RunLayout layout;
+    if (auto err = placeBuffers(*code, ctx, layout, run->buffers)) return err;
     // Pinned staging for the step's inputs and outputs and the fault word.
-    size_t stagingBytes = 0;
-    for (uint64_t bytes : plan.argumentBytes) {
-      run->stagingOffset.push_back(stagingBytes);
-      stagingBytes += (bytes + 63) / 64 * 64;
-    }
-    run->faultOffset = stagingBytes;
-    stagingBytes += sizeof(int64_t);
-    auto staging = dev.allocatePinned(stagingBytes);
+    auto staging = dev.allocatePinned(layStaging(plan, layout));
     if (!staging) return staging.takeError();
     run->staging = std::move(*staging);
-    char *pinned = static_cast<char *>(run->staging.data());
-    for (unsigned i = 0; i < ctx.numInputs(); ++i)
-      if (!uploaded[i]) std::memcpy(pinned + run->stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
-    std::memset(pinned + run->faultOffset, 0, sizeof(int64_t));
-    std::vector<void *> outputs;
-    for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
+    layout.pinned = static_cast<char *>(run->staging.data());
+    run->stagingOffset = layout.stagingOffset;
+    run->faultOffset = layout.faultOffset;
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (!layout.uploaded[i]) std::memcpy(layout.pinned + layout.stagingOffset[i], ctx.in(i), plan.argumentBytes[i]);
+    std::memset(layout.pinned + layout.faultOffset, 0, sizeof(int64_t));
 
     cuda::CudaStream &stream = dev.stream();
     // Profiling: an event before each launch and one after the last.
-    static const bool profiling = [] {
-      const char *p = std::getenv("KILN_GPU_PROFILE");
-      return p && *p && std::strcmp(p, "0") != 0;
-    }();
     std::vector<CUevent> events;
     auto destroyEvents = llvm::make_scope_exit([&] {
       for (CUevent e : events) dev.driver().cuEventDestroy(e);
@@ -530,58 +744,10 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
       return KILN_CU(dev.driver(), cuEventRecord(events[k], stream.handle()), "recording a profiling event");
     };
     StepCompletion done = ctx.defer();
-    auto enqueue = [&]() -> llvm::Error {
-      for (unsigned i = 0; i < ctx.numInputs(); ++i)
-        if (!uploaded[i])
-          if (auto err = stream.copyToDevice(ptrs[i], pinned + run->stagingOffset[i], plan.argumentBytes[i]))
-            return err;
-      if (code->faultWord)
-        if (auto err = stream.zero(code->faultWord, sizeof(int64_t))) return err;
-      std::vector<uint64_t> scalars;
-      std::vector<void *> params;
-      for (size_t k = 0; k < plan.launches.size(); ++k) {
-        const lowering::GpuLaunch &l = plan.launches[k];
-        if (auto err = mark(k)) return err;
-        if (l.kind == lowering::GpuLaunch::Kind::kCopy) {
-          if (auto err = stream.copyOnDevice(ptrs[size_t(l.dst)], ptrs[size_t(l.src)], l.bytes)) return err;
-          continue;
-        }
-        if (l.kind == lowering::GpuLaunch::Kind::kLibrary) {
-          CUdeviceptr a = ptrs[size_t(l.args[0].buffer)], b = ptrs[size_t(l.args[1].buffer)],
-                      c = ptrs[size_t(l.args[2].buffer)];
-          if (const auto &conv = code->convs[k]) {
-            if (auto err = conv->enqueue(stream, a, b, c, workspace, code->workspaceBytes)) return err;
-          } else if (auto err = code->gemms[k]->enqueue(stream, a, b, c)) {
-            return err;
-          }
-          continue;
-        }
-        scalars.assign(l.args.size(), 0);
-        params.clear();
-        for (size_t a = 0; a < l.args.size(); ++a) {
-          const lowering::GpuKernelArg &arg = l.args[a];
-          if (arg.kind == lowering::GpuKernelArg::Kind::kBuffer) {
-            params.push_back(&ptrs[size_t(arg.buffer)]);
-          } else {
-            scalars[a] = arg.bits;  // little-endian: the low bytes first
-            params.push_back(&scalars[a]);
-          }
-        }
-        unsigned grid[3] = {l.grid[0], l.grid[1], l.grid[2]}, block[3] = {l.block[0], l.block[1], l.block[2]};
-        // cuLaunchKernel copies the parameter values before it returns.
-        if (auto err = stream.launch(code->functions[k], grid, block, l.sharedBytes, params.data(), l.kernel))
-          return err;
-      }
-      if (auto err = mark(plan.launches.size())) return err;
-      for (unsigned i = 0; i < ctx.numOutputs(); ++i) {
-        unsigned arg = ctx.numInputs() + i;
-        if (auto err = stream.copyToHost(pinned + run->stagingOffset[arg], ptrs[arg], plan.argumentBytes[arg]))
-          return err;
-      }
-      if (code->faultWord)
-        if (auto err = stream.copyToHost(pinned + run->faultOffset, code->faultWord, sizeof(int64_t))) return err;
-      unsigned numInputs = ctx.numInputs();
-      return stream.onComplete([run, done, sites, outputs = std::move(outputs), numInputs, code] {
+    auto enqueueStart = std::chrono::steady_clock::now();
+    llvm::Error err = enqueuePlan(*code, stream, numInputs, layout, mark);
+    if (!err)
+      err = stream.onComplete([run, done, sites, outputs = std::move(outputs), numInputs, code] {
         // On the driver's callback thread: no CUDA calls here.
         const char *pinned = static_cast<const char *>(run->staging.data());
         for (size_t i = 0; i < outputs.size(); ++i)
@@ -592,13 +758,10 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
         run->staging = cuda::PinnedBuffer();
         done(faultError(fault, sites));
       });
-    };
-    auto enqueueStart = std::chrono::steady_clock::now();
-    if (llvm::Error err = enqueue()) {
+    if (err) {
       // Work already enqueued may still use this run's memory: wait for it
       // before the completion lets the buffers go.
-      llvm::Error sync = stream.synchronize();
-      llvm::consumeError(std::move(sync));
+      llvm::consumeError(stream.synchronize());
       run->buffers.clear();
       run->staging = cuda::PinnedBuffer();
       done(llvm::Error::success());

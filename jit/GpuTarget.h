@@ -30,6 +30,9 @@ struct GpuTargetOptions {
   std::string dumpIRDir;
   /// With dumpIRDir: also the IR after every pass.
   bool dumpIRPasses = false;
+  /// Replay each plan as one CUDA graph, captured on its first run, instead
+  /// of launching its kernels one by one (KILN_GPU_GRAPHS=1; docs/gpu.md).
+  bool graphs = false;
 };
 
 class GpuTarget final : public Target {

@@ -81,6 +81,8 @@ variant() {
     cuda) echo "--device cuda" ;;
     cuda-heuristic) echo "KILN_GPU_CONV_ALGO=heuristic --device cuda" ;;
     cuda-tf32) echo "KILN_GPU_TF32=1 --device cuda" ;;
+    cuda-graphs) echo "KILN_GPU_GRAPHS=1 --device cuda" ;;
+    cuda-tf32-graphs) echo "KILN_GPU_TF32=1 KILN_GPU_GRAPHS=1 --device cuda" ;;
     cuda-generated) echo "--device cuda --op-mode tosa.conv2d=jit,tosa.matmul=jit" ;;
     cpu) echo "--device cpu" ;;
   esac
@@ -95,7 +97,7 @@ runVariant() {  # NAME LOG [EXTRA_ENV...]: kiln run resnet50 that way
   env "${envs[@]}" "$@" timeout 150 "${kiln[@]}" run resnet50 "${opts[@]}" --cache off -n 30 \
     -o "$tmp/resnet50-$name" >"$log" 2>&1
 }
-for name in cuda cuda-heuristic cuda-tf32 cuda-generated cpu; do
+for name in cuda cuda-heuristic cuda-tf32 cuda-graphs cuda-tf32-graphs cuda-generated cpu; do
   runVariant "$name" "$tmp/resnet50-$name.log"
   rc=$?
   { echo "### $name (exit $rc)"; cat "$tmp/resnet50-$name.log"; } >>"$out/resnet50.txt"
@@ -103,7 +105,7 @@ for name in cuda cuda-heuristic cuda-tf32 cuda-generated cpu; do
   grep -iE '^output|first call|steady|error' "$tmp/resnet50-$name.log" | head -6 | sed 's/^/  /' | tee -a "$summary"
 done
 compare resnet50 "$tmp/resnet50-cuda" "$tmp/resnet50-cpu"
-for name in cuda-heuristic cuda-tf32 cuda-generated; do
+for name in cuda-heuristic cuda-tf32 cuda-graphs cuda-tf32-graphs cuda-generated; do
   compare "resnet50-$name" "$tmp/resnet50-$name" "$tmp/resnet50-cpu"
 done
 

@@ -298,6 +298,23 @@ void CudaDevice::releasePinned(void *data, size_t capacity) {
   pinnedFree_.emplace(capacity, data);
 }
 
+CudaStream::~CudaStream() {
+  if (!own_ || !stream_) return;
+  driver_->cuStreamSynchronize(stream_);
+  destroyLibraryHandles(*this);
+  driver_->cuStreamDestroy(stream_);
+}
+
+llvm::Expected<std::unique_ptr<CudaStream>> CudaDevice::newStream() {
+  if (auto err = makeCurrent()) return std::move(err);
+  auto s = std::make_unique<CudaStream>();
+  s->driver_ = driver_;
+  if (auto err = KILN_CU(*driver_, cuStreamCreate(&s->stream_, CU_STREAM_NON_BLOCKING), "creating a stream"))
+    return std::move(err);
+  s->own_ = true;
+  return std::move(s);
+}
+
 CudaStream &CudaDevice::stream() {
   return *streams_[nextStream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
 }

@@ -99,9 +99,15 @@ private:
   size_t bytes_ = 0, capacity_ = 0;
 };
 
-/// A stream of the device's pool.
+/// A stream of the device's pool, or one of its own (CudaDevice::newStream).
 class CudaStream {
 public:
+  CudaStream() = default;
+  CudaStream(const CudaStream &) = delete;
+  CudaStream &operator=(const CudaStream &) = delete;
+  /// A stream of its own waits for its work, then goes with its library
+  /// handles; the pool's go with the device.
+  ~CudaStream();
   CUstream handle() const { return stream_; }
   llvm::Error copyToDevice(CUdeviceptr dst, const void *src, size_t bytes);
   llvm::Error copyToHost(void *dst, CUdeviceptr src, size_t bytes);
@@ -126,6 +132,7 @@ private:
   friend class CudaDevice;
   const Driver *driver_ = nullptr;
   CUstream stream_ = nullptr;
+  bool own_ = false;  // made by newStream(): destroyed with this object
 };
 
 /// Destroys the library handles of `stream` (CudaLibraries.cpp; the device's
@@ -180,6 +187,9 @@ public:
   /// A stream for one step: the pool's streams round-robin (work on one
   /// stream runs in order; different streams overlap).
   CudaStream &stream();
+  /// A stream outside the pool, for work that must not share one (a CUDA
+  /// graph's capture); it lives as long as the returned object.
+  llvm::Expected<std::unique_ptr<CudaStream>> newStream();
 
   /// Loads a cubin (preferred when it was made for this device's
   /// architecture) or else PTX, which the driver compiles; the error

@@ -67,7 +67,13 @@ struct Driver {
   X(cuModuleGetGlobal, CUresult (*)(CUdeviceptr *, size_t *, CUmodule, const char *))                   \
   X(cuFuncSetAttribute, CUresult (*)(CUfunction, CUfunction_attribute, int))                            \
   X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-                                 unsigned, CUstream, void **, void **))
+                                 unsigned, CUstream, void **, void **))                                 \
+  X(cuStreamBeginCapture, CUresult (*)(CUstream, CUstreamCaptureMode))                                  \
+  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                              \
+  X(cuGraphInstantiateWithFlags, CUresult (*)(CUgraphExec *, CUgraph, unsigned long long))              \
+  X(cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                                                 \
+  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                              \
+  X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))
 
   template <typename T> using Fn = T;
 #define KILN_CUDA_DECLARE(name, type) Fn<type> name = nullptr;

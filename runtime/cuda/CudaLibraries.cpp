@@ -204,6 +204,21 @@ bool cublasAvailable(std::string *why) {
   return l.ok;
 }
 
+llvm::Error prepareLibraryHandles(CudaStream &stream, bool withCudnn, bool withCublas) {
+  std::lock_guard<std::mutex> lock(stream.libraryMu);
+  if (withCudnn) {
+    auto lib = cudnn();
+    if (!lib) return lib.takeError();
+    if (auto h = streamCudnn(*lib, stream); !h) return h.takeError();
+  }
+  if (withCublas) {
+    auto lib = cublas();
+    if (!lib) return lib.takeError();
+    if (auto h = streamCublas(*lib, stream); !h) return h.takeError();
+  }
+  return llvm::Error::success();
+}
+
 void destroyLibraryHandles(CudaStream &stream) {
   std::lock_guard<std::mutex> lock(stream.libraryMu);
   if (stream.cudnnHandle && cudnnLibrary().ok) cudnnLibrary().cudnnDestroy(static_cast<cudnnHandle_t>(stream.cudnnHandle));

@@ -39,6 +39,10 @@ namespace kiln::cuda {
 bool cudnnAvailable(std::string *why = nullptr);
 bool cublasAvailable(std::string *why = nullptr);
 
+/// Makes `stream`'s cuDNN (and, with `cublas`, cuBLAS) handle now, so that
+/// work captured into a CUDA graph on it does not create one.
+llvm::Error prepareLibraryHandles(CudaStream &stream, bool cudnn, bool cublas);
+
 /// A 2-D convolution, NHWC input, OHWI (KRSC) filter, NHWC output, FP32,
 /// no padding (the plan pads before): y = conv(x, w) + y when `accumulate`
 /// (the output holds the bias already), else y = conv(x, w).

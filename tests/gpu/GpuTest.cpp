@@ -18,6 +18,7 @@
 #include "runtime/cuda/CudaLibraries.h"
 #endif
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
@@ -459,6 +460,32 @@ TEST(GpuRun, ElementwiseMatmulConvMatchTheHost) {
                                test::randomTensor({7}, 9)});
   expectGpuMatchesHost(kStridedPointwise, {test::randomTensor({1, 8, 8, 6}, 10), test::randomTensor({4, 1, 1, 6}, 11),
                                            test::randomTensor({4}, 12)});
+}
+
+TEST(GpuRun, CudaGraphReplaysMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  // KILN_GPU_GRAPHS=1 is read when a runtime is made: the plan is captured
+  // on the first call and replayed as one graph on the later ones.
+  setenv("KILN_GPU_GRAPHS", "1", 1);
+  auto unset = llvm::make_scope_exit([] { unsetenv("KILN_GPU_GRAPHS"); });
+  expectGpuMatchesHost(kConv, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
+                               test::randomTensor({7}, 9)});
+  expectGpuMatchesHost(kMatmulBias, {test::randomTensor({1, 64, 96}, 3), test::randomTensor({1, 96, 48}, 4),
+                                     test::randomTensor({1, 1, 48}, 5)});
+  // Other inputs on every call of one module: the graph reads the new ones.
+  auto hrt = uncachedRuntime("cpu");
+  auto grt = uncachedRuntime("cuda");
+  ASSERT_TRUE(hrt && grt);
+  auto hm = KILN_TAKE(hrt->loadModule(kElementwise));
+  auto gm = KILN_TAKE(grt->loadModule(kElementwise));
+  ASSERT_TRUE(hm && gm);
+  for (uint64_t seed : {21, 23, 21, 25}) {
+    std::vector<Tensor> in = {test::randomTensor({4, 1000}, seed), test::randomTensor({4, 1000}, seed + 1)};
+    auto want = KILN_TAKE(hm->call("main", in));
+    auto got = KILN_TAKE(gm->call("main", in));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(test::allClose(test::asDoubles(got[0]), test::asDoubles(want[0]), 1e-4, 1e-5)) << "seed " << seed;
+  }
 }
 
 TEST(GpuRun, GeneratedConvAndMatmulMatchTheHost) {
