@@ -127,8 +127,10 @@ llvm::Expected<GpuObject> GpuObject::parse(llvm::ArrayRef<char> bytes) {
                                                                         : 0;
         if (!want) return bad("call of an unknown library operation");
         if (l.params.size() != want) return bad("library call with the wrong number of parameters");
-        for (int64_t p : l.params)
-          if (p < 1 || p > INT32_MAX) return bad("library call with a size out of range");
+        uint64_t elementBytes = lowering::GpuLaunch::elementBytes(l.params.back());
+        if (!elementBytes) return bad("library call of an unknown element type");
+        for (size_t i = 0; i + 1 < l.params.size(); ++i)
+          if (l.params[i] < 1 || l.params[i] > INT32_MAX) return bad("library call with a size out of range");
         for (const nlohmann::json &a : j.at("args")) {
           lowering::GpuKernelArg arg;
           arg.buffer = a.at("buffer").get<int>();
@@ -157,7 +159,7 @@ llvm::Expected<GpuObject> GpuObject::parse(llvm::ArrayRef<char> bytes) {
           need[2] = uint64_t(p[0]) * p[1] * p[2];  // batch*M*N
         }
         for (int i = 0; i < 3; ++i)
-          if (need[i] > (uint64_t(1) << 40) || need[i] * 4 > bytesOf(l.args[size_t(i)].buffer))
+          if (need[i] > (uint64_t(1) << 40) || need[i] * elementBytes > bytesOf(l.args[size_t(i)].buffer))
             return bad("library call on a buffer smaller than its sizes");
       } else {
         l.kernel = j.at("kernel").get<std::string>();
@@ -452,6 +454,7 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
         shape.k = int(p[4]), shape.r = int(p[5]), shape.s = int(p[6]), shape.p = int(p[7]), shape.q = int(p[8]);
         shape.stride = {int(p[9]), int(p[10])};
         shape.dilation = {int(p[11]), int(p[12])};
+        shape.half = p[13] == lowering::GpuLaunch::kF16;
         auto c = cuda::GpuConv::create(*code->device, shape);
         if (!c) return withContext(c.takeError(), name.str() + ": ");
         code->workspaceBytes = std::max(code->workspaceBytes, (*c)->workspaceBytes());
@@ -459,6 +462,7 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
       } else {
         cuda::GemmShape shape;
         shape.batch = int(p[0]), shape.m = int(p[1]), shape.n = int(p[2]), shape.k = int(p[3]);
+        shape.half = p[4] == lowering::GpuLaunch::kF16;
         auto g = cuda::GpuGemm::create(*code->device, shape);
         if (!g) return withContext(g.takeError(), name.str() + ": ");
         gemm = std::move(*g);

@@ -2,7 +2,7 @@
 //
 // kiln-gpu-library-calls (buffers, before the linalg ops become parallel
 // loops): a linalg.conv_2d_nhwc_fhwc, linalg.batch_matmul or linalg.matmul
-// whose buffers are static, FP32 and of identity layout (a conv's input may
+// whose buffers are static, FP32 or FP16 and of identity layout (a conv's input may
 // be the top-left corner of one whose windows the conv never leaves: the call
 // then takes the whole buffer) becomes
 //   func.call @kiln_gpu_lib_<n>(%in, %filter, %out)
@@ -32,10 +32,12 @@ using namespace mlir;
 namespace kiln::lowering {
 namespace {
 
-/// A static FP32 buffer of identity layout, or null.
-MemRefType plainF32(Value v) {
+/// A static FP32 or FP16 buffer of identity layout, or null.
+MemRefType plainFloat(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() || !t.getElementType().isF32()) return {};
+  if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() ||
+      !(t.getElementType().isF32() || t.getElementType().isF16()))
+    return {};
   for (int64_t d : t.getShape())
     if (d < 1 || d > INT32_MAX) return {};
   return t;
@@ -47,7 +49,7 @@ MemRefType plainF32(Value v) {
 /// caller checks that the conv over the whole buffer has the same output.
 Value cornerSource(Value input) {
   auto view = input.getDefiningOp<memref::SubViewOp>();
-  if (!view || !plainF32(view.getSource())) return {};
+  if (!view || !plainFloat(view.getSource())) return {};
   auto src = cast<MemRefType>(view.getSource().getType()), dst = cast<MemRefType>(input.getType());
   if (src.getRank() != 4 || dst.getRank() != 4 || src.getDimSize(0) != dst.getDimSize(0) ||
       src.getDimSize(3) != dst.getDimSize(3))
@@ -71,11 +73,16 @@ struct LibraryCall {
 std::optional<LibraryCall> libraryCall(linalg::LinalgOp op, bool conv, bool matmul) {
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3) return std::nullopt;
   SmallVector<Value> operands(op->getOperands());
+  // One element type for all three (FP16 calls accumulate in FP32).
+  Type element = cast<ShapedType>(operands[0].getType()).getElementType();
+  for (Value v : operands)
+    if (cast<ShapedType>(v.getType()).getElementType() != element) return std::nullopt;
+  int64_t type = element.isF16() ? GpuLaunch::kF16 : GpuLaunch::kF32;
   if (auto cv = dyn_cast<linalg::Conv2DNhwcFhwcOp>(op.getOperation()); cv && conv) {
     // in [N,H,W,C] (the corner of [N,Hs,Ws,C]), filter [K,R,S,C], out [N,P,Q,K]
     auto inType = dyn_cast<MemRefType>(operands[0].getType());
-    Value source = plainF32(operands[0]) ? operands[0] : cornerSource(operands[0]);
-    MemRefType b = plainF32(operands[1]), c = plainF32(operands[2]);
+    Value source = plainFloat(operands[0]) ? operands[0] : cornerSource(operands[0]);
+    MemRefType b = plainFloat(operands[1]), c = plainFloat(operands[2]);
     if (!inType || !source || !b || !c || !inType.hasStaticShape()) return std::nullopt;
     auto in = inType.getShape(), f = b.getShape(), out = c.getShape();
     auto whole = cast<MemRefType>(source.getType()).getShape();
@@ -91,23 +98,23 @@ std::optional<LibraryCall> libraryCall(linalg::LinalgOp op, bool conv, bool matm
     operands[0] = source;
     return LibraryCall{GpuLaunch::kConv2dNhwcFhwc,
                        {in[0], whole[1], whole[2], in[3], f[0], f[1], f[2], out[1], out[2], strides[0], strides[1],
-                        dilations[0], dilations[1]},
+                        dilations[0], dilations[1], type},
                        operands};
   }
-  MemRefType a = plainF32(operands[0]), b = plainF32(operands[1]), c = plainF32(operands[2]);
+  MemRefType a = plainFloat(operands[0]), b = plainFloat(operands[1]), c = plainFloat(operands[2]);
   if (!a || !b || !c) return std::nullopt;
   if (!matmul) return std::nullopt;
   if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation())) {
     if (bm.hasUserDefinedMaps()) return std::nullopt;
     auto x = a.getShape(), y = b.getShape(), z = c.getShape();  // [B,M,K] [B,K,N] [B,M,N]
     if (x[0] != z[0] || y[0] != z[0] || x[2] != y[1] || x[1] != z[1] || y[2] != z[2]) return std::nullopt;
-    return LibraryCall{GpuLaunch::kMatmul, {z[0], x[1], y[2], x[2]}, operands};
+    return LibraryCall{GpuLaunch::kMatmul, {z[0], x[1], y[2], x[2], type}, operands};
   }
   if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation())) {
     if (mm.hasUserDefinedMaps()) return std::nullopt;
     auto x = a.getShape(), y = b.getShape(), z = c.getShape();  // [M,K] [K,N] [M,N]
     if (x[1] != y[0] || x[0] != z[0] || y[1] != z[1]) return std::nullopt;
-    return LibraryCall{GpuLaunch::kMatmul, {1, x[0], y[1], x[1]}, operands};
+    return LibraryCall{GpuLaunch::kMatmul, {1, x[0], y[1], x[1], type}, operands};
   }
   return std::nullopt;
 }

@@ -62,14 +62,20 @@ inline constexpr llvm::StringLiteral kGpuParamsAttr = "kiln.gpu_params";
 struct GpuLaunch {
   enum class Kind : uint8_t { kKernel, kCopy, kLibrary };
   /// kLibrary operations (`kernel` holds the name), their `params` and `args`:
-  ///   conv2d_nhwc_fhwc: N,H,W,C, K,R,S, P,Q, stride h,w, dilation h,w;
-  ///                     input [N,H,W,C], filter [K,R,S,C], output [N,P,Q,K]
-  ///                     (accumulated into: it holds the bias), FP32, cuDNN
-  ///   matmul:           batch, M, N, K; A [batch,M,K], B [batch,K,N],
-  ///                     C [batch,M,N] accumulated into, FP32, cuBLAS
+  ///   conv2d_nhwc_fhwc: N,H,W,C, K,R,S, P,Q, stride h,w, dilation h,w,
+  ///                     element type; input [N,H,W,C], filter [K,R,S,C],
+  ///                     output [N,P,Q,K] (accumulated into: it holds the
+  ///                     bias); cuDNN
+  ///   matmul:           batch, M, N, K, element type; A [batch,M,K],
+  ///                     B [batch,K,N], C [batch,M,N] accumulated into; cuBLAS
+  /// Element types (the last parameter): kF32, kF16 (FP16 buffers, FP32
+  /// accumulation).
   static constexpr const char *kConv2dNhwcFhwc = "conv2d_nhwc_fhwc";
   static constexpr const char *kMatmul = "matmul";
-  static constexpr size_t kConvParams = 13, kMatmulParams = 4;
+  static constexpr size_t kConvParams = 14, kMatmulParams = 5;
+  static constexpr int64_t kF32 = 0, kF16 = 1;
+  /// Bytes of a library call's element type, 0 for an unknown one.
+  static uint64_t elementBytes(int64_t type) { return type == kF32 ? 4 : type == kF16 ? 2 : 0; }
   Kind kind = Kind::kKernel;
   std::string kernel;                    // kKernel: symbol in the device module; kLibrary: the operation
   std::array<uint32_t, 3> grid{1, 1, 1}; // kKernel: blocks

@@ -63,6 +63,13 @@ struct Cudnn {
 struct Cublas {
   KILN_CUBLAS_FUNCTIONS(KILN_DECLARE)
 #undef KILN_DECLARE
+  // cublas_api.h overloads it for C++ (an older compute-type argument): the
+  // exported function's own type.
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                    const void *, const void *, cudaDataType, int, long long, const void *,
+                                    cudaDataType, int, long long, const void *, void *, cudaDataType, int,
+                                    long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+  GemmEx cublasGemmStridedBatchedEx = nullptr;
   bool ok = false;
   std::string error;
 };
@@ -118,6 +125,7 @@ const Cublas &cublasLibrary() {
        "CUDA 12 or 13"},
       [](void *h, Cublas &l) -> const char * {
         KILN_CUBLAS_FUNCTIONS(KILN_RESOLVE)
+        KILN_RESOLVE(cublasGemmStridedBatchedEx)
         return nullptr;
       });
   return lib;
@@ -266,11 +274,10 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
   if (auto err = KILN_DNN(l, cudnnCreateConvolutionDescriptor(&d.conv), what)) return std::move(err);
   // Packed NHWC only: cuDNN 9's convolutions have no FP32 algorithm for a
   // strided NHWC input (seen on an H200).
-  if (auto err = KILN_DNN(l, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w),
-                          what))
+  cudnnDataType_t data = s.half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  if (auto err = KILN_DNN(l, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, data, s.n, s.c, s.h, s.w), what))
     return std::move(err);
-  if (auto err = KILN_DNN(l, cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s),
-                          what))
+  if (auto err = KILN_DNN(l, cudnnSetFilter4dDescriptor(d.w, data, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s), what))
     return std::move(err);
   if (auto err = KILN_DNN(l,
                           cudnnSetConvolution2dDescriptor(d.conv, 0, 0, s.stride[0], s.stride[1], s.dilation[0],
@@ -284,8 +291,7 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
   if (n != s.n || k != s.k || p != s.p || q != s.q)
     return error(ErrorCode::kInternal, "%s: cuDNN makes a %dx%dx%dx%d output where the plan has %dx%dx%dx%d",
                  what.c_str(), n, p, q, k, s.n, s.p, s.q, s.k);
-  if (auto err = KILN_DNN(l, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.n, s.k, s.p, s.q),
-                          what))
+  if (auto err = KILN_DNN(l, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, data, s.n, s.k, s.p, s.q), what))
     return std::move(err);
 
   if (auto err = device.makeCurrent()) return std::move(err);
@@ -305,8 +311,13 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
     const char *v = std::getenv("KILN_GPU_TF32");
     return v && *v && std::string(v) != "0";
   }();
-  if (tf32)
-    if (auto err = KILN_DNN(l, cudnnSetConvolutionMathType(d.conv, CUDNN_DEFAULT_MATH), what)) return std::move(err);
+  // FP16 data: tensor cores, accumulating in FP32 (the descriptor's compute
+  // type); FP32 data: FMA math unless TF32 is allowed.
+  bool tensorCores = tf32 || s.half;
+  if (tensorCores)
+    if (auto err = KILN_DNN(l, cudnnSetConvolutionMathType(d.conv, s.half ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH),
+                            what))
+      return std::move(err);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   if (auto err = find ? KILN_DNN(l,
@@ -324,7 +335,7 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
   for (int i = 0; i < returned; ++i) {
     bool tensorOps =
         perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || (tensorOps && !tf32)) continue;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || (tensorOps && !tensorCores)) continue;
     if (l.cudnnSetConvolutionMathType(d.conv, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
     size_t bytes = 0;
     if (l.cudnnGetConvolutionForwardWorkspaceSize(*handle, d.x, d.w, d.conv, d.y, perf[i].algo, &bytes) !=
@@ -336,9 +347,8 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
     c->workspaceBytes_ = bytes;
     return std::move(c);
   }
-  return error(ErrorCode::kInvalidArgument,
-               "cuDNN has no FP32 algorithm for %s within a %zu MiB workspace (%d candidates)", convName(s).c_str(),
-               kMaxConvWorkspace >> 20, returned);
+  return error(ErrorCode::kInvalidArgument, "cuDNN has no %s algorithm for %s within a %zu MiB workspace (%d candidates)",
+               s.half ? "FP16" : "FP32", convName(s).c_str(), kMaxConvWorkspace >> 20, returned);
 }
 
 llvm::Error GpuConv::enqueue(CudaStream &stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUdeviceptr workspace,
@@ -391,13 +401,23 @@ llvm::Error GpuGemm::enqueue(CudaStream &stream, CUdeviceptr a, CUdeviceptr b, C
   if (!handle) return handle.takeError();
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
   long long strideA = s.broadcastA ? 0 : (long long)s.m * s.k, strideB = s.broadcastB ? 0 : (long long)s.k * s.n;
+  std::string what = "running a" + std::string(s.half ? "n FP16" : "") + " matrix product of " +
+                     std::to_string(s.batch) + " x (" + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
+                     std::to_string(s.k) + "x" + std::to_string(s.n) + ")";
+  if (s.half)
+    return KILN_BLAS(l,
+                     cublasGemmStridedBatchedEx(*handle, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &alpha,
+                                                reinterpret_cast<const void *>(b), CUDA_R_16F, s.n, strideB,
+                                                reinterpret_cast<const void *>(a), CUDA_R_16F, s.k, strideA, &beta,
+                                                reinterpret_cast<void *>(c), CUDA_R_16F, s.n, (long long)s.m * s.n,
+                                                s.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     what);
   return KILN_BLAS(l,
                    cublasSgemmStridedBatched(*handle, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &alpha,
                                              reinterpret_cast<const float *>(b), s.n, strideB,
                                              reinterpret_cast<const float *>(a), s.k, strideA, &beta,
                                              reinterpret_cast<float *>(c), s.n, (long long)s.m * s.n, s.batch),
-                   "running a matrix product of " + std::to_string(s.batch) + " x (" + std::to_string(s.m) + "x" +
-                       std::to_string(s.k) + " by " + std::to_string(s.k) + "x" + std::to_string(s.n) + ")");
+                   what);
 }
 
 }  // namespace kiln::cuda

@@ -16,8 +16,9 @@
 // per stream (cuDNN's and cuBLAS's handles must not be used by two threads at
 // once): a call holds its stream's handle while it enqueues.
 //
-// Numerics: FP32 throughout, no TF32 (the GPU's results stay within FP32
-// rounding of the host's).
+// Numerics: FP32 buffers compute in FP32, no TF32 (the GPU's results stay
+// within FP32 rounding of the host's) unless KILN_GPU_TF32=1; FP16 buffers
+// use tensor cores and accumulate in FP32.
 //
 // Thread-safety: library tables are immutable once loaded; GpuConv and
 // GpuGemm are immutable after create() and enqueue() may be called from any
@@ -43,14 +44,16 @@ bool cublasAvailable(std::string *why = nullptr);
 /// work captured into a CUDA graph on it does not create one.
 llvm::Error prepareLibraryHandles(CudaStream &stream, bool cudnn, bool cublas);
 
-/// A 2-D convolution, NHWC input, OHWI (KRSC) filter, NHWC output, FP32,
-/// no padding (the plan pads before): y = conv(x, w) + y when `accumulate`
+/// A 2-D convolution, NHWC input, OHWI (KRSC) filter, NHWC output, FP32
+/// (or FP16 with FP32 accumulation and tensor cores when `half`), no
+/// padding (the plan pads before): y = conv(x, w) + y when `accumulate`
 /// (the output holds the bias already), else y = conv(x, w).
 struct ConvShape {
   int n = 0, h = 0, w = 0, c = 0;  // input
   int k = 0, r = 0, s = 0;         // filter: k outputs, r x s window over c
   int p = 0, q = 0;                // output rows and columns
   std::array<int, 2> stride{1, 1}, dilation{1, 1};
+  bool half = false;
   bool accumulate = true;
 };
 
@@ -79,10 +82,12 @@ private:
 };
 
 /// `batch` row-major products C[b] (m x n) = A[b] (m x k) * B[b] (k x n)
-/// (+ C[b] when `accumulate`), FP32; a batch of 1 A broadcast over B's batch
-/// when `broadcastA` (and likewise B).
+/// (+ C[b] when `accumulate`), FP32 (or FP16 with FP32 accumulation when
+/// `half`); a batch of 1 A broadcast over B's batch when `broadcastA` (and
+/// likewise B).
 struct GemmShape {
   int batch = 1, m = 0, n = 0, k = 0;
+  bool half = false;
   bool broadcastA = false, broadcastB = false;
   bool accumulate = true;
 };

@@ -132,6 +132,39 @@ func.func @main(%x: tensor<1x8x8x6xf32>, %w: tensor<4x1x1x6xf32>, %bias: tensor<
   return %0 : tensor<1x4x4x4xf32>
 })mlir";
 
+// FP16 buffers (TOSA's f16 accumulator: the conv is FP16 throughout in
+// linalg; cuDNN and cuBLAS accumulate in FP32).
+const char *kConvF16 = R"mlir(
+func.func @main(%x: tensor<1x9x9x5xf16>, %w: tensor<7x3x3x5xf16>, %bias: tensor<7xf16>) -> tensor<1x5x5x7xf16> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
+  %0 = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f16, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x9x9x5xf16>, tensor<7x3x3x5xf16>, tensor<7xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<1x5x5x7xf16>
+  return %0 : tensor<1x5x5x7xf16>
+})mlir";
+const char *kMatmulF16 = R"mlir(
+func.func @main(%a: tensor<2x64x96xf16>, %b: tensor<2x96x48xf16>) -> tensor<2x64x48xf16> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
+  %0 = tosa.matmul %a, %b, %z, %z : (tensor<2x64x96xf16>, tensor<2x96x48xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<2x64x48xf16>
+  return %0 : tensor<2x64x48xf16>
+})mlir";
+/// `mlir` with every f16 spelled f32 (the host's reference of an FP16 model).
+std::string asF32(const char *mlir) {
+  std::string s = mlir;
+  for (size_t at; (at = s.find("f16")) != std::string::npos;) s.replace(at, 3, "f32");
+  return s;
+}
+/// An f16 copy of an f32 tensor (values rounded to FP16).
+Tensor toHalf(const Tensor &t) {
+  std::vector<uint16_t> v(size_t(t.numElements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = floatToHalf(t.data<float>()[i]);
+  return Tensor::fromVector<uint16_t>(DType::f16, t.shape(), v);
+}
+/// An f32 copy with the values rounded to FP16 and back.
+Tensor roundedToHalf(const Tensor &t) {
+  Tensor out = Tensor::empty(DType::f32, t.shape());
+  for (int64_t i = 0; i < t.numElements(); ++i) out.data<float>()[i] = halfToFloat(floatToHalf(t.data<float>()[i]));
+  return out;
+}
+
 const char *kGather = R"mlir(
 func.func @main(%v: tensor<1x6x4xf32>, %i: tensor<1x3xi32>) -> tensor<1x3x4xf32> {
   %0 = tosa.gather %v, %i : (tensor<1x6x4xf32>, tensor<1x3xi32>) -> tensor<1x3x4xf32>
@@ -212,7 +245,7 @@ TEST(GpuCompile, MatmulIsACublasCallBiasAndReductionAreKernels) {
   auto calls = libraryLaunches(c);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0]->kernel, lowering::GpuLaunch::kMatmul);
-  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 64, 48, 96}));  // batch, M, N, K
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 64, 48, 96, 0}));  // batch, M, N, K, f32
   EXPECT_EQ(calls[0]->args[0].buffer, 0);  // A is the first argument
   EXPECT_EQ(calls[0]->args[1].buffer, 1);
   // Generated instead when the libraries are off: one more kernel, no call.
@@ -247,8 +280,8 @@ TEST(GpuCompile, PaddedStridedConvIsACudnnCallOnThePaddedInput) {
   auto calls = libraryLaunches(c);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0]->kernel, lowering::GpuLaunch::kConv2dNhwcFhwc);
-  // N,H,W,C of the padded input, K,R,S, P,Q, strides, dilations
-  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1}));
+  // N,H,W,C of the padded input, K,R,S, P,Q, strides, dilations, f32
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1, 0}));
   EXPECT_GE(calls[0]->args[0].buffer, c.object.plan.firstTemporary());
   EXPECT_EQ(calls[0]->args[1].buffer, 1);  // the filter argument
   // The object survives the cache's bytes.
@@ -267,10 +300,24 @@ TEST(GpuCompile, StridedConvOnASlicedInputReadsTheWholeBuffer) {
   ASSERT_EQ(calls.size(), 1u);
   // A 7x7 corner of the 8x8 input argument, whose last row and column no
   // stride-2 window reaches: the conv over the whole 8x8 argument, no copy.
-  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 8, 8, 6, 4, 1, 1, 4, 4, 2, 2, 1, 1}));
+  EXPECT_EQ(calls[0]->params, (std::vector<int64_t>{1, 8, 8, 6, 4, 1, 1, 4, 4, 2, 2, 1, 1, 0}));
   EXPECT_EQ(calls[0]->args[0].buffer, 0);
   EXPECT_TRUE(c.object.plan.temporaries.empty() ||
               c.object.plan.launches.size() <= 2);  // the bias fill and the call
+}
+
+TEST(GpuCompile, Fp16ConvAndMatmulAreLibraryCallsOfFp16) {
+  Compiled conv = compileForGpu(kConvF16);
+  ASSERT_FALSE(conv.bytes.empty());
+  auto c = libraryLaunches(conv);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->params, (std::vector<int64_t>{1, 11, 11, 5, 7, 3, 3, 5, 5, 2, 2, 1, 1, 1}));
+  Compiled mm = compileForGpu(kMatmulF16);
+  ASSERT_FALSE(mm.bytes.empty());
+  auto m = libraryLaunches(mm);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]->params, (std::vector<int64_t>{2, 64, 48, 96, 1}));
+  EXPECT_EQ(mm.object.plan.argumentBytes[0], 2u * 64 * 96 * 2);  // FP16 buffers
 }
 
 TEST(GpuCompile, OutOfRangeIndicesReportFaultsFromTheDevice) {
@@ -331,6 +378,8 @@ TEST(GpuCompile, DamagedObjectsAreErrors) {
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params.pop_back(); }).find("number of parameters"),
             std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params[0] = -1; }).find("out of range"), std::string::npos);
+  EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.params.back() = 7; }).find("unknown element type"),
+            std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.kernel = "fft"; }).find("unknown library"), std::string::npos);
   EXPECT_NE(withCall([](lowering::GpuLaunch &l) { l.args.pop_back(); }).find("number of buffers"),
             std::string::npos);
@@ -500,6 +549,32 @@ TEST(GpuRun, GeneratedConvAndMatmulMatchTheHost) {
                        {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
                         test::randomTensor({7}, 9)},
                        1e-4, 1e-5, jit);
+}
+
+TEST(GpuRun, Fp16ConvAndMatmulMatchTheHostsFp32) {
+  SKIP_WITHOUT_GPU();
+  // The GPU on FP16 buffers (cuDNN / cuBLAS, FP32 accumulation) against the
+  // host in FP32 on the same FP16-rounded values: within FP16 rounding.
+  auto check = [](const char *mlir, std::vector<Tensor> inputs) {
+    auto hrt = uncachedRuntime("cpu");
+    auto grt = uncachedRuntime("cuda");
+    ASSERT_TRUE(hrt && grt);
+    auto hm = KILN_TAKE(hrt->loadModule(asF32(mlir)));
+    auto gm = KILN_TAKE(grt->loadModule(mlir));
+    ASSERT_TRUE(hm && gm);
+    std::vector<Tensor> half, rounded;
+    for (const Tensor &t : inputs) {
+      half.push_back(toHalf(t));
+      rounded.push_back(roundedToHalf(t));
+    }
+    auto want = KILN_TAKE(hm->call("main", rounded));
+    auto got = KILN_TAKE(gm->call("main", half));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].dtype(), DType::f16);
+    EXPECT_TRUE(test::allClose(test::asDoubles(got[0]), test::asDoubles(want[0]), 1e-2, 1e-2));
+  };
+  check(kConvF16, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8), test::randomTensor({7}, 9)});
+  check(kMatmulF16, {test::randomTensor({2, 64, 96}, 3), test::randomTensor({2, 96, 48}, 4)});
 }
 
 TEST(GpuRun, OutOfRangeGatherIsAnErrorNamingTheOp) {
