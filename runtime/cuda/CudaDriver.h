@@ -86,7 +86,14 @@ struct Driver {
 };
 
 /// Checks a driver call: KILN_CU(d, cuMemAlloc(&p, n), "allocating 4 MiB").
-#define KILN_CU(driver, call, what) (driver).check((driver).call, #call, what)
+/// `what` is evaluated only when the call fails (it is built on every
+/// launch of a plan otherwise).
+#define KILN_CU(driver, call, what)                                   \
+  [&]() -> llvm::Error {                                              \
+    CUresult kilnResult_ = (driver).call;                             \
+    if (kilnResult_ == CUDA_SUCCESS) return llvm::Error::success();   \
+    return (driver).check(kilnResult_, #call, what);                  \
+  }()
 
 /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for `result`, with or without
 /// a driver to ask.

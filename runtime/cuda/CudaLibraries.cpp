@@ -159,8 +159,19 @@ llvm::Error cublasCheck(const Cublas &l, cublasStatus_t s, const char *call, con
   return error(code, "%s failed: %s (cuBLAS status %d) while %s", call, l.cublasGetStatusString(s), int(s),
                what.c_str());
 }
-#define KILN_DNN(lib, call, what) cudnnCheck(lib, lib.call, #call, what)
-#define KILN_BLAS(lib, call, what) cublasCheck(lib, lib.call, #call, what)
+// `what` is evaluated only when the call fails.
+#define KILN_DNN(lib, call, what)                                               \
+  [&]() -> llvm::Error {                                                        \
+    cudnnStatus_t kilnStatus_ = lib.call;                                       \
+    if (kilnStatus_ == CUDNN_STATUS_SUCCESS) return llvm::Error::success();     \
+    return cudnnCheck(lib, kilnStatus_, #call, what);                           \
+  }()
+#define KILN_BLAS(lib, call, what)                                              \
+  [&]() -> llvm::Error {                                                        \
+    cublasStatus_t kilnStatus_ = lib.call;                                      \
+    if (kilnStatus_ == CUBLAS_STATUS_SUCCESS) return llvm::Error::success();    \
+    return cublasCheck(lib, kilnStatus_, #call, what);                          \
+  }()
 
 std::string convName(const ConvShape &c) {
   return "a " + std::to_string(c.r) + "x" + std::to_string(c.s) + " convolution of " + std::to_string(c.n) + "x" +
@@ -401,9 +412,11 @@ llvm::Error GpuGemm::enqueue(CudaStream &stream, CUdeviceptr a, CUdeviceptr b, C
   if (!handle) return handle.takeError();
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
   long long strideA = s.broadcastA ? 0 : (long long)s.m * s.k, strideB = s.broadcastB ? 0 : (long long)s.k * s.n;
-  std::string what = "running a" + std::string(s.half ? "n FP16" : "") + " matrix product of " +
-                     std::to_string(s.batch) + " x (" + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
-                     std::to_string(s.k) + "x" + std::to_string(s.n) + ")";
+  auto what = [&] {  // only when a call fails
+    return "running a" + std::string(s.half ? "n FP16" : "") + " matrix product of " + std::to_string(s.batch) +
+           " x (" + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " + std::to_string(s.k) + "x" +
+           std::to_string(s.n) + ")";
+  };
   if (s.half)
     return KILN_BLAS(l,
                      cublasGemmStridedBatchedEx(*handle, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &alpha,
@@ -411,13 +424,13 @@ llvm::Error GpuGemm::enqueue(CudaStream &stream, CUdeviceptr a, CUdeviceptr b, C
                                                 reinterpret_cast<const void *>(a), CUDA_R_16F, s.k, strideA, &beta,
                                                 reinterpret_cast<void *>(c), CUDA_R_16F, s.n, (long long)s.m * s.n,
                                                 s.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                     what);
+                     what());
   return KILN_BLAS(l,
                    cublasSgemmStridedBatched(*handle, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &alpha,
                                              reinterpret_cast<const float *>(b), s.n, strideB,
                                              reinterpret_cast<const float *>(a), s.k, strideA, &beta,
                                              reinterpret_cast<float *>(c), s.n, (long long)s.m * s.n, s.batch),
-                   what);
+                   what());
 }
 
 }  // namespace kiln::cuda
