@@ -64,6 +64,7 @@ std::optional<KernelProfile> kernelOf(const TraceEvent &e) {
   k.name = s.name;
   k.ops = s.ops;
   k.provenance = s.provenance;
+  k.source = shortProvenance(s.provenance);
   k.flopsPerCall = s.flops;
   for (int b : s.inputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
   for (int b : s.outputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
@@ -72,6 +73,78 @@ std::optional<KernelProfile> kernelOf(const TraceEvent &e) {
 }
 
 }  // namespace
+
+std::string shortProvenance(const std::string &provenance, size_t maxLines) {
+  // path:line:col or path:line -> path and line; false for anything else.
+  auto parse = [](llvm::StringRef part, llvm::StringRef &path, long &line) {
+    auto [head, last] = part.rsplit(':');
+    long n = 0, m = 0;
+    if (head.empty() || head == part || last.getAsInteger(10, n)) return false;
+    auto [file, middle] = head.rsplit(':');
+    if (!file.empty() && file != head && !middle.getAsInteger(10, m)) {
+      path = file;
+      line = m;
+    } else {
+      path = head;
+      line = n;
+    }
+    return true;
+  };
+  struct Frame {
+    std::string file;  // its name without the folders, or the text as given
+    long line = 0;     // 0: not a location
+    bool library = false;
+  };
+  std::vector<Frame> frames;
+  llvm::SmallVector<llvm::StringRef, 16> parts;
+  llvm::StringRef(provenance).split(parts, ',', -1, false);
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    llvm::StringRef path;
+    long line = 0;
+    if (!parse(part, path, line)) {
+      frames.push_back({part.str(), 0, false});
+      continue;
+    }
+    Frame f;
+    f.file = path.contains('/') ? path.rsplit('/').second.str() : path.str();
+    f.line = line;
+    f.library = path.contains("/site-packages/") || path.contains("/dist-packages/") ||
+                path.contains("/lib/python") || path.starts_with("<frozen");
+    frames.push_back(f);
+  }
+  bool own = false;
+  for (const Frame &f : frames) own |= !f.library;
+  // Each file once, in order of first appearance, with its lines sorted and
+  // runs of lines joined; at most maxLines entries in all.
+  std::vector<std::pair<std::string, std::vector<long>>> files;
+  for (const Frame &f : frames) {
+    if (own && f.library) continue;
+    auto it = std::find_if(files.begin(), files.end(), [&](const auto &e) { return e.first == f.file; });
+    if (it == files.end()) it = files.insert(files.end(), {f.file, {}});
+    if (f.line > 0) it->second.push_back(f.line);
+  }
+  std::string out;
+  size_t shown = 0, total = 0;
+  for (auto &[file, lines] : files) {
+    std::sort(lines.begin(), lines.end());
+    lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+    std::vector<std::string> runs;
+    for (size_t i = 0; i < lines.size();) {
+      size_t j = i;
+      while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1) ++j;
+      runs.push_back(std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : ""));
+      i = j + 1;
+    }
+    total += std::max<size_t>(1, runs.size());
+    if (shown >= maxLines) continue;
+    out += (out.empty() ? "" : "; ") + file;
+    if (runs.empty()) ++shown;
+    for (size_t r = 0; r < runs.size() && shown < maxLines; ++r, ++shown) out += (r ? ", " : ":") + runs[r];
+  }
+  if (total > shown) out += " (+" + std::to_string(total - shown) + " more)";
+  return out;
+}
 
 Profiler::Profiler(Runtime &runtime, bool measurePeaks) : runtime_(runtime) {
   if (measurePeaks) {
@@ -146,6 +219,7 @@ std::string Profile::tableJson() const {
                     {"kind", k.kind},
                     {"ops", k.ops},
                     {"provenance", k.provenance},
+                    {"source", k.source},
                     {"output_type", k.outputType},
                     {"calls", k.calls},
                     {"total_ms", k.totalMs},
@@ -198,6 +272,7 @@ std::string Profile::htmlReport() const {
                            {"kind", k.kind},
                            {"ops", k.ops},
                            {"provenance", k.provenance},
+                           {"source", k.source},
                            {"output", k.outputType},
                            {"calls", k.calls},
                            {"totalMs", k.totalMs},
@@ -226,7 +301,10 @@ td.l,th.l{text-align:left}svg{background:#fafafa;border:1px solid #ddd}
 .jit{fill:#3b7dd8}.kernel{fill:#e08a1e}.copy{fill:#999}.other{fill:#999}.compile{fill:#6a4}
 </style></head><body>
 <h1>kiln profile</h1><div id="summary"></div>
-<h2>Timeline</h2><div id="timeline"></div>
+<h2>Timeline</h2>
+<div><button id="tl-calls">calls after the compiles</button> <button id="tl-all">whole recording</button>
+ <span style="color:#666">drag over the timeline to zoom in, double-click to zoom out</span></div>
+<div id="timeline"></div><div id="legend"></div>
 <h2>Roofline</h2><div id="roofline"></div>
 <h2>Kernels (slowest first)</h2><div id="table"></div>
 <script id="data" type="application/json">@DATA@</script>
@@ -238,37 +316,99 @@ function summary() {
   return `${D.kernels.length} kernels, ${D.recordedMs.toFixed(1)} ms recorded, ${D.stepMs.toFixed(1)} ms inside steps; ` +
          `peak ${D.peakGflops.toFixed(0)} GFLOP/s (${D.threads} threads), ${D.bandwidthGBs.toFixed(1)} GB/s`;
 }
+// The timeline shows a range of the recording: by default the calls after
+// the last compile (a first call's compile would shrink them to a sliver);
+// the buttons pick the whole recording or the calls again, a drag over the
+// timeline zooms into what it covers, a double-click zooms out.
+const T = (() => {
+  if (!D.events.length) return null;
+  // Loops, not Math.min(...events): a long recording has more events than
+  // a call may take arguments.
+  let all = [Infinity, -Infinity], afterCompiles = -Infinity;
+  for (const e of D.events) {
+    all = [Math.min(all[0], e.ts), Math.max(all[1], e.ts + e.dur)];
+    if (e.cat === "compile") afterCompiles = Math.max(afterCompiles, e.ts + e.dur);
+  }
+  if (afterCompiles === -Infinity) afterCompiles = all[0];
+  const callsAfter = D.events.some(e => e.cat !== "compile" && e.ts >= afterCompiles);
+  const calls = callsAfter && afterCompiles > all[0] ? [afterCompiles, all[1]] : all;
+  return {all, calls, view: calls};
+})();
+const TW = 1100, TL = 80, TR = 40;  // width, left (thread names) and right margins
 function timeline() {
-  if (!D.events.length) return "<p>no events</p>";
+  if (!T) return "<p>no events</p>";
+  const [t0, t1] = T.view, span = Math.max(1, t1 - t0);
   const tids = [...new Set(D.events.map(e => e.tid))].sort((a, b) => a - b);
-  const t0 = Math.min(...D.events.map(e => e.ts)), t1 = Math.max(...D.events.map(e => e.ts + e.dur));
-  const W = 1100, row = 22, H = row * tids.length + 20, x = t => 80 + (W - 90) * (t - t0) / Math.max(1, t1 - t0);
-  let s = `<svg width="${W}" height="${H}">`;
+  const row = 22, H = row * tids.length + 24, x = t => TL + (TW - TL - TR) * (t - t0) / span;
+  let s = `<svg id="tl" width="${TW}" height="${H}" style="cursor:crosshair">`;
   tids.forEach((tid, i) => { s += `<text x="4" y="${i * row + 15}">thread ${tid}</text>`; });
   for (const e of D.events) {
-    const i = tids.indexOf(e.tid), w = Math.max(0.5, x(e.ts + e.dur) - x(e.ts));
-    s += `<rect class="${esc(e.cat)}" x="${x(e.ts).toFixed(2)}" y="${i * row + 3}" width="${w.toFixed(2)}" height="${row - 6}">` +
+    if (e.ts + e.dur < t0 || e.ts > t1) continue;
+    const i = tids.indexOf(e.tid), a = Math.max(t0, e.ts), b = Math.min(t1, e.ts + e.dur);
+    const w = Math.max(0.5, x(b) - x(a));
+    s += `<rect class="${esc(e.cat)}" x="${x(a).toFixed(2)}" y="${i * row + 3}" width="${w.toFixed(2)}" height="${row - 6}">` +
          `<title>${esc(e.name)} ${(e.dur / 1000).toFixed(3)} ms</title></rect>`;
   }
-  return s + `<text x="80" y="${H - 4}">0 ms</text><text x="${W - 90}" y="${H - 4}">${((t1 - t0) / 1000).toFixed(1)} ms</text></svg>`;
+  // Ticks in ms from the start of the recording, inside the drawing.
+  for (let i = 0; i <= 5; ++i) {
+    const t = t0 + span * i / 5, anchor = i === 0 ? "start" : i === 5 ? "end" : "middle";
+    s += `<text x="${x(t).toFixed(1)}" y="${H - 4}" text-anchor="${anchor}">${((t - T.all[0]) / 1000).toFixed(span < 2000 ? 3 : 1)} ms</text>`;
+  }
+  return s + `<rect id="tl-sel" x="0" y="0" width="0" height="${H - 20}" fill="#3b7dd8" fill-opacity="0.15"/></svg>`;
+}
+function legend() {
+  const items = [["jit", "generated code (JIT)"], ["kernel", "handwritten kernel"], ["copy", "copy"],
+                 ["compile", "compile"], ["other", "other"]];
+  return items.map(([c, label]) => `<svg width="12" height="12"><rect class="${c}" width="12" height="12"/></svg> ${label}`)
+      .join("&nbsp;&nbsp; ");
+}
+function drawTimeline() {
+  document.getElementById("timeline").innerHTML = timeline();
+  const svg = document.getElementById("tl");
+  if (!svg) return;
+  const sel = document.getElementById("tl-sel");
+  const toTime = px => T.view[0] + (T.view[1] - T.view[0]) * (px - TL) / (TW - TL - TR);
+  let from = null;
+  const px = ev => ev.clientX - svg.getBoundingClientRect().left;
+  svg.onmousedown = ev => { from = px(ev); sel.setAttribute("x", from); sel.setAttribute("width", 0); };
+  svg.onmousemove = ev => {
+    if (from === null) return;
+    const to = px(ev);
+    sel.setAttribute("x", Math.min(from, to));
+    sel.setAttribute("width", Math.abs(to - from));
+  };
+  svg.onmouseup = ev => {
+    const to = px(ev);
+    if (from !== null && Math.abs(to - from) > 3) {
+      const a = toTime(Math.min(from, to)), b = toTime(Math.max(from, to));
+      T.view = [Math.max(T.all[0], a), Math.min(T.all[1], b)];
+      from = null;
+      drawTimeline();
+      return;
+    }
+    from = null;
+    sel.setAttribute("width", 0);
+  };
+  svg.ondblclick = () => { T.view = T.all; drawTimeline(); };
 }
 function roofline() {
   const pts = D.kernels.filter(k => k.flopsPerCall > 0 && k.bytesPerCall > 0 && k.gflops > 0);
   if (!pts.length) return "<p>no kernel with a FLOP count</p>";
-  const W = 700, H = 420, lx = v => Math.log10(v), ai = k => k.flopsPerCall / k.bytesPerCall;
+  const W = 760, H = 420, R = 70, lx = v => Math.log10(v), ai = k => k.flopsPerCall / k.bytesPerCall;
   const xs = pts.map(ai), ys = pts.map(k => k.gflops);
   const xmin = Math.floor(lx(Math.min(...xs, 0.1))), xmax = Math.ceil(lx(Math.max(...xs, 100)));
   const ymax = Math.ceil(lx(Math.max(...ys, D.peakGflops || 1) * 1.5)), ymin = Math.floor(lx(Math.min(...ys, 0.1)));
-  const X = v => 50 + (W - 60) * (lx(v) - xmin) / (xmax - xmin), Y = v => H - 30 - (H - 40) * (lx(v) - ymin) / (ymax - ymin);
+  // R: room on the right for the last tick and the peak's label.
+  const X = v => 50 + (W - 50 - R) * (lx(v) - xmin) / (xmax - xmin), Y = v => H - 30 - (H - 44) * (lx(v) - ymin) / (ymax - ymin);
   let s = `<svg width="${W}" height="${H}">`;
-  for (let e = xmin; e <= xmax; ++e) s += `<text x="${X(10 ** e) - 8}" y="${H - 12}">1e${e}</text>`;
+  for (let e = xmin; e <= xmax; ++e) s += `<text x="${X(10 ** e)}" y="${H - 12}" text-anchor="middle">1e${e}</text>`;
   for (let e = ymin; e <= ymax; ++e) s += `<text x="4" y="${Y(10 ** e) + 4}">1e${e}</text>`;
   s += `<text x="${W / 2 - 80}" y="${H - 1}">FLOP per byte of the kernel's buffers</text>`;
   if (D.peakGflops > 0 && D.bandwidthGBs > 0) {  // min(peak, bandwidth x intensity)
     const knee = D.peakGflops / D.bandwidthGBs, a = 10 ** xmin, b = 10 ** xmax;
     s += `<polyline fill="none" stroke="#c33" stroke-width="2" points="${X(a)},${Y(Math.max(10 ** ymin, a * D.bandwidthGBs))} ` +
          `${X(knee)},${Y(D.peakGflops)} ${X(b)},${Y(D.peakGflops)}"/>`;
-    s += `<text x="${X(knee) + 4}" y="${Y(D.peakGflops) - 6}">peak ${D.peakGflops.toFixed(0)} GFLOP/s</text>`;
+    s += `<text x="${W - 4}" y="${Y(D.peakGflops) - 6}" text-anchor="end">peak ${D.peakGflops.toFixed(0)} GFLOP/s</text>`;
   }
   for (const k of pts)
     s += `<circle class="${esc(k.kind)}" cx="${X(ai(k)).toFixed(1)}" cy="${Y(k.gflops).toFixed(1)}" r="${3 + Math.min(8, k.totalMs / Math.max(1e-9, D.stepMs) * 40)}">` +
@@ -282,11 +422,19 @@ function table() {
     s += `<tr><td>${(100 * k.totalMs / Math.max(1e-9, D.stepMs)).toFixed(1)}</td><td>${k.calls}</td><td>${k.totalMs.toFixed(3)}</td>` +
          `<td>${k.meanMs.toFixed(4)}</td><td>${k.gflops.toFixed(1)}</td><td>${k.gbs.toFixed(1)}</td>` +
          `<td>${D.peakGflops > 0 ? (100 * k.gflops / D.peakGflops).toFixed(1) : ""}</td><td class=l>${esc(k.output)}</td>` +
-         `<td class=l>${esc(k.name)}</td><td class=l>${esc(k.ops)}</td><td class=l>${esc(k.provenance)}</td></tr>`;
+         `<td class=l>${esc(k.name)}</td><td class=l>${esc(k.ops)}</td>` +
+         `<td class=l title="${esc(k.provenance)}">${esc(k.source)}</td></tr>`;
   return s + "</table>";
 }
 document.getElementById("summary").innerHTML = summary();
-document.getElementById("timeline").innerHTML = timeline();
+drawTimeline();
+document.getElementById("legend").innerHTML = legend();
+document.getElementById("tl-calls").onclick = () => { if (T) { T.view = T.calls; drawTimeline(); } };
+document.getElementById("tl-all").onclick = () => { if (T) { T.view = T.all; drawTimeline(); } };
+drawTimeline();
+document.getElementById("legend").innerHTML = legend();
+document.getElementById("tl-calls").onclick = () => { if (T) { T.view = T.calls; drawTimeline(); } };
+document.getElementById("tl-all").onclick = () => { if (T) { T.view = T.all; drawTimeline(); } };
 document.getElementById("roofline").innerHTML = roofline();
 document.getElementById("table").innerHTML = table();
 // Reached only when every section rendered (browser tests look for it).

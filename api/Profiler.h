@@ -33,6 +33,7 @@ struct KernelProfile {
   std::string kind;        // jit | kernel | copy | other
   std::string ops;         // the ops it computes
   std::string provenance;  // their MLIR locations
+  std::string source;      // the same, short: shortProvenance(provenance)
   std::string outputType;  // of its first output ("1x7x7x2048xf32")
   int64_t calls = 0;
   double totalMs = 0;
@@ -41,6 +42,14 @@ struct KernelProfile {
   double gflops() const { return totalMs > 0 ? flopsPerCall * double(calls) / (totalMs * 1e6) : 0; }
   double gbs() const { return totalMs > 0 ? bytesPerCall * double(calls) / (totalMs * 1e6) : 0; }
 };
+
+/// MLIR locations ("dir/model.py:12:5, dir/model.py:13:5, .../site-packages/
+/// torch/nn/functional.py:2450:3") as a reader wants them beside a kernel:
+/// frames of installed packages (site-packages, dist-packages, the Python
+/// library) left out where the model's own frames are there, each file once
+/// by its name with its lines and runs of lines ("model.py:12-13"), at most
+/// `maxLines` lines and "+N more".
+std::string shortProvenance(const std::string &provenance, size_t maxLines = 8);
 
 struct Profile {
   std::vector<TraceEvent> events;      // steps and compiles, in the order recorded
@@ -55,7 +64,7 @@ struct Profile {
   std::string table(size_t maxRows = 40) const;
   /// The same, every row, as JSON: {"recorded_ms", "step_ms", "peak_gflops",
   /// "bandwidth_gbs", "threads", "kernels": [{"name", "kind", "ops",
-  /// "provenance", "output_type", "calls", "total_ms", "mean_ms", "gflops",
+  /// "provenance", "source", "output_type", "calls", "total_ms", "mean_ms", "gflops",
   /// "gbs", "percent_time", "percent_peak", "flops_per_call",
   /// "bytes_per_call"}, ...]} (slowest first).
   std::string tableJson() const;

@@ -147,3 +147,22 @@ TEST(Profiler, RecordsEagerOpsInlineAndOnTheExecutor) {
   EXPECT_EQ(matmuls, 3) << prof.table();
   EXPECT_EQ(adds, 4) << prof.table();
 }
+
+TEST(Profiler, SourceLocationsAreShortenedToTheModelsOwnFrames) {
+  // One file's lines once, by its name, runs joined.
+  EXPECT_EQ(shortProvenance("/root/.cache/kiln/zoo/m/tosa.mlir:577:12, /root/.cache/kiln/zoo/m/tosa.mlir:586:12, "
+                            "/root/.cache/kiln/zoo/m/tosa.mlir:587:12, /root/.cache/kiln/zoo/m/tosa.mlir:588:3"),
+            "tosa.mlir:577, 586-588");
+  // Installed packages' frames go where the model's own are there ...
+  EXPECT_EQ(shortProvenance("/usr/lib/python3/dist-packages/torch/nn/functional.py:2450:3, /home/u/net.py:12:5, "
+                            "/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py:456:1, /home/u/net.py:14:5"),
+            "net.py:12, 14");
+  // ... and stay where there is nothing else.
+  EXPECT_EQ(shortProvenance("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py:456:1"), "conv.py:456");
+  // Long lists end with how many more; text that is no location stays.
+  std::string many;
+  for (int i = 0; i < 20; ++i) many += (i ? ", " : "") + std::string("a.mlir:") + std::to_string(10 * i + 1) + ":1";
+  EXPECT_EQ(shortProvenance(many, 3), "a.mlir:1, 11, 21 (+17 more)");
+  EXPECT_EQ(shortProvenance("unknown"), "unknown");
+  EXPECT_EQ(shortProvenance(""), "");
+}

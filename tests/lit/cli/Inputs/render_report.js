@@ -16,7 +16,7 @@ try {
   console.log("error: " + e);
   process.exit(1);
 }
-for (const id of ["summary", "timeline", "roofline", "table"]) {
+for (const id of ["summary", "timeline", "legend", "roofline", "table"]) {
   const h = (elements[id] || {}).innerHTML || "";
   console.log(`ok ${id} ${h.length} ${h.includes("<svg") ? "svg" : h.includes("<table") ? "table" : "text"}`);
 }
