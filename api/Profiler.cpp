@@ -65,6 +65,7 @@ std::optional<KernelProfile> kernelOf(const TraceEvent &e) {
   k.ops = s.ops;
   k.provenance = s.provenance;
   k.source = shortProvenance(s.provenance);
+  k.strategy = s.strategy;
   k.flopsPerCall = s.flops;
   for (int b : s.inputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
   for (int b : s.outputs) k.bytesPerCall += double(e.executable->buffers()[b].bytes);
@@ -206,6 +207,7 @@ std::string Profile::table(size_t maxRows) const {
                          k.gbs(), peakGflops > 0 ? 100.0 * k.gflops() / peakGflops : 0.0, k.flopsPerCall / 1e6,
                          k.outputType, k.name, ops)
                .str();
+    if (!k.strategy.empty()) out += "         how: " + k.strategy + "\n";
   }
   if (kernels.size() > maxRows) out += llvm::formatv("  ... {0} more kernels\n", kernels.size() - maxRows).str();
   return out;
@@ -220,6 +222,7 @@ std::string Profile::tableJson() const {
                     {"ops", k.ops},
                     {"provenance", k.provenance},
                     {"source", k.source},
+                    {"strategy", k.strategy},
                     {"output_type", k.outputType},
                     {"calls", k.calls},
                     {"total_ms", k.totalMs},
@@ -273,6 +276,7 @@ std::string Profile::htmlReport() const {
                            {"ops", k.ops},
                            {"provenance", k.provenance},
                            {"source", k.source},
+                           {"strategy", k.strategy},
                            {"output", k.outputType},
                            {"calls", k.calls},
                            {"totalMs", k.totalMs},
@@ -297,7 +301,7 @@ std::string Profile::htmlReport() const {
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px}h2{font-size:15px;margin-top:24px}
 table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
-td.l,th.l{text-align:left}svg{background:#fafafa;border:1px solid #ddd}
+td.l,th.l{text-align:left}td.s{text-align:left;font-size:12px;color:#444;min-width:24em;max-width:40em}svg{background:#fafafa;border:1px solid #ddd}
 .jit{fill:#3b7dd8}.kernel{fill:#e08a1e}.copy{fill:#999}.other{fill:#999}.compile{fill:#6a4}
 </style></head><body>
 <h1>kiln profile</h1><div id="summary"></div>
@@ -417,11 +421,12 @@ function roofline() {
 }
 function table() {
   let s = "<table><tr><th>time %</th><th>calls</th><th>total ms</th><th>mean ms</th><th>GFLOP/s</th><th>GB/s</th>" +
-          "<th>% peak</th><th class=l>output</th><th class=l>kernel</th><th class=l>ops</th><th class=l>from</th></tr>";
+          "<th>% peak</th><th class=l>strategy</th><th class=l>output</th><th class=l>kernel</th><th class=l>ops</th><th class=l>from</th></tr>";
   for (const k of D.kernels)
     s += `<tr><td>${(100 * k.totalMs / Math.max(1e-9, D.stepMs)).toFixed(1)}</td><td>${k.calls}</td><td>${k.totalMs.toFixed(3)}</td>` +
          `<td>${k.meanMs.toFixed(4)}</td><td>${k.gflops.toFixed(1)}</td><td>${k.gbs.toFixed(1)}</td>` +
-         `<td>${D.peakGflops > 0 ? (100 * k.gflops / D.peakGflops).toFixed(1) : ""}</td><td class=l>${esc(k.output)}</td>` +
+         `<td>${D.peakGflops > 0 ? (100 * k.gflops / D.peakGflops).toFixed(1) : ""}</td>` +
+         `<td class=s>${(k.strategy || "").split("; ").map(esc).join("<br>")}</td><td class=l>${esc(k.output)}</td>` +
          `<td class=l>${esc(k.name)}</td><td class=l>${esc(k.ops)}</td>` +
          `<td class=l title="${esc(k.provenance)}">${esc(k.source)}</td></tr>`;
   return s + "</table>";

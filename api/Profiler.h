@@ -34,6 +34,7 @@ struct KernelProfile {
   std::string ops;         // the ops it computes
   std::string provenance;  // their MLIR locations
   std::string source;      // the same, short: shortProvenance(provenance)
+  std::string strategy;    // how its code computes them (register tiles, blocks, fused ops), or why a kernel
   std::string outputType;  // of its first output ("1x7x7x2048xf32")
   int64_t calls = 0;
   double totalMs = 0;
@@ -60,12 +61,13 @@ struct Profile {
   double bandwidthGBs = 0;             // one thread's copy bandwidth
   int threads = 1;
 
-  /// Per-kernel table, slowest first, with a header line of totals.
+  /// Per-kernel table, slowest first, with a header line of totals; under
+  /// each kernel with a strategy, a line saying it.
   std::string table(size_t maxRows = 40) const;
   /// The same, every row, as JSON: {"recorded_ms", "step_ms", "peak_gflops",
   /// "bandwidth_gbs", "threads", "kernels": [{"name", "kind", "ops",
-  /// "provenance", "source", "output_type", "calls", "total_ms", "mean_ms", "gflops",
-  /// "gbs", "percent_time", "percent_peak", "flops_per_call",
+  /// "provenance", "source", "strategy", "output_type", "calls", "total_ms", "mean_ms",
+  /// "gflops", "gbs", "percent_time", "percent_peak", "flops_per_call",
   /// "bytes_per_call"}, ...]} (slowest first).
   std::string tableJson() const;
   /// Chrome trace-event JSON: one track per thread, compiles and steps on

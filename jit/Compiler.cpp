@@ -323,6 +323,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       s.symbol = job.object->entry.empty() ? target_->entrySymbol() : job.object->entry;
       s.faultSites = job.object->faultSites;
       s.scratchBytes = job.object->scratchBytes;
+      s.strategy = job.object->strategy;
     }
     out->stats.kernelsCompiled += int(std::count_if(jobs.begin(), jobs.end(), [](const Job &j) { return !j.reused; }));
     for (const Job &job : jobs)
@@ -553,8 +554,10 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
     for (size_t i = 0; i < step.locations.size(); ++i)
       if (i == 0 || step.locations[i] != step.locations[i - 1])
         provenance += (provenance.empty() ? "" : ", ") + step.locations[i];
-    b.describeStep(*added, step.flops, step.kind == lowering::PlanStep::kJit ? llvm::join(step.ops, ", ") : step.op,
-                   std::move(provenance));
+    bool jit = step.kind == lowering::PlanStep::kJit;
+    std::string strategy = jit ? step.strategy : "handwritten kernel" + (step.reason.empty() ? "" : " (" + step.reason + ")");
+    b.describeStep(*added, step.flops, jit ? llvm::join(step.ops, ", ") : step.op, std::move(provenance),
+                   std::move(strategy));
   }
   for (auto [value, output] : copies) {
     auto added = b.addStep("copy", StepKind::kCopy, copyStep(plan.values[value].type.byteSize()),

@@ -85,6 +85,7 @@ llvm::Expected<TargetObject> HostTarget::compile(lowering::Program &program, low
   if (!llvmModule) return llvmModule.takeError();
   out.faultSites = std::move(facts.faultSites);
   out.scratchBytes = facts.scratchBytes;
+  out.strategy = std::move(facts.strategy);
   // Each kernel's functions under its own name (in perf, GDB, crash traces):
   // kiln_entry -> kiln_entry.main.cluster3, kiln_fn* -> kiln.main.cluster3*.
   for (llvm::Function &f : **llvmModule) {

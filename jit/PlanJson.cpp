@@ -79,6 +79,7 @@ std::string planToJson(const lowering::ExecPlan &plan) {
                   {"ops", s.ops},
                   {"fault_sites", s.faultSites},
                   {"scratch_bytes", s.scratchBytes},
+                  {"strategy", s.strategy},
                   {"op", s.op},
                   {"kernel", s.kernel},
                   {"attrs", attrsToJson(s.attrs)},
@@ -132,6 +133,7 @@ llvm::Expected<lowering::ExecPlan> planFromJson(llvm::StringRef text) {
       st.faultSites = s.at("fault_sites").get<std::vector<std::string>>();
       st.scratchBytes = s.value("scratch_bytes", int64_t(0));
       if (st.scratchBytes < 0) return bad("negative scratch size");
+      st.strategy = s.value("strategy", std::string());
       st.op = s.at("op").get<std::string>();
       st.kernel = s.at("kernel").get<std::string>();
       st.attrs = attrsFromJson(s.at("attrs"));

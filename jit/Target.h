@@ -39,6 +39,7 @@ struct TargetObject {
   std::string entry;                    // the entry symbol it exports ("" = Target::entrySymbol())
   std::vector<std::string> faultSites;  // what each fault the code may report means
   int64_t scratchBytes = 0;             // scratch memory per run (the step plans it; kiln-scratch-buffers)
+  std::string strategy;                 // how the code computes its ops, for profiles ("" = not said)
 };
 
 /// What a JIT step launches.

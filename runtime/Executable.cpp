@@ -438,11 +438,13 @@ llvm::Error ExecutableBuilder::setScratch(int step, size_t bytes) {
   return llvm::Error::success();
 }
 
-void ExecutableBuilder::describeStep(int step, double flops, std::string ops, std::string provenance) {
+void ExecutableBuilder::describeStep(int step, double flops, std::string ops, std::string provenance,
+                                     std::string strategy) {
   if (step < 0 || step >= int(exe_->steps_.size())) return;
   exe_->steps_[step].flops = flops;
   exe_->steps_[step].ops = std::move(ops);
   exe_->steps_[step].provenance = std::move(provenance);
+  exe_->steps_[step].strategy = std::move(strategy);
 }
 
 llvm::Expected<int> ExecutableBuilder::addStep(std::string name, StepKind kind, StepFn fn,

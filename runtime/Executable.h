@@ -121,9 +121,10 @@ struct StepDesc {
   /// Arithmetic the step does per run (from its ops' shapes; 0 = unknown),
   /// for profiles: achieved GFLOP/s against the machine's peak.
   double flops = 0;
-  /// What the step computes ("tosa.conv2d, tosa.clamp") and where it comes
-  /// from (its ops' MLIR locations), for profiles.
-  std::string ops, provenance;
+  /// What the step computes ("tosa.conv2d, tosa.clamp"), where it comes
+  /// from (its ops' MLIR locations) and how (the code's strategy, or why a
+  /// handwritten kernel runs it), for profiles.
+  std::string ops, provenance, strategy;
 };
 
 struct BufferDesc {
@@ -254,8 +255,9 @@ public:
   /// the step writes and nothing reads, so it shares memory with buffers
   /// dead by then (warm in cache) and never with one live beside it.
   llvm::Error setScratch(int step, size_t bytes);
-  /// Describes step `step` for profiles (see StepDesc::flops, ops, provenance).
-  void describeStep(int step, double flops, std::string ops, std::string provenance);
+  /// Describes step `step` for profiles (see StepDesc::flops, ops,
+  /// provenance, strategy).
+  void describeStep(int step, double flops, std::string ops, std::string provenance, std::string strategy = "");
   /// The steps added so far.
   const std::vector<StepDesc> &stepsSoFar() const;
   /// `after` waits for `before` (both existing steps, before < after).

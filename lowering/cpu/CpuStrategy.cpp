@@ -83,9 +83,11 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     ScheduleWriter w(&getContext(), tuning);
     w.fuseIntoAnchors(module);
     module.walk([&](linalg::LinalgOp op) {
-      if (!op.hasPureTensorSemantics() || !allStatic(op) || w.claimed(op)) return;
-      for (const OpStrategy *strategy : strategies())
-        if (strategy->recognize(op)) return strategy->schedule(op, w);
+      if (!op.hasPureTensorSemantics() || w.claimed(op)) return;
+      if (allStatic(op))
+        for (const OpStrategy *strategy : strategies())
+          if (strategy->recognize(op)) return strategy->schedule(op, w);
+      op->setAttr(kOnLoopsAttr, UnitAttr::get(&getContext()));
     });
     if (w.tagged()) {
       bool registerFusion = !w.registerPhase().empty();
@@ -105,6 +107,32 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     readPanels(module);
     readMatmulPanels(module);
     approximateVectorMath(module);
+    describe(module, w);
+  }
+
+  /// The module's strategy text (kStrategyAttr): the strategies' lines,
+  /// and the ops no strategy took that are still there (a transpose that
+  /// became panel reads is not).
+  void describe(ModuleOp module, ScheduleWriter &w) {
+    module.walk([&](linalg::LinalgOp op) {
+      if (!op->hasAttr(kOnLoopsAttr)) return;
+      op->removeAttr(kOnLoopsAttr);
+      w.describe("loops: " + opName(op) + (allStatic(op) ? "" : " (dynamic shapes)"));
+    });
+    if (std::string text = w.description(); !text.empty())
+      module->setAttr(kStrategyAttr, StringAttr::get(&getContext(), text));
+  }
+
+  /// Marks the ops no strategy took until the pass describes them.
+  static constexpr llvm::StringLiteral kOnLoopsAttr = "kiln.on_loops";
+
+  /// "transpose 1x128x12x64" for a linalg.transpose (its loop ranges;
+  /// "?" where dynamic).
+  static std::string opName(linalg::LinalgOp op) {
+    std::string out = op->getName().stripDialect().str() + " ";
+    SmallVector<std::string> sizes;
+    for (int64_t n : op.getStaticLoopRanges()) sizes.push_back(ShapedType::isDynamic(n) ? "?" : std::to_string(n));
+    return out + llvm::join(sizes, "x");
   }
 
   /// Erases tagged linalg ops on tensors whose results are unused.

@@ -80,5 +80,9 @@ int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tunin
 
 /// Attribute that tags an op with its strategy's id while the schedule runs.
 inline constexpr llvm::StringLiteral kStrategyIdAttr = "kiln.strategy_id";
+/// Attribute on the batch_matmul of a conv in Winograd form (kiln-winograd-
+/// conv): its output tile size m of F(m x m, 3 x 3), for the strategy's
+/// description.
+inline constexpr llvm::StringLiteral kWinogradAttr = "kiln.winograd";
 
 }  // namespace kiln::lowering

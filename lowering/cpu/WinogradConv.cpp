@@ -24,6 +24,7 @@
 // the filter as it was, up to rounding.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/cpu/CpuStrategy.h"
 #include "lowering/cpu/Passes.h"
 #include "lowering/cpu/Winograd.h"
 
@@ -372,8 +373,9 @@ struct WinogradConv : impl::KilnWinogradConvBase<WinogradConv> {
     auto mType = RankedTensorType::get({s.A2, s.T, s.F}, f32);
     Value mInit = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, mType.getShape(), f32).getResult())
                       .getResult(0);
-    Value prod = linalg::BatchMatmulOp::create(b, loc, TypeRange{mType}, ValueRange{v, u3}, ValueRange{mInit})
-                     .getResult(0);
+    auto products = linalg::BatchMatmulOp::create(b, loc, TypeRange{mType}, ValueRange{v, u3}, ValueRange{mInit});
+    products->setAttr(kWinogradAttr, b.getI64IntegerAttr(m));
+    Value prod = products.getResult(0);
 
     Value y = outputTiles(b, loc, conv, clamp, prod, s, zero, c0);
     if (cast<RankedTensorType>(y.getType()) != out) {

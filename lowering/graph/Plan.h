@@ -42,6 +42,7 @@ struct PlanStep {
   std::string reason;                // why a kernel: "mode=kernel", "no lowering", "JIT compile failed"
   // Both kinds, for profiles.
   double flops = 0;                  // arithmetic per run, from the ops' shapes
+  std::string strategy;              // kJit: how its code computes (kiln-cpu-strategy's words); kKernel: why a kernel
   std::vector<std::string> locations;  // MLIR locations of the ops, in order (provenance)
   /// kJit, at compile time only (not stored): the step's ops that a kernel
   /// also takes, kept on JIT by `auto` until placement by measurement has

@@ -161,6 +161,7 @@ public:
   struct CodeFacts {
     std::vector<std::string> faultSites;  // kiln-guard-traps' messages, by site id
     int64_t scratchBytes = 0;             // the scratch buffer it acquires (kiln-scratch-buffers)
+    std::string strategy;                 // what kiln-cpu-strategy made of its ops (kStrategyAttr)
   };
   /// Runs the CPU pipeline on `fn` (consuming its MLIR) and translates to
   /// LLVM IR; with `dumpDir`, writes the IR after each stage there (and with

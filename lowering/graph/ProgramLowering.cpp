@@ -243,6 +243,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::L
     if (auto sites = module->getAttrOfType<ArrayAttr>(kFaultSitesAttr))
       for (Attribute a : sites) facts->faultSites.push_back(cast<StringAttr>(a).str());
     if (auto bytes = module->getAttrOfType<IntegerAttr>(kScratchBytesAttr)) facts->scratchBytes = bytes.getInt();
+    if (auto text = module->getAttrOfType<StringAttr>(kStrategyAttr)) facts->strategy = text.str();
   }
   auto t0 = Clock::now();
   std::unique_ptr<llvm::Module> llvmModule;

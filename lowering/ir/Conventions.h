@@ -34,6 +34,10 @@ inline constexpr llvm::StringLiteral kScratchAcquireSymbol = "kiln_scratch_acqui
 inline constexpr llvm::StringLiteral kScratchReleaseSymbol = "kiln_scratch_release";
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln.scratch_bytes";
 
+/// Module attribute: what kiln-cpu-strategy made of the kernel's ops, in a
+/// few words per op (profiles show it beside each kernel's %peak).
+inline constexpr llvm::StringLiteral kStrategyAttr = "kiln.strategy";
+
 /// Prefix of the functions kiln-outline-clusters creates.
 inline constexpr llvm::StringLiteral kClusterPrefix = "kiln_cluster";
 

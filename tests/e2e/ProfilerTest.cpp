@@ -69,6 +69,14 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
     EXPECT_GT(k.totalMs, 0) << k.name;
   }
   EXPECT_NE(prof.table().find("tosa.conv2d"), std::string::npos);
+  // How each kernel computes: the JIT's strategy in its words (shapes,
+  // register tiles), the handwritten kernel's reason; a line under each
+  // row of the table.
+  EXPECT_EQ(conv->strategy.rfind("conv 3x3 4->8 on 8x8", 0), 0u) << conv->strategy;
+  EXPECT_EQ(matmul->strategy.rfind("matmul 64x16x8: registers ", 0), 0u) << matmul->strategy;
+  EXPECT_EQ(add->strategy, "handwritten kernel (mode=kernel)");
+  EXPECT_NE(prof.table().find("\n         how: matmul 64x16x8: registers "), std::string::npos) << prof.table();
+  EXPECT_NE(prof.tableJson().find("\"strategy\":\"handwritten kernel (mode=kernel)\""), std::string::npos);
 
   // Chrome trace events: every step and the compile, complete ("X") events
   // on named thread tracks, steps carrying their ops and FLOPs.

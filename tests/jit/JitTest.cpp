@@ -176,12 +176,14 @@ TEST(Jit, PlanJsonKeepsScratchAndRejectsANegativeOne) {
   step.object = 0;
   step.symbol = "kiln_entry";
   step.scratchBytes = 3612672;
+  step.strategy = "matmul 128x768x768: registers 4x64";
   plan.steps = {step};
   plan.results = {1};
   std::string json = jit::planToJson(plan);
   auto back = jit::planFromJson(json);
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
   EXPECT_EQ(back->steps[0].scratchBytes, 3612672);
+  EXPECT_EQ(back->steps[0].strategy, "matmul 128x768x768: registers 4x64");  // profiles of cached code say it too
 
   std::string bad = json;
   size_t at = bad.find("\"scratch_bytes\":3612672");

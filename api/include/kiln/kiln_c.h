@@ -412,7 +412,9 @@ KILN_API kiln_status *kiln_profiler_stop(kiln_profiler *profiler, const char *tr
 /* The same, with the per-kernel table as JSON (every row, plain values) in
  * `table_json` when not NULL (kiln_string_free): {"recorded_ms", "step_ms",
  * "peak_gflops", "bandwidth_gbs", "threads", "kernels": [{"name", "kind",
- * "ops", "provenance", "output_type", "calls", "total_ms", "mean_ms",
+ * "ops", "provenance", "source", "strategy" (how the code computes: register
+ * tiles, blocks, fused ops; or why a handwritten kernel), "output_type",
+ * "calls", "total_ms", "mean_ms",
  * "gflops", "gbs", "percent_time", "percent_peak", "flops_per_call",
  * "bytes_per_call"}, ...]}, slowest first. */
 KILN_API kiln_status *kiln_profiler_stop_json(kiln_profiler *profiler, const char *trace_path,

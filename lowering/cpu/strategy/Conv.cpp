@@ -149,6 +149,28 @@ public:
     return p;
   }
 
+  std::string describe(linalg::LinalgOp op, const ConvPlan &p, const ScheduleWriter &w) const override {
+    const SmallVector<int64_t> &b = p.bounds;
+    int64_t NB = b[0], OH = b[1], OW = b[2], F = b[3], KH = b[4], KW = b[5], C = b[6];
+    std::string out = llvm::formatv("conv {0}x{1} {2}->{3} on {4}x{5}", KH, KW, C, F, OH, OW).str();
+    if (NB > 1) out += llvm::formatv(" x{0}", NB).str();
+    if (p.loops) return out + ": loops (too few filters for vectors)";
+    out += llvm::formatv(": registers {0}x{1}", p.reg.m, p.reg.n).str();
+    if (p.reg.tail) out += llvm::formatv(" (+{0} columns)", p.reg.tail).str();
+    if (p.fc < F) out += llvm::formatv(", blocks of {0} filters", p.fc).str();
+    if (p.cb < C) out += llvm::formatv(", {0} channels at a time", p.cb).str();
+    if (int64_t panel = panelWidth(op)) out += llvm::formatv(", filter panels of {0}", panel).str();
+    if (p.parallel) {
+      const SmallVector<int64_t> &fs = p.forallSizes;
+      int64_t tasks = (fs[0] ? NB / fs[0] : 1) * (fs[1] ? OH / fs[1] : 1) * (fs[3] ? F / fs[3] : 1);
+      out += llvm::formatv(", {0} parallel blocks", tasks).str();
+    } else {
+      out += ", one thread";
+    }
+    if (!p.parallel) return out;
+    return out + ScheduleWriter::fusedText(w.fusedOf(op)) + (p.inRegisters ? " in registers" : "");
+  }
+
   void write(linalg::LinalgOp op, const ConvPlan &p, ScheduleWriter &w) const override {
     Schedule &schedule = w.schedule();
     Fused f = w.fusedOf(op);

@@ -17,6 +17,7 @@ struct ElementwisePlan {};
 class ElementwiseStrategy final : public PlannedStrategy<ElementwisePlan> {
 public:
   llvm::StringRef name() const override { return "elementwise"; }
+  bool minor() const override { return true; }
 
   bool recognize(linalg::LinalgOp op) const override {
     return (isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op);
@@ -24,6 +25,12 @@ public:
 
   std::optional<ElementwisePlan> choose(linalg::LinalgOp, const ScheduleWriter &) const override {
     return ElementwisePlan{};
+  }
+
+  std::string describe(linalg::LinalgOp op, const ElementwisePlan &, const ScheduleWriter &) const override {
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    std::string out = isa<linalg::FillOp>(op) ? "fill" : "elementwise";
+    return out + (parallelRowBlocks(op, bounds).empty() ? "" : " in parallel");
   }
 
   void write(linalg::LinalgOp op, const ElementwisePlan &, ScheduleWriter &w) const override {

@@ -46,6 +46,27 @@ public:
     return p;
   }
 
+  std::string describe(linalg::LinalgOp op, const MatmulPlan &p, const ScheduleWriter &w) const override {
+    int64_t B = p.batched ? p.bounds[0] : 1, M = p.bounds[p.batched], N = p.bounds[p.batched + 1],
+            K = p.bounds[p.batched + 2];
+    const MatmulBlocks &mb = p.blocks;
+    std::string out;
+    if (auto m = op->getAttrOfType<IntegerAttr>(kWinogradAttr))
+      out = llvm::formatv("winograd F({0}x{0},3x3) conv as ", m.getInt()).str();
+    out += (B > 1 ? llvm::formatv("{0} x matmul ", B).str() : std::string("matmul ")) +
+           llvm::formatv("{0}x{1}x{2}: registers {3}x{4}", M, N, K, mb.rb.m, mb.rb.n).str();
+    if (mb.rb.tail) out += llvm::formatv(" (+{0} rows)", mb.rb.tail).str();
+    if (mb.kc < K) out += llvm::formatv(", k blocks of {0}", mb.kc).str();
+    if (mb.parallel)
+      out += llvm::formatv(", {0} parallel blocks of {1}x{2}", (B > 1 ? B : 1) * (M / mb.mc) * (N / mb.nc), mb.mc,
+                           mb.nc)
+                 .str();
+    else
+      out += ", one thread";
+    Fused f = p.batched ? Fused{} : w.fusedOf(op);
+    return out + (mb.parallel ? ScheduleWriter::fusedText(f) : std::string());
+  }
+
   void write(linalg::LinalgOp op, const MatmulPlan &p, ScheduleWriter &w) const override {
     Schedule &schedule = w.schedule();
     std::string h = w.tag(op);

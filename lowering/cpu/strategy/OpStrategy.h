@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace kiln::lowering::strategy {
 
@@ -39,6 +40,9 @@ public:
   /// this class. The first strategy in strategies() that recognizes an op
   /// owns it, whether or not it schedules it.
   virtual bool recognize(linalg::LinalgOp op) const = 0;
+  /// Whether its ops' descriptions come after the others' (ScheduleWriter::
+  /// describe): memory-bound passes whose plan says little.
+  virtual bool minor() const { return false; }
   /// Chooses `op`'s schedule and writes it (nothing when it stays on loops).
   virtual void schedule(linalg::LinalgOp op, ScheduleWriter &w) const = 0;
 };
@@ -52,8 +56,16 @@ public:
   /// strategies of their own).
   virtual std::optional<Plan> choose(linalg::LinalgOp op, const ScheduleWriter &w) const = 0;
   virtual void write(linalg::LinalgOp op, const Plan &plan, ScheduleWriter &w) const = 0;
+  /// The plan in a few words for profiles ("matmul 128x768x768: registers
+  /// 4x64, k blocks of 128, 12 parallel blocks + epilogue(add)"): what
+  /// makes its code fast or slow.
+  virtual std::string describe(linalg::LinalgOp op, const Plan &plan, const ScheduleWriter &w) const = 0;
   void schedule(linalg::LinalgOp op, ScheduleWriter &w) const final {
-    if (std::optional<Plan> plan = choose(op, w)) return write(op, *plan, w);
+    if (std::optional<Plan> plan = choose(op, w)) {
+      w.describe(describe(op, *plan, w), minor());
+      return write(op, *plan, w);
+    }
+    w.describe(name().str() + " on loops", minor());
     w.unfused(w.fusedOf(op));
   }
 };

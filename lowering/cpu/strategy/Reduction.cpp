@@ -45,6 +45,11 @@ public:
     return p;
   }
 
+  std::string describe(linalg::LinalgOp op, const OuterReductionPlan &p, const ScheduleWriter &) const override {
+    int64_t inner = op.getStaticLoopRanges().back();
+    return llvm::formatv("outer reduction: vectors of {0}", p.outer.back() ? p.outer.back() : inner).str();
+  }
+
   void write(linalg::LinalgOp op, const OuterReductionPlan &p, ScheduleWriter &w) const override {
     Schedule &schedule = w.schedule();
     std::string h = schedule.tile(w.tag(op), p.outer);
@@ -68,6 +73,12 @@ public:
     int64_t width = innerWidth(op, w);
     if (width == 0 || inner == width) return std::nullopt;  // short or ragged rows stay on loops
     return RowReductionPlan{width};
+  }
+
+  std::string describe(linalg::LinalgOp op, const RowReductionPlan &p, const ScheduleWriter &) const override {
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    std::string out = llvm::formatv("row reduction of {0}: vectors of {1}", bounds.back(), p.width).str();
+    return out + (parallelRowBlocks(op, bounds).empty() ? "" : ", rows in parallel");
   }
 
   void write(linalg::LinalgOp op, const RowReductionPlan &p, ScheduleWriter &w) const override {

@@ -48,6 +48,20 @@ public:
     return p;
   }
 
+  std::string describe(linalg::LinalgOp op, const WindowPlan &p, const ScheduleWriter &w) const override {
+    const SmallVector<int64_t> &b = p.bounds;
+    llvm::StringRef kind = isa<linalg::DepthwiseConv2DNhwcHwcOp>(op) ? "depthwise conv"
+                           : isa<linalg::PoolingNhwcMaxOp>(op)       ? "max pool"
+                                                                     : "sum pool";
+    std::string out = llvm::formatv("{0} {1}x{2} on {3}x{4}x{5}: registers {6}x{7}", kind, b[4], b[5], b[1], b[2],
+                                    b[3], p.rt.m, p.rt.n)
+                          .str();
+    if (!p.parallel) return out + ", one thread";
+    const SmallVector<int64_t> &fs = p.forallSizes;
+    out += llvm::formatv(", {0} parallel blocks", (fs[0] ? b[0] / fs[0] : 1) * (fs[1] ? b[1] / fs[1] : 1)).str();
+    return out + ScheduleWriter::fusedText(w.fusedOf(op)) + (p.inRegisters ? " in registers" : "");
+  }
+
   void write(linalg::LinalgOp op, const WindowPlan &p, ScheduleWriter &w) const override {
     Schedule &schedule = w.schedule();
     Fused f = w.fusedOf(op);

@@ -1,6 +1,7 @@
 // The shared pieces of kiln-cpu-strategy's schedules (see Writer.h).
 #include "lowering/cpu/strategy/Writer.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
 
 #include <algorithm>
@@ -29,6 +30,44 @@ void ScheduleWriter::fuseIntoAnchors(ModuleOp module) {
 std::string ScheduleWriter::tag(Operation *op) {
   op->setAttr(kStrategyIdAttr, builder_.getI64IntegerAttr(sid_));
   return schedule_.match(sid_++);
+}
+
+std::string ScheduleWriter::description() const {
+  std::vector<std::pair<bool, std::string>> lines = described_;
+  std::stable_sort(lines.begin(), lines.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, int>> counted;
+  for (const auto &[minor, line] : lines) {
+    auto it = std::find_if(counted.begin(), counted.end(), [&](const auto &c) { return c.first == line; });
+    if (it == counted.end())
+      counted.push_back({line, 1});
+    else
+      ++it->second;
+  }
+  std::string out;
+  for (const auto &[line, n] : counted)
+    out += (out.empty() ? "" : "; ") + line + (n > 1 ? " x" + std::to_string(n) : "");
+  return out;
+}
+
+std::string ScheduleWriter::fusedText(const Fused &f) {
+  std::string out;
+  if (f.init) out += isa<linalg::FillOp>(f.init) ? " + fill" : " + init";
+  if (!f.epilogue) return out;
+  // The epilogue's arithmetic, each op once: arith.maximumf -> maximum.
+  SmallVector<std::string> names;
+  linalg::GenericOp epilogue = f.epilogue;
+  for (Operation &op : epilogue.getBody()->without_terminator()) {
+    llvm::StringRef name = op.getName().stripDialect();
+    if (op.getDialect() && op.getDialect()->getNamespace() == "arith" && name.ends_with("f") && name != "negf")
+      name = name.drop_back();
+    if (name == "constant" || llvm::is_contained(names, name.str())) continue;
+    names.push_back(name.str());
+  }
+  if (names.size() > 5) {
+    names.resize(5);
+    names.push_back("...");
+  }
+  return out + " + epilogue(" + llvm::join(names, ", ") + ")";
 }
 
 int64_t ScheduleWriter::idOf(linalg::LinalgOp op) { return op->getAttrOfType<IntegerAttr>(kStrategyIdAttr).getInt(); }

@@ -18,6 +18,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln::lowering::strategy {
 
@@ -100,6 +101,19 @@ public:
   /// The id the next tagged op gets.
   int64_t nextId() const { return sid_; }
 
+  /// What the kernel's code does, for profiles (`kiln profile`'s strategy
+  /// column): one line per op a strategy scheduled (OpStrategy::describe)
+  /// or left on loops, in the order they were met.
+  /// `minor` lines (fills, elementwise ops: memory-bound passes whose plan
+  /// says little) come after the others.
+  void describe(std::string line, bool minor = false) { described_.push_back({minor, std::move(line)}); }
+  /// Those lines, each distinct one once with its count ("elementwise x3"),
+  /// joined by "; ", the minor ones last.
+  std::string description() const;
+  /// " + init + epilogue(add, maximum)": what `f` fuses into its anchor's
+  /// tiles ("" when nothing).
+  static std::string fusedText(const Fused &f);
+
 private:
   /// The handles tileFusedParts leaves: the op, its epilogue and init
   /// (empty when none) inside the scf.forall.
@@ -120,6 +134,7 @@ private:
   int64_t sid_ = 0;
   llvm::DenseMap<Operation *, Fused> fused_;
   llvm::DenseSet<Operation *> claimed_;
+  std::vector<std::pair<bool, std::string>> described_;
 };
 
 }  // namespace kiln::lowering::strategy

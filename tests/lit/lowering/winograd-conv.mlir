@@ -32,7 +32,7 @@
 // WINO-COUNT-36: vector.transfer_write
 // WINO: tensor.parallel_insert_slice
 // WINO: tensor.collapse_shape %arg2 {{\[\[}}0, 1], [2], [3]] : tensor<6x6x8x8xf32> into tensor<36x8x8xf32>
-// WINO: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<36x64x8xf32>, tensor<36x8x8xf32>) outs(%{{.*}} : tensor<36x64x8xf32>)
+// WINO: linalg.batch_matmul {kiln.winograd = 4 : i64} ins(%{{.*}}, %{{.*}} : tensor<36x64x8xf32>, tensor<36x8x8xf32>) outs(%{{.*}} : tensor<36x64x8xf32>)
 // WINO: scf.forall (%{{.*}}) in (8) shared_outs(%{{.*}}) -> (tensor<1x32x32x8xf32>)
 // WINO: vector.transfer_read %arg1
 // WINO-COUNT-36: vector.transfer_read

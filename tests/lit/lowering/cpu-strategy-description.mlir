@@ -1,0 +1,69 @@
+// RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32})" | FileCheck %s --check-prefix=AVX512
+// RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s --check-prefix=AVX2
+// RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=0})" | FileCheck %s --check-prefix=OFF
+
+// kiln-cpu-strategy says what it made of each kernel (module attribute
+// kiln.strategy; `kiln profile` prints it under each kernel and the report
+// shows it beside %peak): register tiles by vector width, blocks, fused
+// epilogues, and the ops no strategy took, which run as plain loops.
+
+// A matmul with its bias and ReLU in the parallel tiles (TOSA's 3-D
+// matmul flattened for the bias, as exporters write nn.Linear): AVX-512
+// takes 4 rows of 4 zmm, AVX2 4 rows of 2 ymm.
+// AVX512: module attributes {kiln.strategy = "matmul 196x256x128: registers 4x64, 28 parallel blocks of 28x64 + fill + epilogue(add, minimum, maximum)"}
+// AVX2: module attributes {kiln.strategy = "matmul 196x256x128: registers 4x16, {{[0-9]+}} parallel blocks of {{[0-9]+}}x{{[0-9]+}} + fill + epilogue(add, minimum, maximum)"}
+// Without vectors: no strategy, nothing said.
+// OFF-NOT: kiln.strategy
+func.func @matmul_bias_relu(%a: tensor<1x196x128xf32>, %b: tensor<1x128x256xf32>, %bias: tensor<1x256xf32>) -> tensor<196x256xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.matmul %a, %b, %z, %z : (tensor<1x196x128xf32>, tensor<1x128x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x196x256xf32>
+  %shape = tosa.const_shape {values = dense<[196, 256]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %f = tosa.reshape %r, %shape : (tensor<1x196x256xf32>, !tosa.shape<2>) -> tensor<196x256xf32>
+  %s = tosa.add %f, %bias : (tensor<196x256xf32>, tensor<1x256xf32>) -> tensor<196x256xf32>
+  %c = tosa.clamp %s {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<196x256xf32>) -> tensor<196x256xf32>
+  return %c : tensor<196x256xf32>
+}
+
+// -----
+
+// A matmul whose result is transposed to heads: the transpose is a
+// pass of its own on loops, and says so.
+// AVX512: kiln.strategy = "matmul 128x256x64: registers 4x64{{.*}}; loops: transpose 1x4x128x64;
+// AVX2: kiln.strategy = "matmul 128x256x64: registers 4x16{{.*}}; loops: transpose 1x4x128x64;
+func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -> tensor<1x4x128x64xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.matmul %a, %b, %z, %z : (tensor<1x128x64xf32>, tensor<1x64x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x256xf32>
+  %shape = tosa.const_shape {values = dense<[1, 128, 4, 64]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %h = tosa.reshape %r, %shape : (tensor<1x128x256xf32>, !tosa.shape<4>) -> tensor<1x128x4x64xf32>
+  %t = tosa.transpose %h {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x4x64xf32>) -> tensor<1x4x128x64xf32>
+  return %t : tensor<1x4x128x64xf32>
+}
+
+// -----
+
+// A 3x3 conv with its bias and ReLU in the register tiles; a depthwise
+// conv; a softmax's row reductions and elementwise passes (those last,
+// counted).
+// AVX512: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x64, 8 channels at a time, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x64, one thread; fill x8"
+// AVX2: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x16, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x16, one thread; fill x8"
+func.func @convs(%x: tensor<1x28x28x32xf32>, %w: tensor<64x3x3x32xf32>, %bias: tensor<64xf32>, %dw: tensor<3x3x64x1xf32>) -> tensor<1x28x28x64xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x28x28x32xf32>, tensor<64x3x3x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x28x28x64xf32>
+  %c = tosa.clamp %r {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<1x28x28x64xf32>) -> tensor<1x28x28x64xf32>
+  %d = tosa.depthwise_conv2d %c, %dw, %bias, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x28x28x64xf32>, tensor<3x3x64x1xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x28x28x64xf32>
+  return %d : tensor<1x28x28x64xf32>
+}
+
+// -----
+
+// AVX512: kiln.strategy = "row reduction of 1000: vectors of {{[0-9]+}}{{.*}}; elementwise{{.*}} x{{[0-9]+}}
+func.func @softmax(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x1000xf32>) -> tensor<4x1xf32>
+  %s = tosa.sub %x, %m : (tensor<4x1000xf32>, tensor<4x1xf32>) -> tensor<4x1000xf32>
+  %e = tosa.exp %s : (tensor<4x1000xf32>) -> tensor<4x1000xf32>
+  %sum = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<4x1000xf32>) -> tensor<4x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %z = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %e, %r, %z : (tensor<4x1000xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x1000xf32>
+  return %y : tensor<4x1000xf32>
+}
