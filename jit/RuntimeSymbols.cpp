@@ -2,6 +2,7 @@
 
 #include "runtime/Executable.h"
 #include "runtime/Executor.h"
+#include "runtime/HostBlocks.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -51,90 +52,13 @@ extern "C" void kiln_parallel_for_forwarding_faults(int64_t n, int64_t grain,
       &frame);
   if (int64_t f = frame.fault.load(); f && !tlsFault) tlsFault = f;
 }
-/// Buffers generated code allocates (memref.alloc -> malloc/free) come from
-/// here: blocks of 64 KiB and more are kept for reuse by size instead of
-/// going back to the system, so a steady stream of calls does not mmap,
-/// fault in and zero its intermediate buffers on every call. Each block has
-/// a 64-byte header in front (the returned pointer stays 64-byte aligned).
-class JitAllocator {
-public:
-  void *allocate(size_t bytes, size_t align) {
-    if (align > kHeader) return allocateAligned(bytes, align);
-    size_t cls = bytes >= kLargeBlock ? roundUp(bytes, 4096) : 0;
-    if (cls) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = free_.find(cls);
-      if (it != free_.end() && !it->second.empty()) {
-        void *raw = it->second.back();
-        it->second.pop_back();
-        cached_ -= cls;
-        return static_cast<char *>(raw) + kHeader;
-      }
-    }
-    size_t total = roundUp((cls ? cls : bytes) + kHeader, kHeader);
-    void *raw = std::aligned_alloc(kHeader, total);
-    if (!raw) return nullptr;
-    auto *h = static_cast<Header *>(raw);
-    h->magic = kMagic;
-    h->sizeClass = cls;
-    h->raw = raw;
-    return static_cast<char *>(raw) + kHeader;
-  }
-
-  void release(void *p) {
-    if (!p) return;
-    auto *h = reinterpret_cast<Header *>(static_cast<char *>(p) - kHeader);
-    if (h->magic != kMagic) {  // never ours: nothing generated frees foreign memory
-      std::abort();
-    }
-    if (h->sizeClass) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cached_ + h->sizeClass <= kMaxCached) {
-        free_[h->sizeClass].push_back(h->raw);
-        cached_ += h->sizeClass;
-        return;
-      }
-    }
-    h->magic = 0;
-    std::free(h->raw);
-  }
-
-private:
-  struct Header {
-    uint64_t magic;
-    size_t sizeClass;  // 0: not cached
-    void *raw;         // what std::aligned_alloc returned
-  };
-  static constexpr size_t kHeader = 64;
-  static constexpr uint64_t kMagic = 0x6b696c6e6a697431ull;  // "kilnjit1"
-  static constexpr size_t kLargeBlock = 64 * 1024;
-  static constexpr size_t kMaxCached = size_t(1) << 30;
-  static size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-  void *allocateAligned(size_t bytes, size_t align) {
-    size_t total = roundUp(bytes + align + kHeader, align);
-    void *raw = std::aligned_alloc(align, total);
-    if (!raw) return nullptr;
-    char *user = static_cast<char *>(raw) + roundUp(kHeader, align);
-    auto *h = reinterpret_cast<Header *>(user - kHeader);
-    h->magic = kMagic;
-    h->sizeClass = 0;
-    h->raw = raw;
-    return user;
-  }
-
-  std::mutex mu_;
-  std::map<size_t, std::vector<void *>> free_;
-  size_t cached_ = 0;
-};
-
-JitAllocator &jitAllocator() {
-  static JitAllocator *a = new JitAllocator();  // never destroyed: code may free at exit
-  return *a;
-}
-extern "C" void *kiln_jit_malloc(size_t bytes) { return jitAllocator().allocate(bytes, 16); }
-extern "C" void *kiln_jit_aligned_alloc(size_t align, size_t bytes) { return jitAllocator().allocate(bytes, align); }
-extern "C" void kiln_jit_free(void *p) { jitAllocator().release(p); }
+/// Buffers generated code allocates (memref.alloc -> malloc/free) come
+/// from the host's block cache (runtime/HostBlocks.h): blocks of 64 KiB and
+/// more are kept for reuse by size, so a steady stream of calls does not
+/// mmap, fault in and zero its intermediate buffers on every call.
+extern "C" void *kiln_jit_malloc(size_t bytes) { return hostBlocks().allocate(bytes, 16); }
+extern "C" void *kiln_jit_aligned_alloc(size_t align, size_t bytes) { return hostBlocks().allocate(bytes, align); }
+extern "C" void kiln_jit_free(void *p) { hostBlocks().release(p); }
 
 /// The scratch buffer of the step running on this thread (ScratchScope):
 /// `memory` until a kernel takes it, then `given` until it gives it back.
@@ -152,14 +76,14 @@ extern "C" void *kiln_scratch_acquire(int64_t bytes) {
     tlsScratch.memory = nullptr;
     return tlsScratch.given;
   }
-  return jitAllocator().allocate(size_t(std::max<int64_t>(bytes, 1)), 64);
+  return hostBlocks().allocate(size_t(std::max<int64_t>(bytes, 1)), 64);
 }
 extern "C" void kiln_scratch_release(void *p) {
   if (p && p == tlsScratch.given) {
     tlsScratch.given = nullptr;
     return;
   }
-  jitAllocator().release(p);
+  hostBlocks().release(p);
 }
 }  // namespace
 
@@ -190,7 +114,7 @@ const std::vector<std::pair<const char *, void *>> &runtimeSymbols() {
       {"kiln_parallel_for", reinterpret_cast<void *>(&kiln_parallel_for_forwarding_faults)},
       // Strided memref copies that lowering leaves as calls (MLIR's C runner utils).
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-      // Buffers of generated code, reused across calls (JitAllocator).
+      // Buffers of generated code, reused across calls (runtime/HostBlocks.h).
       {"malloc", reinterpret_cast<void *>(&kiln_jit_malloc)},
       {"free", reinterpret_cast<void *>(&kiln_jit_free)},
       {"aligned_alloc", reinterpret_cast<void *>(&kiln_jit_aligned_alloc)},

@@ -1,5 +1,6 @@
 #include "runtime/Tensor.h"
 #include "runtime/Error.h"
+#include "runtime/HostBlocks.h"
 #include "runtime/Poison.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -222,9 +223,13 @@ llvm::Expected<Shape> parseShape(llvm::StringRef text, bool allowDynamic) {
 static_assert(sizeof(Buffer) <= kBufferAlignment, "the buffer header must fit in one alignment unit");
 
 namespace {
-/// malloc (thread-cached, fast for small blocks) with manual 64-byte
-/// alignment; the raw pointer sits just before the aligned address.
-/// Null when malloc has none.
+/// A buffer's block: from the host's block cache (HostBlocks.h), which
+/// keeps blocks of 64 KiB and more for reuse by size (a call's outputs are
+/// not mapped, faulted in and zeroed again on every call). AddressSanitizer
+/// builds take malloc, which checks every use after free; the raw pointer
+/// then sits just before the 64-byte aligned address. Null when there is no
+/// memory.
+#if defined(__SANITIZE_ADDRESS__)
 void *tryAlignedBlock(size_t bytes) {
   void *raw = std::malloc(bytes + kBufferAlignment + sizeof(void *));
   if (!raw) return nullptr;
@@ -232,15 +237,19 @@ void *tryAlignedBlock(size_t bytes) {
   reinterpret_cast<void **>(p)[-1] = raw;
   return reinterpret_cast<void *>(p);
 }
+void freeBlock(void *p) {
+  if (p) std::free(reinterpret_cast<void **>(p)[-1]);
+}
+#else
+void *tryAlignedBlock(size_t bytes) { return hostBlocks().allocate(bytes, kBufferAlignment); }
+void freeBlock(void *p) { hostBlocks().release(p); }
+#endif
 void *alignedBlock(size_t bytes) {
   if (bytes > SIZE_MAX - 2 * kBufferAlignment - sizeof(void *))  // never wrap to a small block
     llvm::report_bad_alloc_error("kiln: a buffer larger than the address space was requested");
   void *block = tryAlignedBlock(bytes);
   if (!block) llvm::report_bad_alloc_error("kiln: out of host memory");
   return block;
-}
-void freeBlock(void *p) {
-  if (p) std::free(reinterpret_cast<void **>(p)[-1]);
 }
 }  // namespace
 

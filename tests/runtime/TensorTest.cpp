@@ -1,4 +1,5 @@
 #include "runtime/Error.h"
+#include "runtime/HostBlocks.h"
 #include "runtime/Npy.h"
 #include "runtime/Tensor.h"
 #include "tests/TestUtil.h"
@@ -6,6 +7,8 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <atomic>
+#include <cstring>
+#include <vector>
 #include <thread>
 
 using namespace kiln;
@@ -178,4 +181,62 @@ TEST(HugePageSlabs, ReadersSeeTheSameValuesWhileABufferMoves) {
   done.store(true);
   for (std::thread &t : readers) t.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// Host blocks of 64 KiB and more come back from a free list of their size
+// (a steady stream of calls does not map, fault in and zero its outputs
+// again); smaller ones and other alignments go to malloc; trim() returns
+// the cached ones.
+TEST(HostBlocks, LargeBlocksAreReusedBySizeSmallOnesAreNot) {
+  HostBlocks &blocks = hostBlocks();
+  blocks.trim();
+  void *a = blocks.allocate(384 * 1024);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, 384 * 1024);
+  blocks.release(a);
+  EXPECT_EQ(blocks.cachedBytes(), 384u * 1024);
+  void *b = blocks.allocate(384 * 1024 - 100);  // the same size class (whole pages)
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(blocks.cachedBytes(), 0u);
+  void *c = blocks.allocate(1024 * 1024);  // another class: a fresh block
+  EXPECT_NE(c, a);
+  blocks.release(b);
+  blocks.release(c);
+  EXPECT_EQ(blocks.cachedBytes(), (384u + 1024) * 1024);
+  void *small = blocks.allocate(1000);
+  blocks.release(small);
+  EXPECT_EQ(blocks.cachedBytes(), (384u + 1024) * 1024);  // not kept
+  for (size_t align : {128, 4096}) {
+    void *p = blocks.allocate(200 * 1024, align);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u) << align;
+    blocks.release(p);
+  }
+  blocks.trim();
+  EXPECT_EQ(blocks.cachedBytes(), 0u);
+  // Tensors' buffers take their blocks from here too (outside AddressSanitizer
+  // builds, which keep malloc to check every use after free).
+#if !defined(__SANITIZE_ADDRESS__)
+  const void *first = nullptr;
+  {
+    auto t = Tensor::allocate(DType::f32, {96 * 1024}, "a test tensor");
+    ASSERT_TRUE(bool(t));
+    first = t->rawData();
+  }
+  EXPECT_GE(blocks.cachedBytes(), 384u * 1024);
+  auto again = Tensor::allocate(DType::f32, {96 * 1024}, "a test tensor");
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(again->rawData(), first);
+#endif
+}
+
+TEST(HostBlocksDeathTest, ReleasingForeignMemoryAborts) {
+  // A pointer malloc gave, released here, would corrupt the heap: abort at once.
+  EXPECT_DEATH(
+      {
+        std::vector<char> foreign(256, 0);
+        hostBlocks().release(foreign.data() + 128);
+      },
+      "");
 }
