@@ -20,6 +20,8 @@
 //   Elementwise.cpp  elementwise ops and fills: whole vectors, one static
 //                    tail
 //   Pad.cpp          pads: the interior copied, fills of the border only
+//   Transpose.cpp    transposes of activations that keep the innermost
+//                    dimension: rows in vectors
 //
 // An anchor's (matmul, conv, depthwise conv, pooling) accumulator init and
 // elementwise epilogue run inside its parallel tiles, or in its register

@@ -158,7 +158,9 @@ TEST(CpuStrategy, EachOpClassHasItsStrategy) {
                  %bb: tensor<2x8x16xf32>, %bw: tensor<2x16x32xf32>, %bc: tensor<2x8x32xf32>,
                  %img: tensor<1x10x10x16xf32>, %fhwc: tensor<32x3x3x16xf32>, %conv: tensor<1x8x8x32xf32>,
                  %dwf: tensor<3x3x16xf32>, %dw: tensor<1x8x8x16xf32>, %win: tensor<3x3xf32>,
-                 %row: tensor<8xf32>, %col: tensor<32xf32>, %ints: tensor<8x32xi32>, %ib: tensor<32x32xi32>) {
+                 %row: tensor<8xf32>, %col: tensor<32xf32>, %ints: tensor<8x32xi32>, %ib: tensor<32x32xi32>,
+                 %heads: tensor<1x8x4x16xf32>, %split: tensor<1x4x8x16xf32>, %kt: tensor<1x4x16x8xf32>,
+                 %wt: tensor<32x16xf32>) {
       %0 = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%c : tensor<8x32xf32>) -> tensor<8x32xf32>
       %1 = linalg.batch_matmul ins(%bb, %bw : tensor<2x8x16xf32>, tensor<2x16x32xf32>) outs(%bc : tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
       %2 = linalg.conv_2d_nhwc_fhwc ins(%img, %fhwc : tensor<1x10x10x16xf32>, tensor<32x3x3x16xf32>) outs(%conv : tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32>
@@ -176,6 +178,10 @@ TEST(CpuStrategy, EachOpClassHasItsStrategy) {
       %7 = linalg.fill ins(%z : f32) outs(%c : tensor<8x32xf32>) -> tensor<8x32xf32>
       %8 = linalg.matmul ins(%ints, %ib : tensor<8x32xi32>, tensor<32x32xi32>) outs(%ints : tensor<8x32xi32>) -> tensor<8x32xi32>
       %9 = linalg.reduce { arith.addf } ins(%c : tensor<8x32xf32>) outs(%col : tensor<32xf32>) dimensions = [0]
+      %10 = linalg.transpose ins(%heads : tensor<1x8x4x16xf32>) outs(%split : tensor<1x4x8x16xf32>) permutation = [0, 2, 1, 3]
+      %11 = linalg.transpose ins(%heads : tensor<1x8x4x16xf32>) outs(%kt : tensor<1x4x16x8xf32>) permutation = [0, 2, 3, 1]
+      %12 = linalg.transpose ins(%wt : tensor<32x16xf32>) outs(%b : tensor<16x32xf32>) permutation = [1, 0]
+      %13 = linalg.matmul ins(%a, %12 : tensor<8x16xf32>, tensor<16x32xf32>) outs(%c : tensor<8x32xf32>) -> tensor<8x32xf32>
       return
     }
   )mlir";
@@ -192,8 +198,9 @@ TEST(CpuStrategy, EachOpClassHasItsStrategy) {
     owners.push_back(owner);
   });
   // (%8 is an i32 matmul: no strategy; %9 sums columns, the innermost
-  // loop parallel.)
+  // loop parallel; %10 splits heads, rows stay rows; %11 moves the
+  // innermost dimension; %12 is a weight's, which panel reads remove.)
   EXPECT_EQ(owners, (std::vector<std::string>{"matmul", "matmul", "conv", "window", "window", "row-reduction",
                                               "elementwise", "elementwise", "none",
-                                              "outer-reduction"}));
+                                              "outer-reduction", "transpose", "none", "none", "matmul"}));
 }

@@ -5,7 +5,8 @@ namespace kiln::lowering::strategy {
 
 llvm::ArrayRef<const OpStrategy *> strategies() {
   static const OpStrategy *const all[] = {&matmulStrategy(),         &convStrategy(),         &windowStrategy(),
-                                          &outerReductionStrategy(), &rowReductionStrategy(), &elementwiseStrategy()};
+                                          &outerReductionStrategy(), &rowReductionStrategy(), &elementwiseStrategy(),
+                                          &transposeStrategy()};
   return all;
 }
 

@@ -9,6 +9,7 @@
 //   Window.cpp       depthwise conv, pooling
 //   Reduction.cpp    outer reductions, row reductions
 //   Elementwise.cpp  elementwise ops and fills
+//   Transpose.cpp    transposes that keep the innermost dimension
 //   Pad.cpp          pads (decomposed before the schedule: fills of the
 //                    border, then elementwise's)
 //
@@ -76,6 +77,7 @@ const OpStrategy &windowStrategy();
 const OpStrategy &outerReductionStrategy();
 const OpStrategy &rowReductionStrategy();
 const OpStrategy &elementwiseStrategy();
+const OpStrategy &transposeStrategy();
 
 /// Every strategy, in the order they are tried.
 llvm::ArrayRef<const OpStrategy *> strategies();

@@ -26,17 +26,19 @@ func.func @matmul_bias_relu(%a: tensor<1x196x128xf32>, %b: tensor<1x128x256xf32>
 
 // -----
 
-// A matmul whose result is transposed to heads: the transpose is a
-// pass of its own on loops, and says so.
-// AVX512: kiln.strategy = "matmul 128x256x64: registers 4x64{{.*}}; loops: transpose 1x4x128x64;
-// AVX2: kiln.strategy = "matmul 128x256x64: registers 4x16{{.*}}; loops: transpose 1x4x128x64;
-func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -> tensor<1x4x128x64xf32> {
+// A matmul whose result is split into heads: the split ([0, 2, 1, 3],
+// rows stay rows) copies rows in vectors; the transpose for K^T, which
+// moves the innermost dimension, stays on loops, and says so.
+// AVX512: kiln.strategy = "matmul 128x256x64: registers 4x64, 8 parallel blocks of 64x64; transpose 1x4x128x64: rows in vectors; loops: transpose 1x4x64x128; fill"
+// AVX2: kiln.strategy = "matmul 128x256x64: registers 4x16, 8 parallel blocks of 128x32; transpose 1x4x128x64: rows in vectors; loops: transpose 1x4x64x128; fill"
+func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -> (tensor<1x4x128x64xf32>, tensor<1x4x64x128xf32>) {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %r = tosa.matmul %a, %b, %z, %z : (tensor<1x128x64xf32>, tensor<1x64x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x256xf32>
   %shape = tosa.const_shape {values = dense<[1, 128, 4, 64]> : tensor<4xindex>} : () -> !tosa.shape<4>
   %h = tosa.reshape %r, %shape : (tensor<1x128x256xf32>, !tosa.shape<4>) -> tensor<1x128x4x64xf32>
   %t = tosa.transpose %h {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x4x64xf32>) -> tensor<1x4x128x64xf32>
-  return %t : tensor<1x4x128x64xf32>
+  %k = tosa.transpose %h {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x128x4x64xf32>) -> tensor<1x4x64x128xf32>
+  return %t, %k : tensor<1x4x128x64xf32>, tensor<1x4x64x128xf32>
 }
 
 // -----
