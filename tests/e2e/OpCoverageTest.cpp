@@ -412,6 +412,49 @@ std::vector<Case> allCases() {
     c.ranges = {{-2, 2}};
     cs.push_back(c);
   }
+  // Transposes as attention and image layouts write them: the head split
+  // (rows stay rows: vectors, a tail of 4 when rows are 20), K^T (the
+  // innermost dimension moves: blocks transposed in registers, 16x12 /
+  // 8x8 / 4x4 by vector width), int32 too; a 3-wide innermost dimension
+  // (NCHW -> NHWC of an image) stays on loops.
+  auto transposeCase = [&](std::string name, DType d, std::vector<int64_t> in, std::vector<int64_t> perm) {
+    Case c;
+    std::vector<int64_t> out(perm.size());
+    for (size_t k = 0; k < perm.size(); ++k) out[k] = in[size_t(perm[k])];
+    TensorType t = tt(d, in), o = tt(d, out);
+    c.name = std::move(name);
+    c.args = {t};
+    c.results = {o};
+    std::string perms;
+    for (int64_t q : perm) perms += (perms.empty() ? "" : ", ") + std::to_string(q);
+    c.body = "  %r0 = \"tosa.transpose\"(%a0) <{perms = array<i32: " + perms + ">}> : (" + mt(t) + ") -> " +
+             mt(o) + "\n";
+    c.ref = [in, out, perm](const std::vector<Values> &x) {
+      size_t n = x[0].size(), rank = in.size();
+      Values y(n);
+      std::vector<int64_t> idx(rank, 0);  // output index, row-major
+      for (size_t e = 0; e < n; ++e) {
+        int64_t src = 0;  // input offset of output element idx
+        for (size_t a = 0; a < rank; ++a) {
+          // input dim a is output dim k with perm[k] == a
+          size_t k = size_t(std::find(perm.begin(), perm.end(), int64_t(a)) - perm.begin());
+          src = src * in[a] + idx[k];
+        }
+        y[e] = x[0][size_t(src)];
+        for (size_t k = rank; k-- > 0;)
+          if (++idx[k] < out[k]) break;
+          else idx[k] = 0;
+      }
+      return std::vector<Values>{y};
+    };
+    c.ranges = {d == I ? std::pair<double, double>{-50, 50} : std::pair<double, double>{-2, 2}};
+    cs.push_back(c);
+  };
+  transposeCase("transpose_heads_f32", F, {1, 24, 4, 16}, {0, 2, 1, 3});
+  transposeCase("transpose_heads_tail_f32", F, {1, 6, 3, 20}, {0, 2, 1, 3});
+  transposeCase("transpose_kt_f32", F, {1, 24, 3, 16}, {0, 2, 3, 1});
+  transposeCase("transpose_kt_i32", I, {1, 32, 2, 16}, {0, 2, 3, 1});
+  transposeCase("transpose_nchw_to_nhwc_f32", F, {1, 3, 10, 12}, {0, 2, 3, 1});
   {
     Case c;
     TensorType t = tt(I, {2, 3, 4}), o = tt(I, {6, 4});

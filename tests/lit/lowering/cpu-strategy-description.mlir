@@ -28,9 +28,9 @@ func.func @matmul_bias_relu(%a: tensor<1x196x128xf32>, %b: tensor<1x128x256xf32>
 
 // A matmul whose result is split into heads: the split ([0, 2, 1, 3],
 // rows stay rows) copies rows in vectors; the transpose for K^T, which
-// moves the innermost dimension, stays on loops, and says so.
-// AVX512: kiln.strategy = "matmul 128x256x64: registers 4x64, 8 parallel blocks of 64x64; transpose 1x4x128x64: rows in vectors; loops: transpose 1x4x64x128; fill"
-// AVX2: kiln.strategy = "matmul 128x256x64: registers 4x16, 8 parallel blocks of 128x32; transpose 1x4x128x64: rows in vectors; loops: transpose 1x4x64x128; fill"
+// moves the innermost dimension, transposes blocks of a vector's width.
+// AVX512: kiln.strategy = "matmul 128x256x64: registers 4x64, 8 parallel blocks of 64x64; transpose 1x4x128x64: rows in vectors; transpose 1x4x64x128: blocks of 16x16 transposed in registers; fill"
+// AVX2: kiln.strategy = "matmul 128x256x64: registers 4x16, 8 parallel blocks of 128x32; transpose 1x4x128x64: rows in vectors; transpose 1x4x64x128: blocks of 8x8 transposed in registers; fill"
 func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -> (tensor<1x4x128x64xf32>, tensor<1x4x64x128xf32>) {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %r = tosa.matmul %a, %b, %z, %z : (tensor<1x128x64xf32>, tensor<1x64x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x256xf32>
@@ -68,4 +68,16 @@ func.func @softmax(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
   %z = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %y = tosa.mul %e, %r, %z : (tensor<4x1000xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x1000xf32>
   return %y : tensor<4x1000xf32>
+}
+
+// -----
+
+// An image from NCHW to NHWC: 3 channels are too narrow for blocks, so the
+// transpose stays on loops and says so.
+// AVX512: kiln.strategy = "transpose on loops; elementwise in parallel"
+func.func @nchw_to_nhwc(%x: tensor<1x3x224x224xf32>) -> tensor<1x224x224x3xf32> {
+  %t = tosa.transpose %x {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x3x224x224xf32>) -> tensor<1x224x224x3xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1x3xf32>}> : () -> tensor<1x1x1x3xf32>
+  %r = tosa.add %t, %one : (tensor<1x224x224x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x224x224x3xf32>
+  return %r : tensor<1x224x224x3xf32>
 }

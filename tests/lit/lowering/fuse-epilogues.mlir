@@ -109,3 +109,29 @@ func.func @linear_gelu(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %bia
   %r = tosa.mul %z, %eh, %sh : (tensor<1x64x256xf32>, tensor<1x64x256xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
   return %r : tensor<1x64x256xf32>
 }
+
+// The same layer as the ONNX route writes it (MatMul on [1, M, K], then the
+// bias and GELU on the 3-D result, no reshape between): the epilogue loses
+// its unit batch loop and is fused the same way, not a pass of its own.
+// CHECK-LABEL: func.func @linear_gelu_3d
+// CHECK-NOT: memref.alloc
+// CHECK: scf.forall
+// CHECK: vector.fma
+// CHECK: math.fma
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @linear_gelu_3d(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %bias: tensor<1x1x256xf32>) -> tensor<1x64x256xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %y = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x256xf32>
+  %z = tosa.add %y, %bias : (tensor<1x64x256xf32>, tensor<1x1x256xf32>) -> tensor<1x64x256xf32>
+  %e = tosa.erf %z : (tensor<1x64x256xf32>) -> tensor<1x64x256xf32>
+  %e1 = tosa.add %e, %one : (tensor<1x64x256xf32>, tensor<1x1x1xf32>) -> tensor<1x64x256xf32>
+  %eh = tosa.mul %e1, %half, %sh : (tensor<1x64x256xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
+  %r = tosa.mul %z, %eh, %sh : (tensor<1x64x256xf32>, tensor<1x64x256xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
+  return %r : tensor<1x64x256xf32>
+}
