@@ -1370,7 +1370,9 @@ std::vector<Case> sweepCases() {
     c.paddedRows = g.f % 64 == 0 && !c.panels;
     cs.push_back(c);
   }
-  for (int64_t n : {1, 7, 16, 33, 64, 100, 1000}) {
+  // Rows no vector width divides (33, 100, 197: ViT's tokens) take whole
+  // vectors, then the rest after them.
+  for (int64_t n : {1, 7, 16, 33, 64, 100, 197, 1000}) {
     Case c = reduce("reduce_sum", F, {3, n}, 1, [](double a, double b) { return a + b; }, 0);
     c.name = "reduce_sum_3x" + std::to_string(n);
     c.rtol = 1e-5;
@@ -1400,7 +1402,7 @@ std::vector<Case> sweepCases() {
     m.name = "reduce_max_" + shapeToString(shape) + "_axis" + std::to_string(axis);
     cs.push_back(m);
   }
-  for (int64_t n : {24, 96, 1000}) {  // rows split into vector partials (kiln-cpu-strategy)
+  for (int64_t n : {24, 96, 197, 1000}) {  // rows split into vector partials (kiln-cpu-strategy)
     Case c = reduce("reduce_max", F, {5, n}, 1, [](double a, double b) { return std::max(a, b); }, -INFINITY);
     c.name = "reduce_max_5x" + std::to_string(n);
     cs.push_back(c);

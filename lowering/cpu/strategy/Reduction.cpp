@@ -60,6 +60,10 @@ public:
 
 struct RowReductionPlan {
   int64_t width = 0;  // of the vector partials
+  /// Rows no vector width divides (197 tokens of ViT, any odd sequence
+  /// length): the first `whole` elements of each row in vectors, the rest
+  /// (fewer than `width`) reduced after them as one short vector.
+  int64_t whole = 0;
 };
 
 class RowReductionStrategy final : public PlannedStrategy<RowReductionPlan> {
@@ -71,13 +75,20 @@ public:
   std::optional<RowReductionPlan> choose(linalg::LinalgOp op, const ScheduleWriter &w) const override {
     int64_t inner = op.getStaticLoopRanges().back();
     int64_t width = innerWidth(op, w);
-    if (width == 0 || inner == width) return std::nullopt;  // short or ragged rows stay on loops
-    return RowReductionPlan{width};
+    if (width != 0) {
+      if (inner == width) return std::nullopt;  // short rows stay on loops
+      return RowReductionPlan{width, 0};
+    }
+    // Ragged rows: whole vectors, then the rest.
+    int64_t lanes = w.lanes() * 32 / uniformFloatBits(op);
+    if (inner < 2 * lanes) return std::nullopt;
+    return RowReductionPlan{lanes, inner - inner % lanes};
   }
 
   std::string describe(linalg::LinalgOp op, const RowReductionPlan &p, const ScheduleWriter &) const override {
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();
     std::string out = llvm::formatv("row reduction of {0}: vectors of {1}", bounds.back(), p.width).str();
+    if (p.whole) out += llvm::formatv(" (+{0} after)", bounds.back() - p.whole).str();
     return out + (parallelRowBlocks(op, bounds).empty() ? "" : ", rows in parallel");
   }
 
@@ -88,6 +99,15 @@ public:
     SmallVector<int64_t> rows(bounds.size(), 0), split(bounds.size(), 0);
     for (size_t i = 0; i + 1 < bounds.size(); ++i) rows[i] = bounds[i] > 1 ? 1 : 0;
     split.back() = p.width;
+    if (p.whole) {
+      // The row's whole vectors, then the rest, which continues from their
+      // result (a split along the reduction: the second part's init is the
+      // first part's result).
+      auto [whole, rest] = schedule.split(h, int64_t(bounds.size()) - 1, p.whole);
+      schedule.tileReduction(schedule.tile(whole, rows), split);
+      schedule.vectorize(schedule.tile(rest, rows));
+      return;
+    }
     h = schedule.tile(h, rows);
     schedule.tileReduction(h, split);
   }

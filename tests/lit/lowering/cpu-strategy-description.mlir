@@ -81,3 +81,14 @@ func.func @nchw_to_nhwc(%x: tensor<1x3x224x224xf32>) -> tensor<1x224x224x3xf32> 
   %r = tosa.add %t, %one : (tensor<1x224x224x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x224x224x3xf32>
   return %r : tensor<1x224x224x3xf32>
 }
+
+// -----
+
+// Rows no vector width divides (ViT's 197 tokens): whole vectors, then the
+// rest after them, not the whole row on loops.
+// AVX512: kiln.strategy = "row reduction of 197: vectors of 16 (+5 after), rows in parallel; fill"
+// AVX2: kiln.strategy = "row reduction of 197: vectors of 8 (+5 after), rows in parallel; fill"
+func.func @ragged_rows(%x: tensor<12x197x197xf32>) -> tensor<12x197x1xf32> {
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<12x197x197xf32>) -> tensor<12x197x1xf32>
+  return %m : tensor<12x197x1xf32>
+}
