@@ -117,7 +117,10 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     // op mode asks for generated code (`kernel` places them on the host).
     g.tuning.cudnnConv = o.placement.modeFor("tosa.conv2d") != OpMode::kJit;
     g.tuning.cublasMatmul = o.placement.modeFor("tosa.matmul") != OpMode::kJit;
-    if (const char *v = std::getenv("KILN_GPU_GRAPHS")) g.graphs = *v && std::string(v) != "0";
+    g.graphs = o.gpuGraphs.value_or(false);
+    g.tf32 = o.gpuTf32.value_or(false);
+    g.profile = o.gpuProfile.value_or(false);
+    g.convTimed = o.gpuConvAlgo != "heuristic";
     auto t = jit::GpuTarget::create(std::move(g));
     if (!t) return withContext(t.takeError(), "device " + o.device + ": ");
     target = std::move(*t);

@@ -106,6 +106,22 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     if (!o.compilePolicy)
       return error(ErrorCode::kInvalidArgument, "KILN_COMPILE_POLICY='%s': expected wait, tiered or kernels-only", p);
   }
+  // The GPU's switches: 0 or 1, nothing else (a typo must not pass as off).
+  for (auto [flag, name] : {std::pair{&o.gpuGraphs, "KILN_GPU_GRAPHS"}, std::pair{&o.gpuTf32, "KILN_GPU_TF32"},
+                            std::pair{&o.gpuProfile, "KILN_GPU_PROFILE"}}) {
+    if (*flag) continue;
+    const char *v = env(name);
+    if (v && llvm::StringRef(v) != "0" && llvm::StringRef(v) != "1")
+      return error(ErrorCode::kInvalidArgument, "%s='%s': expected 0 or 1", name, v);
+    *flag = v && llvm::StringRef(v) == "1";
+  }
+  if (o.gpuConvAlgo.empty())
+    if (const char *a = env("KILN_GPU_CONV_ALGO")) o.gpuConvAlgo = a;
+  if (o.gpuConvAlgo.empty()) o.gpuConvAlgo = "find";
+  if (o.gpuConvAlgo != "find" && o.gpuConvAlgo != "heuristic")
+    return error(ErrorCode::kInvalidArgument,
+                 "GPU convolution algorithm choice '%s' (KILN_GPU_CONV_ALGO): expected find (each algorithm timed once) or heuristic",
+                 o.gpuConvAlgo.c_str());
   if (!o.batchRanges) {
     const char *r = env("KILN_BATCH_RANGES");
     if (r && llvm::StringRef(r) != "0" && llvm::StringRef(r) != "1")

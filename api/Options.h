@@ -175,13 +175,25 @@ struct RuntimeOptions {
   /// GPU architecture to generate code for, e.g. sm_90 ("" = the GPU's own,
   /// else sm_90).
   std::string gpuArch;
+  /// On a GPU (docs/gpu.md), unset = the environment's, else the default:
+  /// gpuGraphs: each plan captured once as a CUDA graph and replayed by one
+  /// launch ($KILN_GPU_GRAPHS 0|1, off); gpuTf32: FP32 convolutions may
+  /// use TF32 tensor cores ($KILN_GPU_TF32 0|1, off);
+  /// gpuProfile: every launch timed with CUDA events, the totals on stderr
+  /// when the code is unloaded ($KILN_GPU_PROFILE 0|1, off); gpuConvAlgo:
+  /// how cuDNN's convolution algorithms are chosen, each timed once on the
+  /// device ("find", cuDNN's Find) or by cuDNN's heuristics ("heuristic")
+  /// ($KILN_GPU_CONV_ALGO, find).
+  std::optional<bool> gpuGraphs, gpuTf32, gpuProfile;
+  std::string gpuConvAlgo;
   /// Where warnings go (null = stderr).
   WarningSink warnings;
 
   /// `explicitOptions` completed from the environment: $KILN_CACHE_DIR
   /// (else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln), $KILN_CACHE,
   /// $KILN_OP_MODE, $KILN_DUMP_IR, $KILN_MAX_VECTOR_BITS, $KILN_PERF, $KILN_HUGE_PAGES, $KILN_DEVICE, $KILN_MEMORY_LIMIT,
-  /// $KILN_COMPILE_POLICY, $KILN_BATCH_RANGES. What `explicitOptions` sets wins. Errors
+  /// $KILN_COMPILE_POLICY, $KILN_BATCH_RANGES, $KILN_GPU_GRAPHS, $KILN_GPU_TF32,
+  /// $KILN_GPU_PROFILE, $KILN_GPU_CONV_ALGO. What `explicitOptions` sets wins. Errors
   /// name the variable and what it should hold.
   static llvm::Expected<RuntimeOptions> fromEnvironment(RuntimeOptions explicitOptions);
   static llvm::Expected<RuntimeOptions> fromEnvironment() { return fromEnvironment(RuntimeOptions()); }

@@ -295,7 +295,7 @@ public:
   std::vector<std::unique_ptr<cuda::GpuGemm>> gemms;
   size_t workspaceBytes = 0;
 
-  /// KILN_GPU_PROFILE=1: every launch is timed with CUDA events (the step
+  /// gpuProfile (KILN_GPU_PROFILE=1): every launch is timed with CUDA events (the step
   /// then waits for the GPU), and the totals go to stderr when the code is
   /// unloaded, slowest first.
   std::string name;
@@ -304,7 +304,7 @@ public:
     double ms = 0;
     uint64_t calls = 0;
   };
-  /// KILN_GPU_GRAPHS=1: the plan captured once as a CUDA graph over
+  /// gpuGraphs (KILN_GPU_GRAPHS=1): the plan captured once as a CUDA graph over
   /// buffers of its own, replayed by one run at a time (`busy`); others
   /// take plain launches meanwhile.
   struct Graph {
@@ -455,7 +455,7 @@ llvm::Expected<std::shared_ptr<LoadedCode>> GpuTarget::load(llvm::ArrayRef<char>
         shape.stride = {int(p[9]), int(p[10])};
         shape.dilation = {int(p[11]), int(p[12])};
         shape.half = p[13] == lowering::GpuLaunch::kF16;
-        auto c = cuda::GpuConv::create(*code->device, shape);
+        auto c = cuda::GpuConv::create(*code->device, shape, {options_.convTimed, options_.tf32});
         if (!c) return withContext(c.takeError(), name.str() + ": ");
         code->workspaceBytes = std::max(code->workspaceBytes, (*c)->workspaceBytes());
         conv = std::move(*c);
@@ -600,12 +600,7 @@ llvm::Error enqueuePlan(GpuCode &code, cuda::CudaStream &stream, unsigned numInp
   return llvm::Error::success();
 }
 
-bool envFlag(const char *name) {
-  const char *p = std::getenv(name);
-  return p && *p && std::strcmp(p, "0") != 0;
-}
-
-/// Builds `code`'s CUDA graph (KILN_GPU_GRAPHS=1): its own stream, buffers
+/// Builds `code`'s CUDA graph (gpuGraphs): its own stream, buffers
 /// and staging, and the plan captured once; the weights' device copies are
 /// fixed from then on.
 llvm::Error buildGraph(GpuCode &code, const StepContext &ctx) {
@@ -658,19 +653,19 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
 #else
   auto code = std::static_pointer_cast<GpuCode>(loaded);
   Launch l;
-  l.fn = [code, sites = std::move(faultSites), graphs = options_.graphs](const StepContext &ctx) -> llvm::Error {
+  l.fn = [code, sites = std::move(faultSites), graphs = options_.graphs,
+          profiling = options_.profile](const StepContext &ctx) -> llvm::Error {
     const lowering::GpuPlan &plan = code->plan;
     if (ctx.numInputs() + ctx.numOutputs() != plan.numArguments)
       return error(ErrorCode::kInternal, "GPU step %s has %u buffers, its code takes %u", ctx.stepName().c_str(),
                    ctx.numInputs() + ctx.numOutputs(), plan.numArguments);
     cuda::CudaDevice &dev = *code->device;
     if (auto err = dev.makeCurrent()) return err;
-    static const bool profiling = envFlag("KILN_GPU_PROFILE");
     unsigned numInputs = ctx.numInputs();
     std::vector<void *> outputs;
     for (unsigned i = 0; i < ctx.numOutputs(); ++i) outputs.push_back(ctx.out(i));
 
-    // KILN_GPU_GRAPHS=1: the plan replayed as one CUDA graph (captured on the
+    // gpuGraphs: the plan replayed as one CUDA graph (captured on the
     // first run) when no other run of this code holds it; a capture that
     // fails says why once and leaves the code on plain launches.
     if (graphs && !profiling) {

@@ -31,8 +31,16 @@ struct GpuTargetOptions {
   /// With dumpIRDir: also the IR after every pass.
   bool dumpIRPasses = false;
   /// Replay each plan as one CUDA graph, captured on its first run, instead
-  /// of launching its kernels one by one (KILN_GPU_GRAPHS=1; docs/gpu.md).
+  /// of launching its kernels one by one (RuntimeOptions::gpuGraphs;
+  /// docs/gpu.md).
   bool graphs = false;
+  /// cuDNN convolutions: algorithms timed once, else the heuristics' pick;
+  /// TF32 tensor cores for FP32 (RuntimeOptions::gpuConvAlgo, gpuTf32).
+  bool convTimed = true;
+  bool tf32 = false;
+  /// Every launch timed with CUDA events, totals on stderr when the code is
+  /// unloaded (RuntimeOptions::gpuProfile).
+  bool profile = false;
 };
 
 class GpuTarget final : public Target {

@@ -485,11 +485,19 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
     } else if (n == "serial_steps") {
       if (!parseFlag(value, flag)) return bad("0 or 1");
       o.serialSteps = flag;
+    } else if (n == "gpu_graphs" || n == "gpu_tf32" || n == "gpu_profile") {
+      if (!parseFlag(value, flag)) return bad("0 or 1");
+      (n == "gpu_graphs" ? o.gpuGraphs : n == "gpu_tf32" ? o.gpuTf32 : o.gpuProfile) = flag;
+    } else if (n == "gpu_conv_algo") {
+      std::string v(value);
+      if (v != "find" && v != "heuristic") return bad("find or heuristic");
+      o.gpuConvAlgo = v;
     } else {
       return invalid("unknown option '" + n +
                      "' (options: threads, compile_threads, cache_dir, cache, cache_max_bytes, op_mode, placement, "
                      "opt_level, max_vector_bits, memory_limit, call_timeout, max_in_flight, when_busy, compile_policy, "
-                     "batch_ranges, hot_batch_calls, hot_shape_calls, device, huge_pages, serial_steps)");
+                     "batch_ranges, hot_batch_calls, hot_shape_calls, device, huge_pages, serial_steps, gpu_graphs, gpu_tf32, "
+                     "gpu_profile, gpu_conv_algo)");
     }
     return nullptr;
   });

@@ -266,7 +266,7 @@ struct GpuConv::Descriptors {
 
 GpuConv::~GpuConv() = default;
 
-llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, const ConvShape &s) {
+llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, const ConvShape &s, ConvChoice how) {
   auto lib = cudnn();
   if (!lib) return lib.takeError();
   const Cudnn &l = *lib;
@@ -310,18 +310,8 @@ llvm::Expected<std::unique_ptr<GpuConv>> GpuConv::create(CudaDevice &device, con
   std::lock_guard<std::mutex> lock(stream.libraryMu);
   auto handle = streamCudnn(l, stream);
   if (!handle) return handle.takeError();
-  // Tuning knobs (docs/gpu.md): each algorithm is timed once (cuDNN's
-  // Find; ResNet-50 on an H200 ran 1.3-1.7x faster than with the heuristics'
-  // choices) unless KILN_GPU_CONV_ALGO=heuristic; KILN_GPU_TF32=1 lets FP32
-  // convolutions use TF32 tensor cores.
-  static const bool find = [] {
-    const char *v = std::getenv("KILN_GPU_CONV_ALGO");
-    return !(v && std::string(v) == "heuristic");
-  }();
-  static const bool tf32 = [] {
-    const char *v = std::getenv("KILN_GPU_TF32");
-    return v && *v && std::string(v) != "0";
-  }();
+  // Tuning knobs (ConvChoice; docs/gpu.md).
+  const bool find = how.timed, tf32 = how.tf32;
   // FP16 data: tensor cores, accumulating in FP32 (the descriptor's compute
   // type); FP32 data: FMA math unless TF32 is allowed.
   bool tensorCores = tf32 || s.half;

@@ -57,13 +57,24 @@ struct ConvShape {
   bool accumulate = true;
 };
 
+/// How a convolution's algorithm and math are chosen (RuntimeOptions'
+/// gpuConvAlgo and gpuTf32).
+struct ConvChoice {
+  /// Each algorithm timed once on the device (cuDNN's Find; ResNet-50 on an
+  /// H200 ran 1.3-1.7x faster than with the heuristics' choices), else
+  /// cuDNN's heuristics.
+  bool timed = true;
+  /// FP32 convolutions may use TF32 tensor cores.
+  bool tf32 = false;
+};
+
 class GpuConv {
 public:
   /// cuDNN's descriptors for `shape` and its fastest algorithm within the
-  /// workspace limit (each timed once on the device; $KILN_GPU_CONV_ALGO=
-  /// heuristic: cuDNN's heuristics instead). kUnavailable without cuDNN; kInvalidArgument
-  /// for shapes cuDNN refuses (the message names the shape).
-  static llvm::Expected<std::unique_ptr<GpuConv>> create(CudaDevice &device, const ConvShape &shape);
+  /// workspace limit, chosen as `how` says. kUnavailable without cuDNN;
+  /// kInvalidArgument for shapes cuDNN refuses (the message names the shape).
+  static llvm::Expected<std::unique_ptr<GpuConv>> create(CudaDevice &device, const ConvShape &shape,
+                                                         ConvChoice how = {});
   ~GpuConv();
   /// Scratch the call needs (a device buffer of at least this many bytes).
   size_t workspaceBytes() const { return workspaceBytes_; }

@@ -270,6 +270,14 @@ int main(void) {
   kiln_status *s = kiln_options_set(options, "thread", "2");
   CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "unknown option 'thread'"));
   kiln_status_free(s);
+  s = kiln_options_set(options, "gpu_tf32", "maybe");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "gpu_tf32='maybe'"));
+  kiln_status_free(s);
+  s = kiln_options_set(options, "gpu_conv_algo", "fastest");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "find or heuristic"));
+  kiln_status_free(s);
+  CHECK(kiln_options_set(options, "gpu_conv_algo", "heuristic") == NULL);
+  CHECK(kiln_options_set(options, "gpu_graphs", "1") == NULL);
   s = kiln_options_set(options, "threads", "many");
   CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "threads='many'"));
   kiln_status_free(s);

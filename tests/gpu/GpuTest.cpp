@@ -397,6 +397,50 @@ TEST(GpuRuntime, DeviceOptionsAreChecked) {
   EXPECT_NE(msg.find("sm_XY"), std::string::npos) << msg;
 }
 
+// The GPU's switches are runtime options (RuntimeOptions::gpuGraphs,
+// gpuTf32, gpuProfile, gpuConvAlgo; kiln_options_set gpu_*), completed from
+// $KILN_GPU_* and checked when a runtime is made: a typo is an error naming
+// the variable, not a silent "off".
+TEST(GpuRuntime, GpuSwitchesAreOptionsCheckedAtCreation) {
+  auto defaults = test::takeOrFail(RuntimeOptions::fromEnvironment());
+  EXPECT_FALSE(*defaults.gpuGraphs);
+  EXPECT_FALSE(*defaults.gpuTf32);
+  EXPECT_FALSE(*defaults.gpuProfile);
+  EXPECT_EQ(defaults.gpuConvAlgo, "find");
+  {
+    setenv("KILN_GPU_TF32", "1", 1);
+    setenv("KILN_GPU_CONV_ALGO", "heuristic", 1);
+    auto unset = llvm::make_scope_exit([] {
+      unsetenv("KILN_GPU_TF32");
+      unsetenv("KILN_GPU_CONV_ALGO");
+    });
+    auto fromEnv = test::takeOrFail(RuntimeOptions::fromEnvironment());
+    EXPECT_TRUE(*fromEnv.gpuTf32);
+    EXPECT_EQ(fromEnv.gpuConvAlgo, "heuristic");
+    RuntimeOptions given;  // what the caller sets wins
+    given.gpuTf32 = false;
+    given.gpuConvAlgo = "find";
+    auto explicitOnes = test::takeOrFail(RuntimeOptions::fromEnvironment(given));
+    EXPECT_FALSE(*explicitOnes.gpuTf32);
+    EXPECT_EQ(explicitOnes.gpuConvAlgo, "find");
+  }
+  for (const char *name : {"KILN_GPU_GRAPHS", "KILN_GPU_TF32", "KILN_GPU_PROFILE"}) {
+    setenv(name, "yes", 1);
+    std::string msg = test::errorOf(RuntimeOptions::fromEnvironment());
+    unsetenv(name);
+    EXPECT_NE(msg.find(std::string(name) + "='yes': expected 0 or 1"), std::string::npos) << msg;
+  }
+  setenv("KILN_GPU_CONV_ALGO", "fastest", 1);
+  std::string msg = test::errorOf(RuntimeOptions::fromEnvironment());
+  unsetenv("KILN_GPU_CONV_ALGO");
+  EXPECT_NE(msg.find("'fastest' (KILN_GPU_CONV_ALGO): expected find"), std::string::npos) << msg;
+  RuntimeOptions o;
+  o.device = "cuda";
+  o.gpuConvAlgo = "best";
+  msg = test::errorOf(Runtime::create(o));
+  EXPECT_NE(msg.find("'best'"), std::string::npos) << msg;
+}
+
 TEST(GpuRuntime, WithoutAGpuRunningIsAnUnavailableError) {
   if (noGpu().empty()) GTEST_SKIP() << "a GPU is present";
   auto rt = uncachedRuntime("cuda");

@@ -157,6 +157,11 @@ KILN_API void kiln_options_free(kiln_options *options);
  *   device             cpu | cuda | cuda:N
  *   huge_pages         0 | 1
  *   serial_steps       0 | 1 (one step of a call at a time: profiling)
+ *   gpu_graphs         0 | 1: on a GPU, each plan replayed as one CUDA graph
+ *   gpu_tf32           0 | 1: FP32 convolutions on a GPU may use TF32 tensor cores
+ *   gpu_profile        0 | 1: every GPU launch timed, totals on stderr at unload
+ *   gpu_conv_algo      find | heuristic: cuDNN's convolution algorithms timed
+ *                      once on the device (default) or chosen by its heuristics
  * Options not set come from the environment ($KILN_*), else defaults. */
 KILN_API kiln_status *kiln_options_set(kiln_options *options, const char *name, const char *value);
 
