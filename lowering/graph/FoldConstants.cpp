@@ -24,6 +24,14 @@
 //    generated code called libm's powf once per element (GPT-2's FFN
 //    matmul with its GELU ran at half the speed of BERT's).
 //
+// 4. "Is every element of the row -inf" (torch's safe softmax: rows all
+//    masked give 0, not NaN), reduce_all(equal(x, -inf)) with x or its
+//    exact widening cast, becomes equal(reduce_max(x), -inf), reusing the
+//    softmax's own row maximum: a float row max propagates NaN, so a row
+//    with a NaN is "not all -inf" either way. The boolean compare and
+//    all-reduction over every score ran as scalar loops (ViT-B/16's
+//    softmax kernels at 1% of peak).
+//
 // Folded values that derive from a dense_resource (the model's weights)
 // become dense_resource blobs (named kiln_folded*), so that they are hoisted
 // as weights and kept out of the code and of the cache key; values made only
@@ -395,19 +403,93 @@ void strengthReducePow(func::FuncOp fn, int64_t &reduced) {
   }
 }
 
+/// Whether `v` is a splat float constant of -inf.
+bool isNegInfSplat(Value v) {
+  DenseElementsAttr values;
+  if (!matchPattern(v, m_Constant(&values)) || !values.isSplat() || !isa<FloatType>(values.getElementType()))
+    return false;
+  APFloat f = values.getSplatValue<APFloat>();
+  return f.isInfinity() && f.isNegative();
+}
+
+/// x when `v` is x, or a tosa.cast of x to a float type that represents
+/// every value of x's exactly (-inf stays -inf, nothing else becomes it:
+/// not bf16 -> f16, whose range is smaller); else null.
+Value uncastFloat(Value v) {
+  if (auto cast = v.getDefiningOp<tosa::CastOp>()) {
+    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getInput().getType()));
+    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
+    if (from && to && APFloat::isRepresentableBy(from.getFloatSemantics(), to.getFloatSemantics()))
+      return cast.getInput();
+    return nullptr;
+  }
+  return isa<FloatType>(getElementTypeOrSelf(v.getType())) ? v : nullptr;
+}
+
+void rowAllNegInfAsMax(func::FuncOp fn, int64_t &rewritten) {
+  SmallVector<tosa::ReduceAllOp> alls;
+  fn.walk([&](tosa::ReduceAllOp op) { alls.push_back(op); });
+  for (tosa::ReduceAllOp all : alls) {
+    auto eq = all.getInput().getDefiningOp<tosa::EqualOp>();
+    if (!eq) continue;
+    Value l = eq.getInput1(), r = eq.getInput2();
+    Value x = isNegInfSplat(r) ? uncastFloat(l) : isNegInfSplat(l) ? uncastFloat(r) : Value();
+    auto xType = x ? dyn_cast<RankedTensorType>(x.getType()) : RankedTensorType();
+    auto eqType = dyn_cast<RankedTensorType>(eq.getType());
+    // The compare must not broadcast x (its result has x's shape).
+    if (!xType || !eqType || xType.getShape() != eqType.getShape()) continue;
+    uint32_t axis = all.getAxis();
+    // The row maximum of x over the axis, NaN-propagating: an existing one
+    // (the softmax's), else a new one.
+    tosa::ReduceMaxOp max;
+    for (Operation *user : x.getUsers())
+      if (auto m = dyn_cast<tosa::ReduceMaxOp>(user);
+          m && m.getAxis() == axis && m.getNanMode() == tosa::NanPropagationMode::PROPAGATE &&
+          m->getBlock() == all->getBlock() && m->isBeforeInBlock(all))
+        max = m;
+    OpBuilder b(all);
+    Location loc = all.getLoc();
+    if (!max) {
+      SmallVector<int64_t> shape(xType.getShape());
+      shape[axis] = 1;
+      max = tosa::ReduceMaxOp::create(b, loc, RankedTensorType::get(shape, xType.getElementType()), x,
+                                      b.getI32IntegerAttr(int32_t(axis)));
+    }
+    // -inf of x's type, shaped to broadcast.
+    auto maxType = cast<RankedTensorType>(max.getType());
+    auto scalarType = RankedTensorType::get(SmallVector<int64_t>(maxType.getRank(), 1), xType.getElementType());
+    auto fty = cast<FloatType>(xType.getElementType());
+    Value negInf = tosa::ConstOp::create(
+        b, loc, scalarType,
+        DenseElementsAttr::get(scalarType, APFloat::getInf(fty.getFloatSemantics(), /*Negative=*/true)));
+    auto result = tosa::EqualOp::create(b, loc, all.getType(), max.getResult(), negInf);
+    all.getResult().replaceAllUsesWith(result.getResult());
+    all.erase();
+    if (eq->use_empty()) {
+      Value in1 = eq.getInput1(), in2 = eq.getInput2();
+      eq.erase();
+      for (Value v : {in1, in2})
+        if (auto cast = v.getDefiningOp<tosa::CastOp>(); cast && cast->use_empty()) cast.erase();
+    }
+    ++rewritten;
+  }
+}
+
 struct KilnFoldConstantsPass : public impl::KilnFoldConstantsBase<KilnFoldConstantsPass> {
   using Base::Base;
   void runOnOperation() override {
-    int64_t ops = 0, intoConvs = 0, pows = 0;
+    int64_t ops = 0, intoConvs = 0, pows = 0, rowChecks = 0;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal()) continue;
       foldConstantOps(fn, ops);
       foldIntoConvolutions(fn, intoConvs);
       strengthReducePow(fn, pows);
+      rowAllNegInfAsMax(fn, rowChecks);
     }
     numFolded += ops;
     numIntoConvolutions += intoConvs;
     numPowReduced += pows;
+    numRowAllNegInf += rowChecks;
   }
 };
 

@@ -155,6 +155,7 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::ModuleOp"> {
     Statistic<"numFolded", "folded-ops", "ops replaced by their constant value">,
     Statistic<"numIntoConvolutions", "ops-into-convolutions", "affine ops folded into convolutions">,
     Statistic<"numPowReduced", "pow-strength-reduced", "tosa.pow by constant exponents made multiplies, reciprocal or rsqrt">,
+    Statistic<"numRowAllNegInf", "row-all-neg-inf-as-max", "reduce_all(x == -inf) made reduce_max(x) == -inf">,
   ];
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }

@@ -21,6 +21,16 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def KilnReductionInits : Pass<"kiln-reduction-inits", "mlir::func::FuncOp"> {
+  let summary = "Float max/min reductions start from -inf/+inf, as TOSA's do";
+  let description = [{
+    tosa-to-linalg starts a float reduce_max from -FLT_MAX (reduce_min from
+    FLT_MAX); TOSA starts them from -inf (+inf). The fills of those inits
+    become infinities, so that a row of -inf reduces to -inf.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def KilnStridedCopies : Pass<"kiln-strided-copies", "mlir::ModuleOp"> {
   let summary = "Strided memref.copy ops become linalg.copy (vectorizable loops)";
   let description = [{

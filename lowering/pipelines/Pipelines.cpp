@@ -22,6 +22,8 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
       // include-apply-rescale: tosa.rescale lowers through tosa.apply_scale.
       // kiln-guard-traps: zero divisors and out-of-range indices become
       // reported faults, never signals or stray accesses.
+      // kiln-reduction-inits: float max/min reductions from -inf/+inf (TOSA's
+      // start; tosa-to-linalg takes the largest finite values).
       // kiln-fuse-elementwise: linalg-fuse-elementwise-ops with a bound on the
       // fused body (linear compile time on long chains).
       // kiln-cancel-points: while loops stop when their call is cancelled.
@@ -34,7 +36,7 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
            "},tosa-optional-decompositions),"
        "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),kiln-cancel-points,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
-       "convert-elementwise-to-linalg),"
+       "convert-elementwise-to-linalg,kiln-reduction-inits),"
        "canonicalize,func.func(kiln-fuse-elementwise),canonicalize,cse,kiln-guard-traps)"},
       // Tiling, register blocking and vectorization per op (kiln-cpu-strategy).
       {"kiln-cpu-tile-vectorize",

@@ -959,3 +959,55 @@ func.func @main(%a: tensor<1x512x768xf32>) -> (tensor<1x12x512x64xf32>, tensor<1
   EXPECT_LT(faults, 2 * calls) << faults << " page faults in " << calls << " calls";
 #endif
 }
+
+// torch's safe softmax (rows all -inf give 0, not NaN): the row check runs as
+// the row maximum compared with -inf (kiln-fold-constants), so its rows of
+// 197 scores are vectors, not boolean loops. A row of -inf still gives 0s,
+// a row with a NaN still NaNs, and the others softmax, as the unrewritten
+// graph does on handwritten kernels.
+TEST(Models, SafeSoftmaxKeepsItsAllMaskedRowsAndNaNs) {
+  const char *text = R"(
+func.func @main(%x: tensor<1x4x197xf32>) -> tensor<1x4x197xf32> {
+  %ninf = "tosa.const"() <{values = dense<0xFFF0000000000000> : tensor<1x1x1xf64>}> : () -> tensor<1x1x1xf64>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x4x197xf32>}> : () -> tensor<1x4x197xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<1x4x197xf32>) -> tensor<1x4x1xf32>
+  %s = tosa.sub %x, %m : (tensor<1x4x197xf32>, tensor<1x4x1xf32>) -> tensor<1x4x197xf32>
+  %e = tosa.exp %s : (tensor<1x4x197xf32>) -> tensor<1x4x197xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<1x4x197xf32>) -> tensor<1x4x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %p = tosa.mul %e, %r, %sh : (tensor<1x4x197xf32>, tensor<1x4x1xf32>, tensor<1xi8>) -> tensor<1x4x197xf32>
+  %c = tosa.cast %x : (tensor<1x4x197xf32>) -> tensor<1x4x197xf64>
+  %q = tosa.equal %c, %ninf : (tensor<1x4x197xf64>, tensor<1x1x1xf64>) -> tensor<1x4x197xi1>
+  %all = tosa.reduce_all %q {axis = 2 : i32} : (tensor<1x4x197xi1>) -> tensor<1x4x1xi1>
+  %y = tosa.select %all, %zero, %p : (tensor<1x4x1xi1>, tensor<1x4x197xf32>, tensor<1x4x197xf32>) -> tensor<1x4x197xf32>
+  return %y : tensor<1x4x197xf32>
+}
+)";
+  Tensor x = test::randomTensor({1, 4, 197}, 9);
+  float *v = x.data<float>();
+  for (int i = 0; i < 197; ++i) v[i] = -INFINITY;      // row 0: all masked
+  v[197 + 100] = NAN;                                   // row 1: a NaN
+  for (int i = 0; i < 197; i += 2) v[2 * 197 + i] = -INFINITY;  // row 2: half masked
+  auto jit = KILN_TAKE(test::sharedRuntime().loadModule(text, "safe-softmax"));
+  RuntimeOptions ko;
+  ko.cacheMode = CacheMode::kOff;
+  ko.placement = llvm::cantFail(ops::parseOpModes("*=kernel"));
+  auto krt = KILN_TAKE(Runtime::create(ko));
+  auto kernels = KILN_TAKE(krt->loadModule(text, "safe-softmax-kernels"));
+  ASSERT_TRUE(jit && kernels);
+  auto got = KILN_TAKE(jit->call("main", {x}));
+  auto want = KILN_TAKE(kernels->call("main", {x}));
+  ASSERT_EQ(got.size(), 1u);
+  const float *g = got[0].data<float>(), *w = want[0].data<float>();
+  for (int i = 0; i < 197; ++i) ASSERT_EQ(g[i], 0.0f) << i;
+  for (int i = 0; i < 197; ++i) ASSERT_TRUE(std::isnan(g[197 + i])) << i;
+  double rowSum = 0;
+  for (int row = 2; row < 4; ++row)
+    for (int i = 0; i < 197; ++i) {
+      float a = g[row * 197 + i], b = w[row * 197 + i];
+      ASSERT_NEAR(a, b, 1e-6f) << row << "," << i;
+      rowSum += a;
+    }
+  EXPECT_NEAR(rowSum, 2.0, 1e-4);
+}

@@ -147,7 +147,17 @@ bool isVectorizableElementwise(linalg::LinalgOp op) {
     if (isa<math::FPowIOp>(inner)) return false;
     if (inner.getNumRegions()) return false;
   }
-  return byteSizedElements(op);
+  // Elements of whole bytes, but for inputs broadcast along the innermost
+  // loop (a row's boolean, torch's safe softmax's "row all -inf"): those
+  // are read one element at a time and broadcast, never as a vector of
+  // packed bits.
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type e = getElementTypeOrSelf(operand.get().getType());
+    if (!e.isIntOrFloat() || e.getIntOrFloatBitWidth() > 64) return false;
+    if (e.getIntOrFloatBitWidth() % 8 == 0) continue;
+    if (!op.isDpsInput(&operand) || op.getMatchingIndexingMap(&operand).isFunctionOfDim(last)) return false;
+  }
+  return true;
 }
 
 /// f32 or f64 reductions over the innermost loop only (sums, maxima:

@@ -148,3 +148,40 @@ func.func @pow_broadcasting_x(%x: tensor<1x4xf32>) -> tensor<3x4xf32> {
   %0 = tosa.pow %x, %two : (tensor<1x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
+
+// torch's safe softmax asks whether a row is all -inf: reduce_all over the
+// f64 compare becomes the softmax's own row maximum compared with -inf (no
+// boolean tensor of every score, no second pass over them).
+// CHECK-LABEL: func.func @safe_softmax_row_check
+// CHECK: %[[MAX:.*]] = tosa.reduce_max %arg0 {axis = 1 : i32}
+// CHECK-NOT: tosa.reduce_all
+// CHECK-NOT: tosa.cast
+// CHECK: %[[NEG:.*]] = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1xf32>}>
+// CHECK: %[[ALL:.*]] = tosa.equal %[[MAX]], %[[NEG]] : (tensor<4x1xf32>, tensor<1x1xf32>) -> tensor<4x1xi1>
+// CHECK: tosa.select %[[ALL]]
+func.func @safe_softmax_row_check(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
+  %ninf = "tosa.const"() <{values = dense<0xFFF0000000000000> : tensor<1x1xf64>}> : () -> tensor<1x1xf64>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<4x9xf32>}> : () -> tensor<4x9xf32>
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x9xf32>) -> tensor<4x1xf32>
+  %s = tosa.sub %x, %m : (tensor<4x9xf32>, tensor<4x1xf32>) -> tensor<4x9xf32>
+  %e = tosa.exp %s : (tensor<4x9xf32>) -> tensor<4x9xf32>
+  %c = tosa.cast %x : (tensor<4x9xf32>) -> tensor<4x9xf64>
+  %q = tosa.equal %c, %ninf : (tensor<4x9xf64>, tensor<1x1xf64>) -> tensor<4x9xi1>
+  %all = tosa.reduce_all %q {axis = 1 : i32} : (tensor<4x9xi1>) -> tensor<4x1xi1>
+  %r = tosa.select %all, %zero, %e : (tensor<4x1xi1>, tensor<4x9xf32>, tensor<4x9xf32>) -> tensor<4x9xf32>
+  return %r : tensor<4x9xf32>
+}
+
+// Other checks stay: a compare with something else than -inf, an any.
+// CHECK-LABEL: func.func @other_row_checks
+// CHECK: tosa.reduce_all
+// CHECK: tosa.reduce_any
+func.func @other_row_checks(%x: tensor<4x9xf32>) -> (tensor<4x1xi1>, tensor<4x1xi1>) {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %q = tosa.equal %x, %zero : (tensor<4x9xf32>, tensor<1x1xf32>) -> tensor<4x9xi1>
+  %all = tosa.reduce_all %q {axis = 1 : i32} : (tensor<4x9xi1>) -> tensor<4x1xi1>
+  %p = tosa.equal %x, %ninf : (tensor<4x9xf32>, tensor<1x1xf32>) -> tensor<4x9xi1>
+  %any = tosa.reduce_any %p {axis = 1 : i32} : (tensor<4x9xi1>) -> tensor<4x1xi1>
+  return %all, %any : tensor<4x1xi1>, tensor<4x1xi1>
+}
