@@ -313,11 +313,12 @@ std::vector<Case> allCases() {
            {"logical_xor", [](double a, double b) { return double(bool(a) != bool(b)); }}})
     cs.push_back(binary(op, B, s, s, f, B, {0, 1}, {0, 1}));
 
-  // select and clamp.
-  {
+  // select and clamp. A condition broadcast along dim 1, and a row's flag
+  // (a mask, safe softmax's "all masked") broadcast along the innermost
+  // dimension: vectorized, the flag read one byte at a time.
+  auto selectCase = [&](std::string name, TensorType p, TensorType a, TensorType b, TensorType o) {
     Case c;
-    TensorType p = tt(B, {3, 1, 5}), a = tt(F, {3, 4, 5}), b = tt(F, {1, 4, 5}), o = tt(F, {3, 4, 5});
-    c.name = "select_f32_broadcast";
+    c.name = std::move(name);
     c.args = {p, a, b};
     c.results = {o};
     c.body = "  %r0 = \"tosa.select\"(%a0, %a1, %a2) : (" + mt(p) + ", " + mt(a) + ", " + mt(b) +
@@ -329,25 +330,9 @@ std::vector<Case> allCases() {
     };
     c.ranges = {{0, 1}, {-2, 2}, {-2, 2}};
     cs.push_back(c);
-  }
-  {
-    // A row's flag (a mask, safe softmax's "all masked") broadcast along the
-    // innermost dimension: vectorized, the flag read one byte at a time.
-    Case c;
-    TensorType p = tt(B, {3, 4, 1}), a = tt(F, {3, 4, 40}), b = tt(F, {3, 4, 40}), o = tt(F, {3, 4, 40});
-    c.name = "select_f32_row_flag";
-    c.args = {p, a, b};
-    c.results = {o};
-    c.body = "  %r0 = \"tosa.select\"(%a0, %a1, %a2) : (" + mt(p) + ", " + mt(a) + ", " + mt(b) +
-             ") -> " + mt(o) + "\n";
-    std::vector<TensorType> types = {p, a, b};
-    c.ref = [=](const std::vector<Values> &in) {
-      return std::vector<Values>{
-          broadcastMap(in, types, o, [](const Values &v) { return v[0] ? v[1] : v[2]; })};
-    };
-    c.ranges = {{0, 1}, {-2, 2}, {-2, 2}};
-    cs.push_back(c);
-  }
+  };
+  selectCase("select_f32_broadcast", tt(B, {3, 1, 5}), tt(F, {3, 4, 5}), tt(F, {1, 4, 5}), tt(F, {3, 4, 5}));
+  selectCase("select_f32_row_flag", tt(B, {3, 4, 1}), tt(F, {3, 4, 40}), tt(F, {3, 4, 40}), tt(F, {3, 4, 40}));
   {
     Case c = unary("clamp", F, s, [](double x) { return sat(x, -0.5, 0.75); });
     c.body = "  %r0 = \"tosa.clamp\"(%a0) <{min_val = -0.5 : f32, max_val = 0.75 : f32}> : "

@@ -256,6 +256,21 @@ void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
   foldReshapes(module);
 }
 
+/// `generic` without its unit loop 0 (operands collapsed, result expanded,
+/// uses replaced); the new op, or null when it cannot be dropped.
+static linalg::GenericOp dropLoop0(IRRewriter &rewriter, linalg::GenericOp generic) {
+  linalg::ControlDropUnitDims options;
+  Operation *target = generic.getOperation();
+  options.controlFn = [target](Operation *op) {
+    return op == target ? SmallVector<unsigned>{0} : SmallVector<unsigned>{};
+  };
+  rewriter.setInsertionPoint(generic);
+  FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, generic, options);
+  if (failed(dropped)) return nullptr;
+  rewriter.replaceOp(generic, dropped->replacements);
+  return cast<linalg::GenericOp>(dropped->resultOp.getOperation());
+}
+
 /// A matmul of batch 1 whose only user is an elementwise op over its 3-D
 /// result (what ONNX's MatMul on [1, M, K] + a GELU becomes: no reshape
 /// between them): the epilogue loses its unit batch loop (operands
@@ -280,17 +295,7 @@ static void flattenEpiloguesOfBatchOne(ModuleOp module) {
   });
   if (epilogues.empty()) return;
   IRRewriter rewriter(module.getContext());
-  for (linalg::GenericOp epilogue : epilogues) {
-    linalg::ControlDropUnitDims options;
-    Operation *target = epilogue.getOperation();
-    options.controlFn = [target](Operation *op) {
-      return op == target ? SmallVector<unsigned>{0} : SmallVector<unsigned>{};
-    };
-    rewriter.setInsertionPoint(epilogue);
-    FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, epilogue, options);
-    if (failed(dropped)) continue;
-    rewriter.replaceOp(epilogue, dropped->replacements);
-  }
+  for (linalg::GenericOp epilogue : epilogues) (void)dropLoop0(rewriter, epilogue);
 }
 
 /// A matmul of batch 1 whose result is flattened for an elementwise
@@ -338,16 +343,8 @@ void flattenMatmulEpilogues(ModuleOp module) {
       continue;
     auto next = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
     if (!next || !isVectorizableElementwise(next) || next.getNumLoops() != 3) continue;
-    linalg::ControlDropUnitDims options;
-    Operation *nextOp = next.getOperation();
-    options.controlFn = [nextOp](Operation *op) {
-      return op == nextOp ? SmallVector<unsigned>{0} : SmallVector<unsigned>{};
-    };
-    rewriter.setInsertionPoint(next);
-    FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, next, options);
-    if (failed(dropped)) continue;
-    rewriter.replaceOp(next, dropped->replacements);
-    auto flatNext = cast<linalg::GenericOp>(dropped->resultOp.getOperation());
+    linalg::GenericOp flatNext = dropLoop0(rewriter, next);
+    if (!flatNext) continue;
     // collapse(expand(epilogue)) -> epilogue, then fuse.
     for (OpOperand &in : flatNext->getOpOperands())
       if (auto c = in.get().getDefiningOp<tensor::CollapseShapeOp>())
