@@ -131,10 +131,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
   /// "transpose 1x128x12x64" for a linalg.transpose (its loop ranges;
   /// "?" where dynamic).
   static std::string opName(linalg::LinalgOp op) {
-    std::string out = op->getName().stripDialect().str() + " ";
-    SmallVector<std::string> sizes;
-    for (int64_t n : op.getStaticLoopRanges()) sizes.push_back(ShapedType::isDynamic(n) ? "?" : std::to_string(n));
-    return out + llvm::join(sizes, "x");
+    return op->getName().stripDialect().str() + " " + loopRangesText(op);
   }
 
   /// Erases tagged linalg ops on tensors whose results are unused.

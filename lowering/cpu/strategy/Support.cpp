@@ -212,6 +212,12 @@ int64_t reductionWidth(int64_t inner, int64_t lanes) {
   return 0;
 }
 
+std::string loopRangesText(linalg::LinalgOp op) {
+  SmallVector<std::string> sizes;
+  for (int64_t n : op.getStaticLoopRanges()) sizes.push_back(ShapedType::isDynamic(n) ? "?" : std::to_string(n));
+  return llvm::join(sizes, "x");
+}
+
 std::string list(llvm::ArrayRef<int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);

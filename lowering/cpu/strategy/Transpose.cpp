@@ -79,13 +79,11 @@ public:
 
   std::string describe(linalg::LinalgOp op, const TransposePlan &p, const ScheduleWriter &) const override {
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-    SmallVector<std::string> sizes;
-    for (int64_t n : bounds) sizes.push_back(std::to_string(n));
     std::string how = p.rows ? ": rows in vectors"
                              : llvm::formatv(": blocks of {0}x{1} transposed in registers",
                                              std::max<int64_t>(p.tile[p.across], 1), p.tile.back())
                                    .str();
-    return "transpose " + llvm::join(sizes, "x") + how +
+    return "transpose " + loopRangesText(op) + how +
            (parallelRowBlocks(op, bounds).empty() ? "" : ", in parallel");
   }
 
