@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zoo_models import build_model  # noqa: E402
+from zoo_models import build_model, onnx_export  # noqa: E402
 
 
 class Tiny(torch.nn.Module):
@@ -85,7 +85,7 @@ def export(name, folder, kiln):
             print(f"  {name}: {kind} export failed: {str(e)[:300]}", flush=True)
     onnx = os.path.join(folder, "model.onnx")
     try:
-        torch.onnx.export(model, x, onnx, opset_version=17, dynamo=False)
+        onnx_export(model, x, onnx)
         r = subprocess.run([kiln, "import", "--force", onnx, "-o", os.path.join(folder, "onnx.mlir")],
                            capture_output=True, text=True)
         print(f"  {name}: onnx -> kiln import: {'ok' if r.returncode == 0 else r.stderr.strip()[:300]}", flush=True)

@@ -9,10 +9,11 @@ BERT-base encoder (sequence 128, token ids in), a T5-small encoder
 import torch
 
 
-def build_model(name):
+def build_model(name, batch=1):
     """The model and its input, with fixed random weights (no download):
-    a torchvision CNN (1x3x224x224 image) or "bert" (a transformers
-    BERT-base encoder, sequence 128, token ids in)."""
+    a torchvision CNN (batch x 3 x 224 x 224 images) or a transformers
+    model (batch x 128 token ids in). The weights do not depend on
+    `batch`; the input's first rows are batch 1's."""
     torch.manual_seed(0)
     if name == "bert":
         from transformers import BertConfig, BertModel
@@ -35,7 +36,7 @@ def build_model(name):
                 return self.m(input_ids=ids, token_type_ids=torch.zeros_like(ids),
                               position_ids=pos).last_hidden_state
 
-        return Encoder(bert).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+        return Encoder(bert).eval(), token_ids(cfg.vocab_size, batch)
     if name == "gpt2":
         from transformers import GPT2Config, GPT2Model
         cfg = GPT2Config()
@@ -54,7 +55,7 @@ def build_model(name):
                 pos = torch.arange(ids.shape[1]).unsqueeze(0)
                 return self.m(input_ids=ids, position_ids=pos, use_cache=False).last_hidden_state
 
-        return Decoder(gpt).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+        return Decoder(gpt).eval(), token_ids(cfg.vocab_size, batch)
     if name == "t5_encoder":
         # T5-small's encoder: RMSNorm (T5LayerNorm), relative position
         # bias, ReLU FFN, no biases.
@@ -71,6 +72,32 @@ def build_model(name):
             def forward(self, ids):
                 return self.m(input_ids=ids).last_hidden_state
 
-        return T5Encoder(t5).eval(), torch.randint(0, cfg.vocab_size, (1, 128))
+        return T5Encoder(t5).eval(), token_ids(cfg.vocab_size, batch)
     import torchvision
-    return getattr(torchvision.models, name)(weights=None).eval(), torch.randn(1, 3, 224, 224)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    return model, torch.cat([torch.randn(1, 3, 224, 224) for _ in range(batch)])
+
+
+def token_ids(vocab, batch):
+    """batch x 128 token ids drawn after the weights (row 0: batch 1's)."""
+    return torch.cat([torch.randint(0, vocab, (1, 128)) for _ in range(batch)])
+
+
+def onnx_export(model, x, path, **kwargs):
+    """torch.onnx.export (the TorchScript exporter, opset 17) of `model` on
+    `x`. While tracing, transformers (5.x) derives a packed-sequence mask
+    from the position ids with torch.diff, which that exporter has no
+    symbolic for; with positions 0..L-1 in every row that mask is "one
+    sequence per row", what the function returns outside tracing (None),
+    so the export leaves it out: the same model, exportable."""
+    import contextlib
+    with contextlib.ExitStack() as stack:
+        try:
+            from transformers import masking_utils
+        except ImportError:
+            masking_utils = None
+        if masking_utils is not None and hasattr(masking_utils, "find_packed_sequence_indices"):
+            saved = masking_utils.find_packed_sequence_indices
+            masking_utils.find_packed_sequence_indices = lambda position_ids: None
+            stack.callback(setattr, masking_utils, "find_packed_sequence_indices", saved)
+        torch.onnx.export(model, x, path, opset_version=17, dynamo=False, **kwargs)

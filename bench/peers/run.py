@@ -17,7 +17,11 @@ with a note.
 
   bench/peers/setup.sh                      # once: the Python environment
   ~/.cache/kiln/peers-venv/bin/python bench/peers/run.py [--models resnet50,mobilenet_v2,bert]
-        [--rounds 5] [--iterations 20] [--kiln build/bin/kiln]
+        [--batch 1,8,32] [--rounds 5] [--iterations 20] [--kiln build/bin/kiln]
+
+With --batch, each model runs at each batch size (its own export per size);
+above batch 1 the table adds throughput (items per second) and kiln's
+throughput against the best peer's.
 
 Weights are the architectures' fixed random initialisation (no download):
 speed does not depend on the values.
@@ -32,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from zoo_models import build_model  # noqa: E402
+from zoo_models import build_model, onnx_export  # noqa: E402
 
 
 def cache_dir():
@@ -42,14 +46,15 @@ def cache_dir():
     return base
 
 
-def export(name, folder):
-    """Exports `name` to TOSA (kiln), ONNX (ONNX Runtime), input and reference
-    output; returns the paths. Skips what exists."""
+def export(name, batch, folder):
+    """Exports `name` at `batch` to TOSA (kiln), ONNX (ONNX Runtime), input
+    and reference output; returns the paths. Skips what exists."""
     import torch
-    paths = {k: os.path.join(folder, f"{name}.{k}") for k in ("mlir", "onnx", "x.npy", "y.npy")}
+    stem = name if batch == 1 else f"{name}-b{batch}"
+    paths = {k: os.path.join(folder, f"{stem}.{k}") for k in ("mlir", "onnx", "x.npy", "y.npy")}
     if all(os.path.exists(p) for p in paths.values()):
         return paths
-    model, x = build_model(name)
+    model, x = build_model(name, batch)
     with torch.no_grad():
         y = model(x)
     np.save(paths["x.npy"], x.numpy())
@@ -72,7 +77,7 @@ def export(name, folder):
     except ImportError:
         print("  torch-mlir is not installed: kiln is skipped (bench/peers/setup.sh)")
     try:
-        torch.onnx.export(model, x, paths["onnx"], opset_version=17, dynamo=False)
+        onnx_export(model, x, paths["onnx"])
     except Exception as e:  # onnx missing or export failure: ONNX Runtime is skipped
         print(f"  ONNX export failed ({e}): ONNX Runtime is skipped")
     return paths
@@ -130,7 +135,7 @@ def time_openvino(paths, iterations, threads):
 def time_torch(name, paths, iterations, threads):
     import torch
     torch.set_num_threads(threads)
-    model, _ = build_model(name)
+    model, _ = build_model(name)  # the weights; the input is the export's
     x = torch.from_numpy(np.load(paths["x.npy"]))
     times = []
     with torch.no_grad():
@@ -177,6 +182,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="resnet50,mobilenet_v2,bert")
+    ap.add_argument("--batch", default="1", help="batch sizes, comma-separated (each its own export)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
@@ -207,16 +213,16 @@ def main():
     except ImportError:
         have_ov = False
         print("note: openvino is not installed: OpenVINO is skipped")
-    for name in args.models.split(","):
-        print(f"== {name} (batch 1, f32, {args.threads} threads, {args.rounds} alternating rounds "
+    for name, batch in [(n, int(b)) for n in args.models.split(",") for b in args.batch.split(",")]:
+        print(f"== {name} (batch {batch}, f32, {args.threads} threads, {args.rounds} alternating rounds "
               f"of {args.iterations} calls)", flush=True)
-        paths = export(name, folder)
+        paths = export(name, batch, folder)
         res = {"onnxruntime": [], "openvino": [], "pytorch": [], "kiln": []}
         policies = [p for p in args.cold.split(",") if p]
         # Cold starts, ms per round: the peers' session creation (or compile)
         # + first run; kiln's load + first call from an empty compile cache.
         cold_ms = {"onnxruntime": [], "openvino": [], **{f"kiln {p}": [] for p in policies}}
-        out_dir = os.path.join(folder, f"{name}.kiln-out")
+        out_dir = os.path.join(folder, os.path.basename(paths["mlir"])[:-len(".mlir")] + ".kiln-out")
         firsts = []
         def run_ort():
             t, cold = time_ort(paths, args.iterations, args.threads)
@@ -261,7 +267,8 @@ def main():
         summary = {k: (float(np.median([a for a, _ in v])), float(np.median([b for _, b in v])))
                    for k, v in res.items() if v}
         for k, (p50, p90) in summary.items():
-            print(f"  {k:12s} p50 {p50:8.2f} ms   p90 {p90:8.2f} ms")
+            rate = f"   {batch * 1e3 / p50:8.1f} items/s" if batch > 1 else ""
+            print(f"  {k:12s} p50 {p50:8.2f} ms   p90 {p90:8.2f} ms{rate}")
         if "kiln" in summary:
             peers = [p for p in ("onnxruntime", "openvino", "pytorch") if p in summary]
             for peer in peers:
@@ -269,6 +276,9 @@ def main():
             if peers:
                 best = min(peers, key=lambda p: summary[p][0])
                 print(f"  kiln / best peer ({best}) {summary['kiln'][0] / summary[best][0]:.2f}x")
+                if batch > 1:
+                    print(f"  kiln throughput / best peer's ({best}) "
+                          f"{summary[best][0] / summary['kiln'][0]:.2f}x (> 1 is faster)")
             print(f"  kiln first call: {firsts[0][1]:.0f} ms ({firsts[0][0]}); later rounds: "
                   f"{firsts[-1][1]:.0f} ms ({firsts[-1][0]})")
             cold = {k: float(np.median(v)) for k, v in cold_ms.items() if v}
