@@ -157,12 +157,15 @@ void hwcfFilters(ModuleOp module) {
   });
   for (linalg::Conv2DNhwcFhwcOp op : convs) {
     OpBuilder b(op);
-    Value filter = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>().getInput();
+    auto t = op.getInputs()[1].getDefiningOp<linalg::TransposeOp>();
     auto conv = linalg::Conv2DNhwcHwcfOp::create(b, op.getLoc(), op->getResultTypes(),
-                                                 ValueRange{op.getInputs()[0], filter}, op.getOutputs(),
+                                                 ValueRange{op.getInputs()[0], t.getInput()}, op.getOutputs(),
                                                  op.getStrides(), op.getDilations());
     op->replaceAllUsesWith(conv);
     op->erase();
+    // The transpose is dead now: gone before the strategies plan (and
+    // describe) it.
+    if (t->use_empty()) t->erase();
   }
 }
 

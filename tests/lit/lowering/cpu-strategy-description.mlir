@@ -61,10 +61,13 @@ func.func @convs(%x: tensor<1x28x28x32xf32>, %w: tensor<64x3x3x32xf32>, %bias: t
 // A batch adds parallel blocks, it does not make them bigger: each of the
 // 4 images in 8 blocks of 7 rows as at batch 1 (whole images per block
 // kept 3.2 MB input slabs streaming from memory once per filter tile).
-// AVX512: kiln.strategy = "conv 1x1 256->128 on 56x56 x4: registers 4x64, {{.*}}32 parallel blocks + init{{.*}}"
-// AVX2: kiln.strategy = "conv 1x1 256->128 on 56x56 x4: registers {{.*}}32 parallel blocks + init{{.*}}"
-func.func @batched_conv(%x: tensor<4x56x56x256xf32>, %w: tensor<128x1x1x256xf32>, %bias: tensor<128xf32>) -> tensor<4x56x56x128xf32> {
+// The filter is the transpose of an HWCF weight (kiln's packed filters):
+// the conv reads the weight itself, and no transpose is described.
+// AVX512: module attributes {kiln.strategy = "conv 1x1 256->128 on 56x56 x4: registers 4x64, {{.*}}32 parallel blocks + init{{.*}}"
+// AVX2: module attributes {kiln.strategy = "conv 1x1 256->128 on 56x56 x4: registers {{.*}}32 parallel blocks + init{{.*}}"
+func.func @batched_conv(%x: tensor<4x56x56x256xf32>, %hwcf: tensor<1x1x256x128xf32>, %bias: tensor<128xf32>) -> tensor<4x56x56x128xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %w = tosa.transpose %hwcf {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x256x128xf32>) -> tensor<128x1x1x256xf32>
   %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<4x56x56x256xf32>, tensor<128x1x1x256xf32>, tensor<128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x56x56x128xf32>
   %c = tosa.clamp %r {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<4x56x56x128xf32>) -> tensor<4x56x56x128xf32>
   return %c : tensor<4x56x56x128xf32>
