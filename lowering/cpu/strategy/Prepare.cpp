@@ -334,19 +334,38 @@ void flattenMatmulEpilogues(ModuleOp module) {
     rewriter.eraseOp(op);
     results.push_back(mm->getResult(0));
   }
-  // The epilogue's elementwise successor through expand_shape to 1 x M x N:
-  // its unit batch loop dropped, the reshapes cancel, and the two fuse.
+  // The epilogue's elementwise successor through expand_shape to 1 x M x N,
+  // or to any shape whose leading dims make M and whose last is N
+  // (ConvNeXt's 1 x H x W x C GELU after its pointwise linear): its loops
+  // before the last collapsed into one, the reshapes cancel, and the two
+  // fuse.
   for (Value r : results) {
     if (!r.hasOneUse()) continue;
     auto epilogue = dyn_cast<linalg::GenericOp>(*r.getUsers().begin());
     if (!epilogue || !isVectorizableElementwise(epilogue) || !epilogue->getResult(0).hasOneUse()) continue;
     auto expand = dyn_cast<tensor::ExpandShapeOp>(*epilogue->getResult(0).getUsers().begin());
-    if (!expand || expand.getResultType().getRank() != 3 || expand.getResultType().getDimSize(0) != 1 ||
-        !expand->hasOneUse())
-      continue;
+    if (!expand || !expand->hasOneUse()) continue;
+    SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+    int64_t rank = expand.getResultType().getRank();
+    if (rank < 3 || groups.size() != 2 || groups[1].size() != 1) continue;
     auto next = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
-    if (!next || !isVectorizableElementwise(next) || next.getNumLoops() != 3) continue;
-    linalg::GenericOp flatNext = dropLoop0(rewriter, next);
+    if (!next || !isVectorizableElementwise(next) || next.getNumLoops() != rank) continue;
+    linalg::GenericOp flatNext;
+    rewriter.setInsertionPoint(next);
+    // Only where every operand is read through a projected permutation:
+    // upstream's collapse of an operand broadcast with constant indices
+    // (ConvNeXt's layer scale, [1, 1, 1, C] read at (0, 0, 0, c)) gives
+    // it the collapsed rank but keeps its map's 4 results (an invalid op).
+    bool collapsible = llvm::all_of(next.getIndexingMapsArray(),
+                                    [](AffineMap m) { return m.isProjectedPermutation(/*allowZeroInResults=*/false); });
+    FailureOr<linalg::CollapseResult> collapsed = failure();
+    if (collapsible) collapsed = linalg::collapseOpIterationDims(next, {groups[0]}, rewriter);
+    if (succeeded(collapsed)) {
+      rewriter.replaceOp(next, collapsed->results);
+      flatNext = dyn_cast<linalg::GenericOp>(collapsed->collapsedOp.getOperation());
+    } else if (rank == 3 && expand.getResultType().getDimSize(0) == 1) {
+      flatNext = dropLoop0(rewriter, next);
+    }
     if (!flatNext) continue;
     // collapse(expand(epilogue)) -> epilogue, then fuse.
     for (OpOperand &in : flatNext->getOpOperands())

@@ -135,3 +135,55 @@ func.func @linear_gelu_3d(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %
   %r = tosa.mul %z, %eh, %sh : (tensor<1x64x256xf32>, tensor<1x64x256xf32>, tensor<1xi8>) -> tensor<1x64x256xf32>
   return %r : tensor<1x64x256xf32>
 }
+
+// A pointwise linear over an image (ConvNeXt: a 3-D matmul, the bias on its
+// 2-D form, then a reshape to 1 x H x W x C and the GELU there): the GELU's
+// H and W loops collapse into the matmul's rows and the whole epilogue is
+// fused, not a 4-D pass of its own.
+// CHECK-LABEL: func.func @pointwise_linear_gelu_4d
+// CHECK-NOT: memref.alloc
+// CHECK: scf.forall
+// CHECK: vector.fma
+// CHECK: math.fma
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @pointwise_linear_gelu_4d(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %bias: tensor<1x256xf32>) -> tensor<1x8x8x256xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %s2 = tosa.const_shape {values = dense<[64, 256]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s4 = tosa.const_shape {values = dense<[1, 8, 8, 256]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %y = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x256xf32>
+  %f = tosa.reshape %y, %s2 : (tensor<1x64x256xf32>, !tosa.shape<2>) -> tensor<64x256xf32>
+  %fb = tosa.add %f, %bias : (tensor<64x256xf32>, tensor<1x256xf32>) -> tensor<64x256xf32>
+  %z = tosa.reshape %fb, %s4 : (tensor<64x256xf32>, !tosa.shape<4>) -> tensor<1x8x8x256xf32>
+  %e = tosa.erf %z : (tensor<1x8x8x256xf32>) -> tensor<1x8x8x256xf32>
+  %e1 = tosa.add %e, %one : (tensor<1x8x8x256xf32>, tensor<1x1x1x1xf32>) -> tensor<1x8x8x256xf32>
+  %eh = tosa.mul %e1, %half, %sh : (tensor<1x8x8x256xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x8x8x256xf32>
+  %r = tosa.mul %z, %eh, %sh : (tensor<1x8x8x256xf32>, tensor<1x8x8x256xf32>, tensor<1xi8>) -> tensor<1x8x8x256xf32>
+  return %r : tensor<1x8x8x256xf32>
+}
+
+// ConvNeXt's layer scale after its pointwise linear: the 4-D successor
+// reads the scale [1, 1, 1, C] at (0, 0, 0, c), a map that is not a
+// projected permutation; collapsing its loops gave an invalid generic
+// (operand rank 2, map results 4). It stays a pass of its own.
+// CHECK-LABEL: func.func @pointwise_linear_layer_scale
+// CHECK: scf.forall
+// CHECK: return
+func.func @pointwise_linear_layer_scale(%a: tensor<1x64x128xf32>, %b: tensor<1x128x256xf32>, %bias: tensor<1x256xf32>, %gamma: tensor<1x1x1x256xf32>, %res: tensor<1x8x8x256xf32>) -> tensor<1x8x8x256xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s2 = tosa.const_shape {values = dense<[64, 256]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s4 = tosa.const_shape {values = dense<[1, 8, 8, 256]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %y = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x256xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x256xf32>
+  %f = tosa.reshape %y, %s2 : (tensor<1x64x256xf32>, !tosa.shape<2>) -> tensor<64x256xf32>
+  %fb = tosa.add %f, %bias : (tensor<64x256xf32>, tensor<1x256xf32>) -> tensor<64x256xf32>
+  %z = tosa.reshape %fb, %s4 : (tensor<64x256xf32>, !tosa.shape<4>) -> tensor<1x8x8x256xf32>
+  %g = tosa.mul %gamma, %z, %sh : (tensor<1x1x1x256xf32>, tensor<1x8x8x256xf32>, tensor<1xi8>) -> tensor<1x8x8x256xf32>
+  %r = tosa.add %g, %res : (tensor<1x8x8x256xf32>, tensor<1x8x8x256xf32>) -> tensor<1x8x8x256xf32>
+  return %r : tensor<1x8x8x256xf32>
+}
