@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 namespace kiln {
 
@@ -26,6 +27,18 @@ const char *env(const char *name) {
   const char *v = std::getenv(name);
   return v && *v ? v : nullptr;
 }
+
+/// `flag` from $`name` where it is not set (`otherwise` where that is
+/// unset too): 0 or 1, nothing else (a typo must not pass as either).
+llvm::Error switchFromEnvironment(std::optional<bool> &flag, const char *name, bool otherwise) {
+  if (flag) return llvm::Error::success();
+  const char *v = env(name);
+  if (v && llvm::StringRef(v) != "0" && llvm::StringRef(v) != "1")
+    return error(ErrorCode::kInvalidArgument, "%s='%s': expected 0 or 1", name, v);
+  flag = v ? llvm::StringRef(v) == "1" : otherwise;
+  return llvm::Error::success();
+}
+
 }  // namespace
 
 std::optional<CacheMode> parseCacheMode(llvm::StringRef t) {
@@ -106,15 +119,11 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     if (!o.compilePolicy)
       return error(ErrorCode::kInvalidArgument, "KILN_COMPILE_POLICY='%s': expected wait, tiered or kernels-only", p);
   }
-  // The GPU's switches: 0 or 1, nothing else (a typo must not pass as off).
-  for (auto [flag, name] : {std::pair{&o.gpuGraphs, "KILN_GPU_GRAPHS"}, std::pair{&o.gpuTf32, "KILN_GPU_TF32"},
-                            std::pair{&o.gpuProfile, "KILN_GPU_PROFILE"}}) {
-    if (*flag) continue;
-    const char *v = env(name);
-    if (v && llvm::StringRef(v) != "0" && llvm::StringRef(v) != "1")
-      return error(ErrorCode::kInvalidArgument, "%s='%s': expected 0 or 1", name, v);
-    *flag = v && llvm::StringRef(v) == "1";
-  }
+  for (auto [flag, name, otherwise] :
+       {std::tuple{&o.gpuGraphs, "KILN_GPU_GRAPHS", false}, std::tuple{&o.gpuTf32, "KILN_GPU_TF32", false},
+        std::tuple{&o.gpuProfile, "KILN_GPU_PROFILE", false}, std::tuple{&o.batchRanges, "KILN_BATCH_RANGES", true},
+        std::tuple{&o.hugePageWeights, "KILN_HUGE_PAGES", true}})
+    if (llvm::Error e = switchFromEnvironment(*flag, name, otherwise)) return std::move(e);
   if (o.gpuConvAlgo.empty())
     if (const char *a = env("KILN_GPU_CONV_ALGO")) o.gpuConvAlgo = a;
   if (o.gpuConvAlgo.empty()) o.gpuConvAlgo = "find";
@@ -122,12 +131,6 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     return error(ErrorCode::kInvalidArgument,
                  "GPU convolution algorithm choice '%s' (KILN_GPU_CONV_ALGO): expected find (each algorithm timed once) or heuristic",
                  o.gpuConvAlgo.c_str());
-  if (!o.batchRanges) {
-    const char *r = env("KILN_BATCH_RANGES");
-    if (r && llvm::StringRef(r) != "0" && llvm::StringRef(r) != "1")
-      return error(ErrorCode::kInvalidArgument, "KILN_BATCH_RANGES='%s': expected 0 or 1", r);
-    o.batchRanges = !r || llvm::StringRef(r) == "1";
-  }
   if (!o.hotBatchCalls) {
     const char *h = env("KILN_HOT_BATCH_CALLS");
     int64_t calls = 8;
@@ -141,12 +144,6 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     if (h && (llvm::StringRef(h).getAsInteger(10, calls) || calls < 1 || calls > (1 << 30)))
       return error(ErrorCode::kInvalidArgument, "KILN_HOT_SHAPE_CALLS='%s': expected a number of calls (at least 1)", h);
     o.hotShapeCalls = int(calls);
-  }
-  if (!o.hugePageWeights) {
-    const char *h = env("KILN_HUGE_PAGES");
-    if (h && llvm::StringRef(h) != "0" && llvm::StringRef(h) != "1")
-      return error(ErrorCode::kInvalidArgument, "KILN_HUGE_PAGES='%s': expected 0 or 1", h);
-    o.hugePageWeights = !h || llvm::StringRef(h) == "1";
   }
   if (o.maxVectorBits == 0)
     if (const char *b = env("KILN_MAX_VECTOR_BITS")) {
