@@ -35,7 +35,7 @@ constexpr double kAlternationMs = 300;
 double bestMs(llvm::function_ref<void()> run, bool warmUp = true) {
   if (warmUp) run();
   double best = std::numeric_limits<double>::infinity(), total = 0;
-  for (int reps = 0; (reps < 3 && !(reps >= 2 && total >= kEnoughMs)) || (total < 2.0 && reps < 50); ++reps) {
+  for (int reps = 0; reps < (total >= kEnoughMs ? 2 : 3) || (total < 2.0 && reps < 50); ++reps) {
     auto t = Clock::now();
     run();
     double ms = msSince(t);
