@@ -102,9 +102,9 @@ bool isVectorizableOuterReduction(linalg::LinalgOp op);
 /// of two vectors, one, or half a vector (at least 4 lanes) that divides
 /// it; 0 when none does.
 int64_t reductionWidth(int64_t inner, int64_t lanes);
-/// "[1, 2, 3]": sizes as the transform dialect writes them.
 /// "1x128x12x64": `op`'s loop ranges ("?" where dynamic), for descriptions.
 std::string loopRangesText(linalg::LinalgOp op);
+/// "[1, 2, 3]": sizes as the transform dialect writes them.
 std::string list(llvm::ArrayRef<int64_t> v);
 
 }  // namespace kiln::lowering::strategy
