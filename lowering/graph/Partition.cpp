@@ -202,7 +202,7 @@ llvm::Expected<std::unique_ptr<PartitionedFunction>>
 Program::partition(SpecializedFunction &spec, const PlacementOptions &options, const KernelOracle &oracle,
                    const std::set<std::string> &forceKernel, int64_t anchorsPerCluster,
                    const std::map<std::string, std::string> &measuredKernels) {
-  std::lock_guard<std::mutex> lock(impl->mu);
+  std::lock_guard<std::shared_mutex> lock(impl->mu);
   auto unlowered = Impl::unloweredModule(spec);
   if (!unlowered) return unlowered.takeError();
   ModuleOp module = *unlowered;

@@ -111,7 +111,8 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   Impl &I = *p->impl;
   DialectRegistry registry;
   registerKilnDialects(registry);
-  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  // Threaded: the JIT lowers a model's kernels in parallel (LoweringLock).
+  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::ENABLED);
   I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
         // Verified once the lifted blobs are in place (the parser declares

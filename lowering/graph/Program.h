@@ -7,9 +7,10 @@
 //   Program::lowerToLLVMIR the specialized function through the CPU pipeline
 //                         into an llvm::Module exposing `kiln_entry`
 //
-// Thread-safety: all methods may be called from several threads; MLIR work on
-// one Program is serialized by an internal mutex (its MLIRContext runs
-// without threading). Each Program owns its own MLIRContext.
+// Thread-safety: all methods may be called from several threads. Each Program
+// owns its own (threaded) MLIRContext; work on its module is serialized by an
+// internal lock, and lowerings of specialized functions run concurrently once
+// one lowering through the same pipeline has succeeded (Impl::LoweringLock).
 #pragma once
 
 #include "lowering/cpu/CpuStrategy.h"

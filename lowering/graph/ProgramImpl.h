@@ -3,6 +3,7 @@
 
 #include "lowering/graph/Program.h"
 #include "lowering/ir/IRText.h"
+#include "lowering/ir/ThreadDiagnostics.h"
 #include "lowering/pipelines/Pipelines.h"
 #include "runtime/Error.h"
 #include "runtime/Clock.h"
@@ -19,8 +20,11 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 
 namespace kiln::lowering {
 using namespace mlir;
@@ -95,11 +99,43 @@ struct Program::Impl {
   llvm::SourceMgr sourceMgr;
   OwningOpRef<ModuleOp> module;
   std::vector<FunctionSignature> functions;
-  std::mutex mu;
+  /// Exclusive for everything that reads or changes the module, the maps
+  /// below or the context's loaded dialects; lowerings of specialized
+  /// functions (their own modules) share it once their pipeline is primed
+  /// (LoweringLock).
+  std::shared_mutex mu;
+  std::mutex diagnosticsMu;                       // ThreadDiagnostics' printing
   llvm::DenseMap<const void *, Tensor> weights;  // by attribute identity
-  uint64_t pipelineRuns = 0;                      // specializations + lowerings
+  std::atomic<uint64_t> pipelineRuns{0};          // specializations + lowerings
+  std::atomic<bool> cpuPrimed{false}, gpuPrimed{false};  // a lowering through that pipeline succeeded
   llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
   std::string rewrites;                           // what the load-time graph rewrites did
+
+  /// The lock a lowering holds. The first lowering through a pipeline runs
+  /// alone: its pass managers load every dialect their passes need into the
+  /// context. After it, a lowering only creates IR in its own module and
+  /// reads the context's registries, which a threaded MLIRContext allows from
+  /// several threads at once: lowerings share the lock (the JIT compiles a
+  /// model's kernels in parallel; before, MLIR's half of every compile ran
+  /// one at a time). Always exclusive on a context without threading.
+  class LoweringLock {
+  public:
+    LoweringLock(Impl &impl, std::atomic<bool> &primed) : primed_(primed) {
+      if (impl.ctx->isMultithreadingEnabled() && primed.load(std::memory_order_acquire))
+        shared_ = std::shared_lock<std::shared_mutex>(impl.mu);
+      else
+        exclusive_ = std::unique_lock<std::shared_mutex>(impl.mu);
+    }
+    /// The pipeline ran to its end: later lowerings may share.
+    void succeeded() {
+      if (exclusive_.owns_lock()) primed_.store(true, std::memory_order_release);
+    }
+
+  private:
+    std::atomic<bool> &primed_;
+    std::shared_lock<std::shared_mutex> shared_;
+    std::unique_lock<std::shared_mutex> exclusive_;
+  };
 
   /// Runs `body` with MLIR diagnostics captured; on failure the error says
   /// `what` failed and lists the diagnostics with their source locations.
@@ -107,17 +143,11 @@ struct Program::Impl {
   template <typename F> llvm::Error diagnose(ErrorCode code, llvm::StringRef what, F &&body) {
     std::string text, firstLocation;
     llvm::raw_string_ostream os(text);
-    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), os);
-    // Registered after the printer, so asked first; it only looks.
-    DiagnosticEngine::HandlerID id = ctx->getDiagEngine().registerHandler([&](Diagnostic &d) {
-      if (d.getSeverity() == DiagnosticSeverity::Error && firstLocation.empty()) {
-        firstLocation = locationString(d.getLocation());
-        if (firstLocation == "<unknown location>") firstLocation.clear();
-      }
-      return failure();
-    });
-    LogicalResult result = body();
-    ctx->getDiagEngine().eraseHandler(id);
+    LogicalResult result = failure();
+    {
+      ThreadDiagnostics handler(sourceMgr, diagnosticsMu, ctx.get(), os, firstLocation);
+      result = body();
+    }
     if (succeeded(result)) return llvm::Error::success();
     std::string msg = text;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
@@ -137,7 +167,7 @@ struct Program::Impl {
   /// into `times`; with `dumpDir`, writes the IR after each stage there as
   /// <fn>.<k>.<stage>.mlir (and the input as <fn>.0.input.mlir); with
   /// `dumpEveryPass`, also the module after each pass that changed it, in
-  /// <fn>.<k>.<stage>.passes/. Caller holds `mu`.
+  /// <fn>.<k>.<stage>.passes/. Caller holds `mu` (shared or exclusive).
   llvm::Error runStages(ModuleOp module, llvm::StringRef fn, const std::vector<PipelineStage> &stages,
                         StageTimes &times, llvm::StringRef dumpDir, bool dumpEveryPass = false);
 

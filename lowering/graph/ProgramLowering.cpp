@@ -53,7 +53,7 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
   if (!sig) return noSuchFunction(function, impl->functions);
   if (auto err = checkInputs(*sig, inputs)) return std::move(err);
 
-  std::lock_guard<std::mutex> lock(impl->mu);
+  std::lock_guard<std::shared_mutex> lock(impl->mu);
   auto t0 = Clock::now();
   auto out = std::make_unique<SpecializedFunction>();
   out->impl = std::make_unique<SpecializedFunction::Impl>();
@@ -116,12 +116,11 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
 }
 
 uint64_t Program::pipelineRuns() const {
-  std::lock_guard<std::mutex> lock(impl->mu);
-  return impl->pipelineRuns;
+  return impl->pipelineRuns.load();
 }
 
 llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
-  std::lock_guard<std::mutex> lock(impl->mu);
+  std::lock_guard<std::shared_mutex> lock(impl->mu);
   if (auto it = impl->canonicalGraphs.find(function); it != impl->canonicalGraphs.end()) return it->second;
   if (!impl->module->lookupSymbol<func::FuncOp>(function))
     return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
@@ -232,7 +231,7 @@ llvm::Error Program::Impl::runStages(ModuleOp module, llvm::StringRef fn, const 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::LLVMContext &llvmContext,
                        StageTimes &times, llvm::StringRef dumpDir, CodeFacts *facts, bool dumpEveryPass) {
-  std::lock_guard<std::mutex> lock(impl->mu);
+  Impl::LoweringLock lock(*impl, impl->cpuPrimed);
   ++impl->pipelineRuns;
   auto unlowered = Impl::unloweredModule(fn);
   if (!unlowered) return unlowered.takeError();
@@ -254,6 +253,7 @@ Program::lowerToLLVMIR(SpecializedFunction &fn, const CpuTuning &tuning, llvm::L
     return std::move(err);
   times.push_back({"translate", msSince(t0)});
   fn.impl->module = nullptr;
+  lock.succeeded();
   return std::move(llvmModule);
 }
 
@@ -261,7 +261,7 @@ llvm::Expected<Program::GpuLowered> Program::lowerToGpu(SpecializedFunction &fn,
                                                         const GpuTuning &gpuTuning, llvm::LLVMContext &llvmContext,
                                                         StageTimes &times, llvm::StringRef dumpDir,
                                                         bool dumpEveryPass) {
-  std::lock_guard<std::mutex> lock(impl->mu);
+  Impl::LoweringLock lock(*impl, impl->gpuPrimed);
   ++impl->pipelineRuns;
   auto unlowered = Impl::unloweredModule(fn);
   if (!unlowered) return unlowered.takeError();
@@ -275,6 +275,7 @@ llvm::Expected<Program::GpuLowered> Program::lowerToGpu(SpecializedFunction &fn,
   auto lowered = readGpuLowering(module, fn.function, llvmContext, diagnose, times);
   if (!lowered) return lowered.takeError();
   fn.impl->module = nullptr;
+  lock.succeeded();
   return std::move(*lowered);
 }
 

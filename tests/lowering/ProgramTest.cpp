@@ -1,12 +1,19 @@
 // lowering::Program: import, signatures, specialization, hoisting, bytecode.
 #include "lowering/pipelines/Pipelines.h"
 #include "lowering/graph/Program.h"
+#include "lowering/ir/ThreadDiagnostics.h"
 #include "tests/TestRuntime.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+
+#include <condition_variable>
+#include <thread>
 
 using namespace kiln;
 using namespace kiln::lowering;
@@ -46,7 +53,7 @@ TEST(Program, SpecializeMakesEverythingStaticAndHoistsWeights) {
   ASSERT_TRUE(p);
   StageTimes times;
   auto spec = KILN_TAKE(p->specialize(
-      "main", {TensorType{DType::f32, {5, 8}}, TensorType{DType::i32, {3}}}, times));
+      "main", {kiln::TensorType{DType::f32, {5, 8}}, kiln::TensorType{DType::i32, {3}}}, times));
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->resultTypes[0].str(), "5x8xf32");
   EXPECT_EQ(spec->resultTypes[1].str(), "3xi32");
@@ -86,8 +93,98 @@ TEST(Program, CheckInputsNamesArgument) {
   auto p = KILN_TAKE(Program::parse(kModule, "sig.mlir"));
   ASSERT_TRUE(p);
   std::string msg = test::errorOf(checkInputs(
-      p->functions()[0], {TensorType{DType::f32, {5, 7}}, TensorType{DType::i32, {3}}}));
+      p->functions()[0], {kiln::TensorType{DType::f32, {5, 7}}, kiln::TensorType{DType::i32, {3}}}));
   EXPECT_NE(msg.find("argument 0 ('features'): expected tensor<?x8xf32>, got tensor<5x7xf32>"),
             std::string::npos)
       << msg;
+}
+
+namespace {
+/// Each specialization of kModule at batch `rows`, lowered to LLVM IR text
+/// (the module name left out: it is the function's). Lowerings of `p` after
+/// the first run on `threads` threads at once (0: one after another).
+std::vector<std::string> lowerAll(Program &p, int threads) {
+  const int n = 8;
+  std::vector<std::unique_ptr<SpecializedFunction>> specs;
+  StageTimes times;
+  for (int rows = 1; rows <= n; ++rows) {
+    specs.push_back(KILN_TAKE(p.specialize("main", {kiln::TensorType{DType::f32, {rows, 8}}, kiln::TensorType{DType::i32, {3}}},
+                                           times)));
+    if (!specs.back()) return {};
+  }
+  std::vector<std::string> ir(n);
+  auto lower = [&](int i) {
+    llvm::LLVMContext llvm;
+    StageTimes t;
+    auto m = KILN_TAKE(p.lowerToLLVMIR(*specs[size_t(i)], CpuTuning::fromFeatures("+avx2,+fma"), llvm, t));
+    if (!m) return;
+    m->setModuleIdentifier("");
+    llvm::raw_string_ostream os(ir[size_t(i)]);
+    m->print(os, nullptr);
+  };
+  lower(0);
+  if (threads == 0)
+    for (int i = 1; i < n; ++i) lower(i);
+  std::vector<std::thread> pool;
+  std::atomic<int> next{1};
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int i; (i = next++) < n;) lower(i);
+    });
+  for (std::thread &t : pool) t.join();
+  return ir;
+}
+}  // namespace
+
+// The JIT lowers a model's kernels on several threads: after the first
+// lowering, those of one Program share its context, and each gives the code
+// it gives alone.
+TEST(Program, ConcurrentLoweringsGiveWhatSerialOnesGive) {
+  auto serial = KILN_TAKE(Program::parse(kModule, "serial.mlir"));
+  auto concurrent = KILN_TAKE(Program::parse(kModule, "concurrent.mlir"));
+  ASSERT_TRUE(serial && concurrent);
+  std::vector<std::string> one = lowerAll(*serial, 0), four = lowerAll(*concurrent, 4);
+  ASSERT_EQ(one.size(), 8u);
+  ASSERT_EQ(four.size(), 8u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_NE(one[i].find("kiln_entry"), std::string::npos) << one[i];
+    EXPECT_EQ(one[i], four[i]) << "batch " << i + 1;
+  }
+  EXPECT_EQ(concurrent->pipelineRuns(), 16u);  // 8 specializations + 8 lowerings
+}
+
+// Diagnostics of lowerings running at once on one context each reach the
+// error of their own lowering, whichever handler was registered last.
+TEST(Program, EachThreadsDiagnosticsReachItsOwnHandler) {
+  mlir::DialectRegistry registry;
+  registerKilnDialects(registry);
+  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::ENABLED);
+  llvm::SourceMgr sources;
+  std::mutex printing;
+  // Both threads wait at each step until both reached it.
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  auto bothAt = [&](int step) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++arrived;
+    cv.notify_all();
+    cv.wait(lock, [&] { return arrived >= 2 * step; });
+  };
+  std::string text[2], first[2];
+  auto run = [&](int i) {
+    llvm::raw_string_ostream os(text[i]);
+    ThreadDiagnostics handler(sources, printing, &ctx, os, first[i]);
+    bothAt(1);  // both handlers registered before either emits
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, "m.mlir", unsigned(i + 1), 1)) << "from thread " << i;
+    bothAt(2);  // neither handler goes before both emitted
+  };
+  std::thread a(run, 0), b(run, 1);
+  a.join();
+  b.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NE(text[i].find("from thread " + std::to_string(i)), std::string::npos) << text[i];
+    EXPECT_EQ(text[i].find("from thread " + std::to_string(1 - i)), std::string::npos) << text[i];
+    EXPECT_EQ(first[i], "m.mlir:" + std::to_string(i + 1) + ":1");
+  }
 }
