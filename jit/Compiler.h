@@ -139,6 +139,10 @@ public:
   /// compile service's memory evicts code).
   void trimPackedWeights() const;
 
+  /// Runs job(0..n-1) on the threads a compile's kernels use (this one and
+  /// up to threads - 1 spawned tasks); returns when every job has finished.
+  void runParallel(size_t n, llvm::function_ref<void(size_t)> job) const { runShared(n, threads_ - 1, job); }
+
 private:
   /// Runs job(0..n-1) on this thread and on up to `helpers` spawned tasks;
   /// returns when every job has finished.

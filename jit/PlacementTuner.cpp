@@ -161,6 +161,26 @@ std::string PlacementMeasurement::str() const {
 
 int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin) {
   int timed = 0;
+  auto decide = [&](const lowering::PlanStep::Alternative &alt, PlacementMeasurement m) {
+    if (!kernelsWin.empty()) {  // injected for tests: these ops' kernels win, every other op's lose
+      m.kernelWins = kernelsWin.count(alt.op) > 0;
+      if (m.kernelWins && m.aloneMs < 0) m.aloneMs = m.stepMs;
+    }
+    ++timed;
+    std::lock_guard<std::mutex> lock(mu_);
+    decided_.emplace(alt.signature, std::move(m));
+  };
+  // Ops whose kernel beat their fused step: the op alone on JIT decides.
+  struct Close {
+    const lowering::PlanStep::Alternative *alt;
+    const kernels::KernelDef *kernel;
+    PlacementMeasurement m;
+    std::shared_ptr<CompiledFunction> alone;
+  };
+  std::vector<Close> close;
+  std::set<std::string> seen;  // signatures this call measures (one step each)
+
+  // 1. Each step as compiled against its kernel.
   for (size_t s = 0; s < fn.plan.steps.size(); ++s) {
     const lowering::PlanStep &step = fn.plan.steps[s];
     if (step.kind != lowering::PlanStep::kJit || step.alternatives.size() != 1 || !fn.directEntry(s)) continue;
@@ -170,7 +190,7 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
     const lowering::PlanStep::Alternative &alt = step.alternatives[0];
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (decided_.count(alt.signature)) continue;
+      if (decided_.count(alt.signature) || !seen.insert(alt.signature).second) continue;
     }
     PlacementMeasurement m;
     m.op = alt.op;
@@ -184,7 +204,7 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
     // outputs by its own shape function).
     if (choice && choice->name == alt.kernel && choice->results == alt.results && !prepared) {
       KernelRunner runKernel(*choice->def, alt, *executor_);
-      std::unique_lock<std::mutex> timing(timingMutex());
+      std::lock_guard<std::mutex> timing(timingMutex());
       HostExecutor::ParallelScope scope(*executor_);
       m.stepMs = bestMs(runStep);
       // The first run decides when the kernel is clearly slower.
@@ -194,39 +214,50 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
       double first = msSince(t);
       m.kernelMs = first >= 2 * m.stepMs ? first : std::min(first, bestMs(runKernel, false));
       measured = runKernel.failure().empty();  // a kernel that fails does not win
-      timing.unlock();
       if (measured && m.kernelMs < m.stepMs) {
-        // Closer than the fused step: the op alone on JIT decides, timed
-        // in alternation with the kernel (the machine's speed drifts).
-        auto alone = compileAlone(alt, compiler);
-        StepRunner runAlone;
-        llvm::Error ready = alone ? runAlone.prepare(**alone, -1) : alone.takeError();
-        if (!ready) {
-          std::lock_guard<std::mutex> again(timingMutex());
-          HostExecutor::ParallelScope scope2(*executor_);
-          m.aloneMs = bestMs(runAlone);
-          auto rounds = Clock::now();
-          for (int round = 0; round < 4 && (round == 0 || msSince(rounds) < kAlternationMs); ++round) {
-            m.kernelMs = std::min(m.kernelMs, bestMs(runKernel, false));
-            m.aloneMs = std::min(m.aloneMs, bestMs(runAlone, false));
-          }
-          measured = runKernel.failure().empty();
-        } else {
-          llvm::consumeError(std::move(ready));
-        }
-        m.kernelWins = measured && m.aloneMs >= 0 && m.kernelMs < kKernelMargin * m.aloneMs;
+        close.push_back(Close{&alt, choice->def, std::move(m), nullptr});
+        measured = false;  // decided below
       }
     }
     if (!choice) llvm::consumeError(choice.takeError());
     if (prepared) llvm::consumeError(std::move(prepared));
-    if (!measured) continue;  // not measurable: stays on JIT, asked again next time
-    if (!kernelsWin.empty()) {  // injected for tests: these ops' kernels win, every other op's lose
-      m.kernelWins = kernelsWin.count(alt.op) > 0;
-      if (m.kernelWins && m.aloneMs < 0) m.aloneMs = m.stepMs;
+    if (measured) decide(alt, std::move(m));  // else not measurable: stays on JIT, asked again next time
+  }
+  if (close.empty()) return timed;
+
+  // 2. The close ops compiled alone, all at once (on the compiler's threads:
+  // each is a compile of its own, ~0.1 s).
+  compiler.runParallel(close.size(), [&](size_t i) {
+    auto alone = compileAlone(*close[i].alt, compiler);
+    if (alone) close[i].alone = std::move(*alone);
+    else llvm::consumeError(alone.takeError());  // the op alone cannot be timed: JIT keeps it
+  });
+
+  // 3. Each kernel against its op alone, timed in alternation (the
+  // machine's speed drifts).
+  for (Close &c : close) {
+    PlacementMeasurement &m = c.m;
+    bool measured = true;
+    StepRunner runAlone;
+    llvm::Error ready = c.alone ? runAlone.prepare(*c.alone, -1)
+                                : error(ErrorCode::kInternal, "%s alone did not compile", c.alt->op.c_str());
+    if (!ready) {
+      KernelRunner runKernel(*c.kernel, *c.alt, *executor_);
+      std::lock_guard<std::mutex> timing(timingMutex());
+      HostExecutor::ParallelScope scope(*executor_);
+      m.aloneMs = bestMs(runAlone);
+      runKernel();  // its buffers are new: warm them before the rounds
+      auto rounds = Clock::now();
+      for (int round = 0; round < 4 && (round == 0 || msSince(rounds) < kAlternationMs); ++round) {
+        m.kernelMs = std::min(m.kernelMs, bestMs(runKernel, false));
+        m.aloneMs = std::min(m.aloneMs, bestMs(runAlone, false));
+      }
+      measured = runKernel.failure().empty();
+    } else {
+      llvm::consumeError(std::move(ready));
     }
-    ++timed;
-    std::lock_guard<std::mutex> lock(mu_);
-    decided_.emplace(alt.signature, std::move(m));
+    m.kernelWins = measured && m.aloneMs >= 0 && m.kernelMs < kKernelMargin * m.aloneMs;
+    if (measured) decide(*c.alt, std::move(m));
   }
   return timed;
 }
