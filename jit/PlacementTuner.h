@@ -6,9 +6,12 @@
 //
 //   1. the step as compiled (the op with the ops fused into its tiles) and
 //      the kernel alone. A kernel slower than the whole step loses at once.
-//   2. otherwise the op compiled alone on JIT: the kernel wins when it beats
-//      that by 10% (the margin covers noise and the fusion a kernel gives
-//      up: its neighbours then run as a separate step).
+//   2. otherwise the op compiled alone on JIT (its inputs that come from
+//      weights as constants, so it gets the model's weight layouts), all
+//      such ops compiled at once on the compiler's threads: the kernel wins
+//      when it beats that by 10% and by 5 us a call (the margins cover noise
+//      and the fusion a kernel gives up: its neighbours then run as steps of
+//      their own, each dispatched).
 //
 // The compiler then partitions again with the winners on their kernels.
 // Decisions are kept by op signature for the life of the tuner (one compiler,
@@ -62,6 +65,9 @@ public:
   /// how many steps it timed. (Tests: a kernel of an op in `kernelsWin` wins
   /// whatever the timings.)
   int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {});
+  /// Whether a kernel that ran `kernelMs` wins over the op alone on JIT
+  /// (`aloneMs`): by 10% and by 5 us.
+  static bool kernelBeatsAlone(double kernelMs, double aloneMs);
   /// Signature -> reason, for the uses of ops a kernel won.
   std::map<std::string, std::string> kernelWins() const;
   /// One line per distinct use of an op measured in `plan` (alternatives of

@@ -21,8 +21,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -288,6 +290,17 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         step.inputs.push_back(*id);
       }
       if (auto err = results(call, step.outputs)) return std::move(err);
+      // Whether a value in the cluster comes from weights and constants only.
+      std::function<bool(Value)> fromConstants = [&](Value v) {
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
+          if (arg.getOwner() != &callee.getBody().front() || arg.getArgNumber() >= step.inputs.size()) return false;
+          PlanValue::Kind kind = plan.values[size_t(step.inputs[arg.getArgNumber()])].kind;
+          return kind == PlanValue::kWeight || kind == PlanValue::kConstant;
+        }
+        Operation *def = v.getDefiningOp();
+        if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def)) return false;
+        return def->hasTrait<OpTrait::ConstantLike>() || llvm::all_of(def->getOperands(), fromConstants);
+      };
       for (Operation &inner : callee.getBody().front().without_terminator()) {
         if (isFreeOp(&inner)) continue;
         step.ops.push_back(kernelKey(&inner));  // custom ops by their names
@@ -316,6 +329,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
               t->shape[2] -= unsplit[2] + unsplit[3];
             }
             alt.inputs.push_back(*t);
+            alt.constantInputs.push_back(fromConstants(v));
           }
           for (Value r : inner.getResults())
             if (auto t = toTensorType(r.getType(), why)) alt.results.push_back(*t);

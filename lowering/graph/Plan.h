@@ -51,6 +51,9 @@ struct PlanStep {
     std::string op, kernel, signature, location;
     ops::AttrMap attrs;
     std::vector<TensorType> inputs, results;
+    /// Per input: computed from weights and constants only (a filter, a
+    /// bias, their layout changes), so fixed for every call.
+    std::vector<bool> constantInputs;
   };
   std::vector<Alternative> alternatives;
 };

@@ -2,6 +2,7 @@
 // runs and never what it computes; ops without a lowering run on kernels;
 // a cluster whose compilation fails falls back to kernels.
 #include "cache/CacheKey.h"
+#include "jit/PlacementTuner.h"
 #include "jit/CompileService.h"
 #include "jit/Compiler.h"
 #include "api/Eager.h"
@@ -573,6 +574,9 @@ TEST(Placement, PartitionPlacesOpsThatAKernelWonOnIt) {
     EXPECT_EQ(step.alternatives[0].kernel, "matmul_f32_eigen");
     EXPECT_EQ(step.alternatives[0].signature.rfind("tosa.matmul(1x3x", 0), 0u)
         << step.alternatives[0].signature;
+    // The activations vary per call, the weight (a constant) does not: the
+    // op timed alone gets it as a constant too.
+    EXPECT_EQ(step.alternatives[0].constantInputs, (std::vector<bool>{false, true})) << step.name;
     signatures.push_back(step.alternatives[0].signature);
   }
   ASSERT_EQ(signatures.size(), 2u);
@@ -862,4 +866,16 @@ TEST(Kernels, TransposeMatchesIndexArithmeticForEveryPermutation) {
       }
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
+}
+
+// A kernel wins over the op alone on JIT by 10% and by 5 us a call: below
+// that, the step it adds and the fusion it breaks cost more than it saves.
+TEST(Placement, AKernelMustSaveTenPercentAndFiveMicroseconds) {
+  using jit::PlacementTuner;
+  EXPECT_TRUE(PlacementTuner::kernelBeatsAlone(0.004, 0.035));   // 1x1-map conv: 4 us against 35
+  EXPECT_TRUE(PlacementTuner::kernelBeatsAlone(0.5, 1.0));
+  EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(0.0003, 0.0006));  // twice as fast, 0.3 us saved
+  EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(0.0011, 0.0047));  // 3.6 us saved
+  EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(0.95, 1.0));      // within the 10% margin
+  EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(1.0, 1.0));
 }
