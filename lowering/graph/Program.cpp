@@ -24,6 +24,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Support/ThreadPool.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -63,6 +65,16 @@ void registerKilnPassesAndPipelines() {
   });
 }
 
+
+namespace {
+/// MLIR's threads for every Program's contexts (nested pass pipelines,
+/// verification), made as work needs them, at most one per core. Never
+/// destroyed: a context may outlive static destruction.
+llvm::ThreadPoolInterface &mlirThreadPool() {
+  static auto *pool = new llvm::DefaultThreadPool();
+  return *pool;
+}
+}  // namespace
 
 const std::vector<std::string> &Program::supportedDialects() {
   static const std::vector<std::string> d = {"builtin", "func",   "tosa", "linalg",
@@ -111,8 +123,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   Impl &I = *p->impl;
   DialectRegistry registry;
   registerKilnDialects(registry);
-  // Threaded: the JIT lowers a model's kernels in parallel (LoweringLock).
-  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::ENABLED);
+  // Threaded (the JIT lowers a model's kernels in parallel: LoweringLock),
+  // on one pool for every Program: a context of its own would keep a thread
+  // per core for each loaded model.
+  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  I.ctx->setThreadPool(mlirThreadPool());
   I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
         // Verified once the lifted blobs are in place (the parser declares
