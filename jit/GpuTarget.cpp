@@ -632,7 +632,7 @@ llvm::Error buildGraph(GpuCode &code, const StepContext &ctx) {
                                      [](size_t) { return llvm::Error::success(); });
   CUgraph graph = nullptr;
   CUresult ended = d.cuStreamEndCapture(s, &graph);
-  auto destroyGraph = llvm::make_scope_exit([&] {
+  llvm::scope_exit destroyGraph([&] {
     if (graph) d.cuGraphDestroy(graph);
   });
   if (enqueued) return enqueued;
@@ -729,7 +729,7 @@ llvm::Expected<Launch> GpuTarget::launch(std::shared_ptr<LoadedCode> loaded, llv
     cuda::CudaStream &stream = dev.stream();
     // Profiling: an event before each launch and one after the last.
     std::vector<CUevent> events;
-    auto destroyEvents = llvm::make_scope_exit([&] {
+    llvm::scope_exit destroyEvents([&] {
       for (CUevent e : events) dev.driver().cuEventDestroy(e);
     });
     if (profiling) {

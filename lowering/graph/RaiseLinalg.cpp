@@ -80,13 +80,6 @@ bool isF32Tensor(Value v) {
   return t && t.getElementType().isF32();
 }
 
-/// f32 or f64 (torch-mlir computes LayerNorm's mean and variance in f64,
-/// and so does its TOSA export).
-bool isFloatTensor(Value v) {
-  auto t = staticTensor(v.getType());
-  return t && (t.getElementType().isF32() || t.getElementType().isF64());
-}
-
 /// Element types the elementwise raise takes: floats (f32, f64), booleans,
 /// and the i32/i64 of index arithmetic (positions, masks, token ids).
 bool raisableElement(Type t) {

@@ -410,7 +410,7 @@ TEST(GpuRuntime, GpuSwitchesAreOptionsCheckedAtCreation) {
   {
     setenv("KILN_GPU_TF32", "1", 1);
     setenv("KILN_GPU_CONV_ALGO", "heuristic", 1);
-    auto unset = llvm::make_scope_exit([] {
+    llvm::scope_exit unset([] {
       unsetenv("KILN_GPU_TF32");
       unsetenv("KILN_GPU_CONV_ALGO");
     });
@@ -560,7 +560,7 @@ TEST(GpuRun, CudaGraphReplaysMatchTheHost) {
   // KILN_GPU_GRAPHS=1 is read when a runtime is made: the plan is captured
   // on the first call and replayed as one graph on the later ones.
   setenv("KILN_GPU_GRAPHS", "1", 1);
-  auto unset = llvm::make_scope_exit([] { unsetenv("KILN_GPU_GRAPHS"); });
+  llvm::scope_exit unset([] { unsetenv("KILN_GPU_GRAPHS"); });
   expectGpuMatchesHost(kConv, {test::randomTensor({1, 9, 9, 5}, 7), test::randomTensor({7, 3, 3, 5}, 8),
                                test::randomTensor({7}, 9)});
   expectGpuMatchesHost(kMatmulBias, {test::randomTensor({1, 64, 96}, 3), test::randomTensor({1, 96, 48}, 4),
