@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <mutex>
+#include <set>
 #include <thread>
 
 namespace kiln {
@@ -125,8 +127,53 @@ const CancellationToken *StepContext::cancellation() const {
   return execution_ ? static_cast<Executable::Execution *>(execution_)->cancel.get() : nullptr;
 }
 
+namespace {
+/// Every live Executable, for releaseIdleExecutions. Never destroyed:
+/// executables may outlive static destruction.
+struct LiveExecutables {
+  std::mutex mu;
+  std::set<const Executable *> all;
+};
+LiveExecutables &liveExecutables() {
+  static auto *live = new LiveExecutables();
+  return *live;
+}
+}  // namespace
+
+Executable::Executable() {
+  static std::once_flag once;
+  std::call_once(once, [] { setTensorMemoryReclaimer(&Executable::releaseIdleExecutions); });
+  std::lock_guard<std::mutex> lock(liveExecutables().mu);
+  liveExecutables().all.insert(this);
+}
+
 Executable::~Executable() {
+  {
+    std::lock_guard<std::mutex> lock(liveExecutables().mu);
+    liveExecutables().all.erase(this);
+  }
   for (Execution *ex : pool_) delete ex;
+}
+
+uint64_t Executable::releaseIdleExecutions() {
+  std::vector<Execution *> idle;
+  {
+    LiveExecutables &live = liveExecutables();
+    std::lock_guard<std::mutex> lock(live.mu);
+    for (const Executable *e : live.all) {
+      std::lock_guard<std::mutex> pool(e->poolMu_);
+      idle.insert(idle.end(), e->pool_.begin(), e->pool_.end());
+      e->pool_.clear();
+    }
+  }
+  // A pooled execution holds no reference to its executable: freeing it
+  // needs no lock.
+  uint64_t bytes = 0;
+  for (Execution *ex : idle) {
+    bytes += ex->arenaBytes;
+    delete ex;
+  }
+  return bytes;
 }
 
 Executable::Execution *Executable::acquire(Status *why) const {

@@ -214,13 +214,19 @@ public:
                                           HostExecutor &executor) const;
   /// Executions currently pooled (for tests: the pool is reused, not grown).
   size_t pooledExecutions() const;
+  /// Frees the pooled executions of every Executable in the process (their
+  /// arenas: a call of each shape a module ever ran keeps one); returns the
+  /// arena bytes released. The tensor memory reclaimer
+  /// (setTensorMemoryReclaimer): a stream of ever-new shapes under a memory
+  /// limit failed once the idle arenas of earlier shapes filled it.
+  static uint64_t releaseIdleExecutions();
 
 private:
   friend class ExecutableBuilder;
   friend class StepContext;
   friend class StepCompletion;
   struct Execution;
-  Executable() = default;
+  Executable();
   /// A pooled or new execution; null (and `why`) when its arena cannot be allocated.
   Execution *acquire(Status *why) const;
   void release(Execution *ex) const;

@@ -123,7 +123,7 @@ llvm::Error exhausted(uint64_t bytes, llvm::StringRef what, const char *why, uin
 /// past the tensor memory limit, or, for allocations of kCheckedBytes or
 /// more, past what can be had now (overcommit would let malloc "succeed"
 /// and the OOM killer decide later). Undo with gTensorBytes -= bytes.
-llvm::Error reserveTensorBytes(uint64_t bytes, llvm::StringRef what) {
+llvm::Error reserveTensorBytesOnce(uint64_t bytes, llvm::StringRef what) {
   if (bytes > SIZE_MAX - 4 * kBufferAlignment)  // the block and its alignment would wrap
     return error(ErrorCode::kResourceExhausted, "%s has more bytes than 64 bits can count", what.str().c_str());
   uint64_t used = gTensorBytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -139,6 +139,19 @@ llvm::Error reserveTensorBytes(uint64_t bytes, llvm::StringRef what) {
     }
   }
   return llvm::Error::success();
+}
+
+std::atomic<uint64_t (*)()> gReclaimer{nullptr};
+
+/// reserveTensorBytesOnce, and once more after the reclaimer gave memory
+/// back.
+llvm::Error reserveTensorBytes(uint64_t bytes, llvm::StringRef what) {
+  llvm::Error err = reserveTensorBytesOnce(bytes, what);
+  if (!err) return err;
+  uint64_t (*reclaim)() = gReclaimer.load(std::memory_order_acquire);
+  if (!reclaim || reclaim() == 0) return err;
+  llvm::consumeError(std::move(err));
+  return reserveTensorBytesOnce(bytes, what);
 }
 
 /// The error for `bytes` reserved but not given by malloc (the reservation
@@ -282,6 +295,8 @@ llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what) 
   poison(p, bytes);
   return p;
 }
+
+void setTensorMemoryReclaimer(uint64_t (*reclaim)()) { gReclaimer.store(reclaim, std::memory_order_release); }
 
 void setTensorMemoryPoison(int byte) { gPoison.store(byte >= 0 && byte <= 255 ? byte : -1, std::memory_order_relaxed); }
 

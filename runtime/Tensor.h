@@ -58,6 +58,12 @@ std::shared_ptr<void> holdTensorMemoryLimit(uint64_t bytes);
 /// Release with releaseTensorMemory(p, bytes).
 llvm::Expected<void *> allocateTensorMemory(size_t bytes, llvm::StringRef what);
 void releaseTensorMemory(void *p, size_t bytes);
+/// Memory kiln holds that no call uses (the arenas of idle pooled
+/// executions) goes back when a tensor allocation would otherwise fail (the
+/// limit, what the system gives): `reclaim` frees what it can and returns
+/// the bytes it released; the allocation is then tried once more. One per
+/// process (runtime/Executable.cpp installs its pools'); null: none.
+void setTensorMemoryReclaimer(uint64_t (*reclaim)());
 
 /// Number of elements of a static shape (1 for rank 0). Saturates: a shape
 /// whose count overflows gives kSizeOverflow, never a wrapped small number.

@@ -861,3 +861,41 @@ TEST(Executable, RandomDagStressWithFailuresAndCancellation) {
   }
   ex.waitIdle();
 }
+
+// Each shape a module ran keeps an idle execution (its arena) for its next
+// call. Under a memory limit those of earlier shapes are given back when a
+// new one needs the room: a stream of new batch sizes failed at its 11th
+// under a 1 GiB limit while one call needed 133 MiB.
+TEST(Executable, IdleArenasAreGivenBackWhenANewOneNeedsTheRoom) {
+  HostExecutor ex(2);
+  const int64_t elements = int64_t(8) << 20 >> 3;  // an 8 MiB intermediate
+  auto build = [&] {
+    ExecutableBuilder b;
+    int x = b.addInput(i64({1}));
+    int big = b.addIntermediate(i64({elements}));
+    int y = b.addOutput(i64({1}));
+    EXPECT_TRUE(bool(b.addStep("fill", StepKind::kOther, sumStep(1), {x}, {big})));
+    EXPECT_TRUE(bool(b.addStep("read", StepKind::kOther, sumStep(1), {big}, {y})));
+    return b.build();
+  };
+  auto first = build(), second = build();
+  ASSERT_TRUE(first && second);
+  ASSERT_GE((*first)->planStats().arenaBytes, size_t(8) << 20);
+  auto out = (*first)->run({scalar(3)}, ex);
+  ASSERT_TRUE(bool(out));
+  EXPECT_EQ(valueOf((*out)[0]), 3 + 2);  // each step adds 1
+  out->clear();
+  ex.waitIdle();
+  ASSERT_EQ((*first)->pooledExecutions(), 1u);
+  // Room for one arena, not two.
+  setTensorMemoryLimit(tensorMemoryInUse() + (6 << 20));
+  auto again = (*second)->run({scalar(4)}, ex);
+  setTensorMemoryLimit(0);
+  ASSERT_TRUE(bool(again)) << toStatus(again.takeError()).message;
+  EXPECT_EQ(valueOf((*again)[0]), 4 + 2);
+  EXPECT_EQ((*first)->pooledExecutions(), 0u);  // given back
+  // The first still runs: a new arena when its call comes.
+  auto third = (*first)->run({scalar(5)}, ex);
+  ASSERT_TRUE(bool(third));
+  EXPECT_EQ(valueOf((*third)[0]), 5 + 2);
+}
