@@ -1,4 +1,5 @@
 #include "runtime/Executable.h"
+#include "runtime/HostBlocks.h"
 #include "runtime/Trace.h"
 #include "runtime/Error.h"
 
@@ -142,7 +143,15 @@ LiveExecutables &liveExecutables() {
 
 Executable::Executable() {
   static std::once_flag once;
-  std::call_once(once, [] { setTensorMemoryReclaimer(&Executable::releaseIdleExecutions); });
+  // Memory to give back when an allocation would fail: idle arenas, and
+  // the blocks HostBlocks keeps for reuse.
+  std::call_once(once, [] {
+    setTensorMemoryReclaimer([]() -> uint64_t {
+      uint64_t cached = hostBlocks().cachedBytes();
+      hostBlocks().trim();
+      return Executable::releaseIdleExecutions() + cached;
+    });
+  });
   std::lock_guard<std::mutex> lock(liveExecutables().mu);
   liveExecutables().all.insert(this);
 }

@@ -1,6 +1,8 @@
 // Host memory blocks kept for reuse by size (see HostBlocks.h).
 #include "runtime/HostBlocks.h"
+#include "runtime/Tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -70,6 +72,15 @@ void *HostBlocks::allocate(size_t bytes, size_t align) {
   return fresh(cls ? cls : bytes, align, cls);
 }
 
+namespace {
+/// At most kMaxCached, and a quarter of kiln's tensor memory limit where
+/// one is set: the cached blocks are memory the limit does not count.
+size_t cacheCap() {
+  uint64_t limit = tensorMemoryLimit();
+  return limit ? std::min<size_t>(HostBlocks::kMaxCached, size_t(limit / 4)) : HostBlocks::kMaxCached;
+}
+}  // namespace
+
 void HostBlocks::release(void *p) {
   if (!p) return;
   auto *h = reinterpret_cast<Header *>(static_cast<char *>(p) - kHeader);
@@ -77,7 +88,7 @@ void HostBlocks::release(void *p) {
   if (h->sizeClass) {
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.cached + h->sizeClass <= kMaxCached) {
+    if (s.cached + h->sizeClass <= cacheCap()) {
       s.free[h->sizeClass].push_back(h->raw);
       s.cached += h->sizeClass;
       return;

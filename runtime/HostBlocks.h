@@ -5,9 +5,12 @@
 // system, so a steady stream of calls does not map, fault in and zero the
 // same memory on every call (glibc trims or unmaps large blocks on free: a
 // model with three 384 KiB outputs took 260 page faults a call, 0.5 ms for
-// 1.2 MB). At most kMaxCached bytes wait in the lists; past that a released
-// block goes back to the system, and an allocation the system refuses first
-// returns every cached block and tries again.
+// 1.2 MB). At most kMaxCached bytes wait in the lists (a quarter of kiln's
+// tensor memory limit where one is set: cached blocks are memory the limit
+// does not count); past that a released block goes back to the system, and
+// an allocation the system refuses first returns every cached block and
+// tries again (so does a tensor allocation past the limit or what the
+// system gives: the tensor memory reclaimer, runtime/Executable.cpp).
 //
 // Each block has a 64-byte header in front of the returned pointer (which
 // stays 64-byte aligned, or `align` where larger).

@@ -231,6 +231,22 @@ TEST(HostBlocks, LargeBlocksAreReusedBySizeSmallOnesAreNot) {
 #endif
 }
 
+// The blocks kept for reuse are memory the tensor limit does not count: at
+// most a quarter of it waits in the lists.
+TEST(HostBlocks, AMemoryLimitBoundsTheBlocksKept) {
+  HostBlocks &blocks = hostBlocks();
+  blocks.trim();
+  uint64_t before = tensorMemoryLimit();
+  setTensorMemoryLimit(4u << 20);  // a quarter: 1 MiB
+  std::vector<void *> held;
+  for (int i = 0; i < 8; ++i) held.push_back(blocks.allocate(256 * 1024));
+  for (void *p : held) blocks.release(p);
+  EXPECT_LE(blocks.cachedBytes(), 1u << 20);
+  EXPECT_GT(blocks.cachedBytes(), 0u);
+  setTensorMemoryLimit(before);
+  blocks.trim();
+}
+
 TEST(HostBlocksDeathTest, ReleasingForeignMemoryAborts) {
   // A pointer malloc gave, released here, would corrupt the heap: abort at once.
   EXPECT_DEATH(
