@@ -199,6 +199,25 @@ bool PlacementTuner::kernelBeatsAlone(double kernelMs, double aloneMs) {
   return kernelMs < kKernelMargin * aloneMs && aloneMs - kernelMs >= kKernelMinSavingMs;
 }
 
+namespace {
+/// The kernel against the op alone on JIT, in alternating rounds (the
+/// machine's speed drifts): the best of each into `m`. Holds the timing
+/// lock. False when the kernel failed.
+template <typename Alone> bool alternate(KernelRunner &runKernel, Alone &runAlone, PlacementMeasurement &m,
+                                         HostExecutor &executor, bool warmKernel) {
+  std::lock_guard<std::mutex> timing(timingMutex());
+  HostExecutor::ParallelScope scope(executor);
+  m.aloneMs = m.aloneMs >= 0 ? std::min(m.aloneMs, bestMs(runAlone)) : bestMs(runAlone);
+  if (warmKernel) runKernel();  // its buffers are new: warm them before the rounds
+  auto rounds = Clock::now();
+  for (int round = 0; round < 4 && (round == 0 || msSince(rounds) < kAlternationMs); ++round) {
+    m.kernelMs = std::min(m.kernelMs, bestMs(runKernel, false));
+    m.aloneMs = std::min(m.aloneMs, bestMs(runAlone, false));
+  }
+  return runKernel.failure().empty();
+}
+}  // namespace
+
 int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin) {
   int timed = 0;
   auto decide = [&](const lowering::PlanStep::Alternative &alt, PlacementMeasurement m) {
@@ -244,19 +263,27 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
     // outputs by its own shape function).
     if (choice && choice->name == alt.kernel && choice->results == alt.results && !prepared) {
       KernelRunner runKernel(*choice->def, alt, *executor_);
-      std::lock_guard<std::mutex> timing(timingMutex());
-      HostExecutor::ParallelScope scope(*executor_);
-      m.stepMs = bestMs(runStep);
-      // The first run decides when the kernel is clearly slower.
-      runKernel();
-      auto t = Clock::now();
-      runKernel();
-      double first = msSince(t);
-      m.kernelMs = first >= 2 * m.stepMs ? first : std::min(first, bestMs(runKernel, false));
-      measured = runKernel.failure().empty();  // a kernel that fails does not win
+      {
+        std::lock_guard<std::mutex> timing(timingMutex());
+        HostExecutor::ParallelScope scope(*executor_);
+        m.stepMs = bestMs(runStep);
+        // The first run decides when the kernel is clearly slower.
+        runKernel();
+        auto t = Clock::now();
+        runKernel();
+        double first = msSince(t);
+        m.kernelMs = first >= 2 * m.stepMs ? first : std::min(first, bestMs(runKernel, false));
+        measured = runKernel.failure().empty();  // a kernel that fails does not win
+      }
       if (measured && m.kernelMs < m.stepMs) {
-        close.push_back(Close{&alt, choice->def, std::move(m), nullptr});
-        measured = false;  // decided below
+        if (alt.aloneInStep) {  // the step is the op alone: no compile of its own
+          m.aloneMs = m.stepMs;
+          measured = alternate(runKernel, runStep, m, *executor_, /*warmKernel=*/false);
+          m.kernelWins = measured && kernelBeatsAlone(m.kernelMs, m.aloneMs);
+        } else {
+          close.push_back(Close{&alt, choice->def, std::move(m), nullptr});
+          measured = false;  // decided below
+        }
       }
     }
     if (!choice) llvm::consumeError(choice.takeError());
@@ -283,16 +310,7 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
                                 : error(ErrorCode::kInternal, "%s alone did not compile", c.alt->op.c_str());
     if (!ready) {
       KernelRunner runKernel(*c.kernel, *c.alt, *executor_);
-      std::lock_guard<std::mutex> timing(timingMutex());
-      HostExecutor::ParallelScope scope(*executor_);
-      m.aloneMs = bestMs(runAlone);
-      runKernel();  // its buffers are new: warm them before the rounds
-      auto rounds = Clock::now();
-      for (int round = 0; round < 4 && (round == 0 || msSince(rounds) < kAlternationMs); ++round) {
-        m.kernelMs = std::min(m.kernelMs, bestMs(runKernel, false));
-        m.aloneMs = std::min(m.aloneMs, bestMs(runAlone, false));
-      }
-      measured = runKernel.failure().empty();
+      measured = alternate(runKernel, runAlone, m, *executor_, /*warmKernel=*/true);
     } else {
       llvm::consumeError(std::move(ready));
     }

@@ -301,6 +301,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def)) return false;
         return def->hasTrait<OpTrait::ConstantLike>() || llvm::all_of(def->getOperands(), fromConstants);
       };
+      std::vector<Operation *> altOps;  // the op of each alternative
       for (Operation &inner : callee.getBody().front().without_terminator()) {
         if (isFreeOp(&inner)) continue;
         step.ops.push_back(kernelKey(&inner));  // custom ops by their names
@@ -335,9 +336,26 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
             if (auto t = toTensorType(r.getType(), why)) alt.results.push_back(*t);
             else typed = false;
           alt.signature = opSignature(alt.op, alt.inputs, alt.attrs, alt.results);
-          if (typed) step.alternatives.push_back(std::move(alt));
+          if (typed) {
+            step.alternatives.push_back(std::move(alt));
+            altOps.push_back(&inner);
+          }
         }
       }
+      // Layout changes of weights (a filter read transposed, padded rows
+      // sliced off, a Winograd filter) are read in place by the code, not
+      // computed per call.
+      auto weightLayout = [&](Operation &o) {
+        std::string key = kernelKey(&o);
+        return (key == "tosa.transpose" || key == "tosa.reshape" || key == "tosa.slice" ||
+                key == "tosa.custom:kiln.winograd_filter") &&
+               llvm::all_of(o.getResults(), fromConstants);
+      };
+      for (size_t a = 0; a < altOps.size(); ++a)
+        step.alternatives[a].aloneInStep =
+            llvm::all_of(callee.getBody().front().without_terminator(), [&](Operation &o) {
+              return &o == altOps[a] || isFreeOp(&o) || weightLayout(o);
+            });
       // The cluster as a module of its own: kiln_fn(inputs...) -> outputs...
       auto cluster = std::make_unique<SpecializedFunction>();
       cluster->impl = std::make_unique<SpecializedFunction::Impl>();

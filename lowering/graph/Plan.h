@@ -54,6 +54,9 @@ struct PlanStep {
     /// Per input: computed from weights and constants only (a filter, a
     /// bias, their layout changes), so fixed for every call.
     std::vector<bool> constantInputs;
+    /// The step computes nothing else per call (its other ops only read
+    /// weights in another layout): the step's time is the op's alone.
+    bool aloneInStep = false;
   };
   std::vector<Alternative> alternatives;
 };

@@ -1,24 +1,24 @@
 // Per-op placement: toggling an op between JIT and kernel changes where it
 // runs and never what it computes; ops without a lowering run on kernels;
 // a cluster whose compilation fails falls back to kernels.
-#include "cache/CacheKey.h"
-#include "jit/PlacementTuner.h"
-#include "jit/CompileService.h"
-#include "jit/Compiler.h"
 #include "api/Eager.h"
 #include "api/Kernels.h"
+#include "cache/CacheKey.h"
+#include "jit/CompileService.h"
+#include "jit/Compiler.h"
+#include "jit/PlacementTuner.h"
 #include "kernels/KernelRegistry.h"
 #include "lowering/graph/Partition.h"
+#include "lowering/models/BuiltinModels.h"
 #include "ops/OpTable.h"
 #include "tests/TestRuntime.h"
-#include "lowering/models/BuiltinModels.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <atomic>
 #include <cstring>
 #include <mutex>
-
 #include <random>
 
 using namespace kiln;
@@ -577,6 +577,7 @@ TEST(Placement, PartitionPlacesOpsThatAKernelWonOnIt) {
     // The activations vary per call, the weight (a constant) does not: the
     // op timed alone gets it as a constant too.
     EXPECT_EQ(step.alternatives[0].constantInputs, (std::vector<bool>{false, true})) << step.name;
+    EXPECT_FALSE(step.alternatives[0].aloneInStep) << step.name;  // a bias add and more fused in
     signatures.push_back(step.alternatives[0].signature);
   }
   ASSERT_EQ(signatures.size(), 2u);
@@ -878,4 +879,42 @@ TEST(Placement, AKernelMustSaveTenPercentAndFiveMicroseconds) {
   EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(0.0011, 0.0047));  // 3.6 us saved
   EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(0.95, 1.0));      // within the 10% margin
   EXPECT_FALSE(PlacementTuner::kernelBeatsAlone(1.0, 1.0));
+}
+
+// A step whose other ops only read the weight in another layout (the filter
+// transposed for the generated code) is the op alone: measuring needs no
+// compile of the op by itself. With an activation fused in, it is not.
+TEST(Placement, AStepOfTheOpAndItsWeightLayoutIsTheOpAlone) {
+  auto conv = [](bool clamp) {
+    std::string w;
+    for (int i = 0; i < 8 * 4; ++i) w += (i ? ", " : "") + std::to_string(0.01 * (i % 7));
+    std::string src = R"(
+func.func @main(%x: tensor<1x8x8x4xf32>) -> tensor<1x8x8x8xf32> {
+  %w = "tosa.const"() <{values = dense<[)" + w + R"(]> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %s = tosa.const_shape {values = dense<[8, 1, 1, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %f = tosa.reshape %w, %s : (tensor<32xf32>, !tosa.shape<4>) -> tensor<8x1x1x4xf32>
+  %b = "tosa.const"() <{values = dense<0.5> : tensor<8xf32>}> : () -> tensor<8xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %f, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<8x1x1x4xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x8xf32>
+)";
+    src += clamp ? "  %r = tosa.clamp %y {max_val = 6.0 : f32, min_val = 0.0 : f32} : (tensor<1x8x8x8xf32>) -> "
+                   "tensor<1x8x8x8xf32>\n  return %r : tensor<1x8x8x8xf32>\n}\n"
+                 : "  return %y : tensor<1x8x8x8xf32>\n}\n";
+    return src;
+  };
+  for (bool clamp : {false, true}) {
+    auto program = KILN_TAKE(lowering::Program::parse(conv(clamp), "conv"));
+    ASSERT_TRUE(program);
+    auto part = partitionMain(*program, {TensorType{DType::f32, {1, 8, 8, 4}}}, ops::PlacementOptions(), {});
+    ASSERT_TRUE(part);
+    int convs = 0;
+    for (const auto &step : part->plan.steps)
+      for (const auto &alt : step.alternatives) {
+        ASSERT_EQ(alt.op, "tosa.conv2d");
+        ++convs;
+        EXPECT_EQ(alt.aloneInStep, !clamp) << llvm::join(step.ops, ", ");
+        EXPECT_EQ(alt.constantInputs, (std::vector<bool>{false, true, true})) << llvm::join(step.ops, ", ");
+      }
+    EXPECT_EQ(convs, 1) << clamp;
+  }
 }
