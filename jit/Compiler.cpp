@@ -447,7 +447,6 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
   std::map<int, Tensor> folded;
   std::set<size_t> foldedSteps;
   foldWeightSteps(out, folded, foldedSteps);
-  out.foldedSteps_ = foldedSteps;
   ExecutableBuilder b;
   std::vector<int> buf(plan.values.size(), -1);
   // Inputs in position order, then outputs in result order, then the rest.

@@ -85,10 +85,6 @@ public:
   /// The value of plan value `id` when it is a weight or a constant (the same
   /// bytes on every call), else an invalid tensor.
   Tensor constantValue(int id) const;
-  /// Whether plan step `step` ran once, when the executable was built (it
-  /// reads only weights and constants: Compiler::foldWeightSteps), instead
-  /// of on every call.
-  bool foldedStep(size_t step) const { return foldedSteps_.count(step) > 0; }
 
   /// "N ops: A JIT in K kernels, B handwritten (...)"
   const std::string &placementSummary() const { return plan.summary; }
@@ -96,7 +92,6 @@ public:
 private:
   friend class Compiler;
   std::vector<Launch> launches_;  // per plan step (empty fn for kernels)
-  std::set<size_t> foldedSteps_;
 };
 
 /// The kernel registry as the partitioner asks about it (a kernel takes an

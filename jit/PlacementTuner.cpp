@@ -73,9 +73,9 @@ public:
       CompiledFunction::EntryFn entry = fn.directEntry(s);
       if (!entry) return error(ErrorCode::kInternal, "step %zu has no host entry", s);
       const lowering::PlanStep &ps = fn.plan.steps[s];
-      // Of a whole function: a step that ran once, when its executable was
-      // built, is not part of a call.
-      if (step < 0 && fn.foldedStep(s)) continue;
+      // Of a whole function: a step that reads only weights and constants
+      // runs once, when its executable is built, not per call.
+      if (step < 0 && llvm::all_of(ps.inputs, [&](int id) { return fn.constantValue(id).valid(); })) continue;
       Call call{entry, {}};
       for (int id : ps.inputs) {
         Tensor constant = fn.constantValue(id);
