@@ -76,11 +76,8 @@ public:
       // Of a whole function (an op alone): a step that reads only weights
       // and constants is not part of the op's time. Broader than what the
       // executable folds (Compiler::foldWeightSteps keeps a step that grows
-      // its weights, such as a broadcast of a depthwise filter, per call):
-      // in the model that work is fused into the op's own step. Sharing
-      // foldWeightSteps' condition made EfficientNet-B0's depthwise convs
-      // "alone" slower than their whole fused steps (0.265 ms against 0.105)
-      // and put 6-10 of them on kernels.
+      // its weights per call): in the model such work sits in the op's own
+      // fused step.
       if (step < 0 && llvm::all_of(ps.inputs, [&](int id) { return fn.constantValue(id).valid(); })) continue;
       Call call{entry, {}};
       for (int id : ps.inputs) {
