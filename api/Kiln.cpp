@@ -277,7 +277,8 @@ Module::compile(llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,
 }
 
 llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
-Module::firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel) {
+Module::firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel,
+                  std::shared_ptr<RunGate> *gate) {
   using Policy = RuntimeOptions::CompilePolicy;
   cache::ShapeSignature sig = cache::ShapeSignature::of(types);
   // The call waits for this code: its weights move into huge pages after it
@@ -316,12 +317,14 @@ Module::firstCode(const std::string &function, const std::vector<TensorType> &ty
       if (!impl_->countDeferredCallLocked(it, header, event)) return served;
     } else {
       event = impl_->startBackgroundLocked(key, header + ready);
+      *gate = std::make_shared<RunGate>();
     }
   }
   // A hot shape's code serves that shape only (the plans serve the rest):
   // it compiles below the calls' priority. The code of a signature that
-  // serves every call (static shapes, batch 1 of the range code) does not.
-  compileInBackground(function, types, event, /*hotSize=*/false, /*lowPriority=*/deferred);
+  // serves every call (static shapes, batch 1 of the range code) does not,
+  // but starts once this call has answered (RunGate).
+  compileInBackground(function, types, event, /*hotSize=*/false, /*lowPriority=*/deferred, *gate);
   return served;
 }
 
@@ -350,7 +353,7 @@ void Module::noteDeferredCall(const std::string &function, const std::string &si
 }
 
 void Module::compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
-                                 bool hotSize, bool lowPriority) {
+                                 bool hotSize, bool lowPriority, std::shared_ptr<RunGate> gate) {
   // One compile at a time per module, in the order first calls asked, on a
   // thread of its own rather than the blocking pool: first calls of other
   // shapes must not queue behind compiles of seconds (their kernel plans
@@ -359,7 +362,8 @@ void Module::compileInBackground(const std::string &function, const std::vector<
   // (each queued compile counts in firstCallsInFlight) and cancels the rest.
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->queue.push_back(
-      {function, types, event, Clock::now(), impl_->kernelPlanCalls.load(), hotSize, hotSize || lowPriority});
+      {function, types, event, Clock::now(), impl_->kernelPlanCalls.load(), hotSize, hotSize || lowPriority,
+       std::move(gate)});
   if (impl_->compiling) return;
   impl_->compiling = true;
   ++impl_->firstCallsInFlight;  // the thread's own: it touches the module until it has left
@@ -377,6 +381,7 @@ void Module::compileInBackground(const std::string &function, const std::vector<
         impl_->queue.pop_front();
       }
       auto run = [&] {
+        if (job.gate) job.gate->wait(impl_->closing);
         if (job.hotSize) finishHotSize(job.function, job.types, job.event, job.queued);
         else finishBackgroundJob(job.function, job.types, job.event, job.queued, job.callsBefore);
       };
@@ -503,7 +508,8 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
                                               args = std::vector<Tensor>(inputs.begin(), inputs.end()),
                                               types = std::move(types), results, opts]() mutable {
     auto done = llvm::scope_exit([this] { impl_->leave(); });
-    auto compiled = firstCode(fn, types, opts.cancel.get());  // the call's deadline bounds its compile too
+    std::shared_ptr<RunGate> gate;
+    auto compiled = firstCode(fn, types, opts.cancel.get(), &gate);  // the call's deadline bounds its compile too
     if (!compiled) {
       Status status = toStatus(compiled.takeError());
       for (auto &r : results) r->setError(status);
@@ -511,6 +517,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
     }
     opts.runFirstStepInline = false;
     auto outs = (*compiled)->executable->execute(args, *impl_->executor, opts);
+    if (gate) whenAllAvailable(outs, [gate] { gate->open(); });
     for (size_t i = 0; i < results.size(); ++i) {
       if (i >= outs.size()) {
         results[i]->setError(Status{ErrorCode::kInternal,

@@ -183,10 +183,16 @@ private:
   std::vector<AsyncValueRef<Tensor>> start(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                            bool inlineFirstStep, std::shared_ptr<CancellationToken> cancel,
                                            std::vector<Tensor> outputs = {});
+  /// Opened when a first call on a kernel plan has answered: the compile
+  /// behind the plan waits for it (ModuleImpl.h).
+  struct RunGate;
   /// The code a call of a signature without compiled code runs first,
-  /// as RuntimeOptions::compilePolicy says.
+  /// as RuntimeOptions::compilePolicy says. Where that is a kernel plan
+  /// whose compile it queued, `gate` gets the gate to open once the call
+  /// has answered.
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
-  firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel);
+  firstCode(const std::string &function, const std::vector<TensorType> &types, const CancellationToken *cancel,
+            std::shared_ptr<RunGate> *gate);
   /// compile(), with the weights' move into huge pages done as `move` says
   /// (deferred where a call waits for the code).
   llvm::Expected<std::shared_ptr<const jit::CompiledFunction>>
@@ -201,9 +207,10 @@ private:
   /// Compiles `function` at `types` on the module's background thread,
   /// then switches calls to it; completes tier event `event`. Hot batch
   /// sizes and `lowPriority` compiles (hot shapes of dynamic dims) run at
-  /// background priority (runtime/ThreadPriority.h).
+  /// background priority (runtime/ThreadPriority.h). With `gate`, the
+  /// compile starts once it is open.
   void compileInBackground(const std::string &function, const std::vector<TensorType> &types, size_t event,
-                           bool hotSize = false, bool lowPriority = false);
+                           bool hotSize = false, bool lowPriority = false, std::shared_ptr<RunGate> gate = nullptr);
   /// One background compile: the swap, its tier event, the trace.
   void finishBackgroundJob(const std::string &function, const std::vector<TensorType> &types, size_t event,
                            std::chrono::steady_clock::time_point start, uint64_t callsBefore);

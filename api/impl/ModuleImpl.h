@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -25,6 +26,35 @@
 #include <shared_mutex>
 
 namespace kiln {
+
+/// The first call on a kernel plan and the compile it queued share the two
+/// cores: at the calls' priority the compile's threads took one of them
+/// for the call's whole run (MobileNetV2's first call on its plan 29 ms
+/// alone, 40-56 ms beside its compile). The compile waits until the call
+/// has answered, at most kMaxWait: one call's delay on a compile of
+/// seconds, and the first call gets the machine.
+struct Module::RunGate {
+  static constexpr std::chrono::milliseconds kMaxWait{2000};
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      opened = true;
+    }
+    cv.notify_all();
+  }
+  /// Blocks until open, `closing` is cancelled, or kMaxWait has passed.
+  void wait(const CancellationToken &closing) {
+    auto until = std::chrono::steady_clock::now() + kMaxWait;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!opened && !closing.cancelled() && std::chrono::steady_clock::now() < until)
+      cv.wait_for(lock, std::chrono::milliseconds(10));  // `closing` has no wake-up of its own
+  }
+
+ private:
+  std::mutex mu;
+  std::condition_variable cv;
+  bool opened = false;
+};
 
 struct Module::Impl {
   using Compiled = std::shared_ptr<const jit::CompiledFunction>;
@@ -118,6 +148,7 @@ struct Module::Impl {
     uint64_t callsBefore = 0;  // kernelPlanCalls when queued
     bool hotSize = false;      // a batch size the range code served often (finishHotSize)
     bool lowPriority = false;  // below the calls' priority: code for one hot size or shape only
+    std::shared_ptr<RunGate> gate;  // starts once open, when set
   };
   std::deque<BackgroundJob> queue;
   bool compiling = false;

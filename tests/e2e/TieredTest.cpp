@@ -111,6 +111,35 @@ TEST(TieredExecution, FirstCallRunsOnKernelsWhileTheCompilerIsHeld) {
   EXPECT_GT(code->stats.kernelsCompiled, 0);  // JIT code, not the kernel plan
 }
 
+// The compile behind a first call on a kernel plan starts once that call
+// has answered (Module::RunGate): on two cores, a compile's threads beside
+// the call took one core for the call's whole run. A big batch makes the
+// run long enough that a compile starting beside it would enter first.
+TEST(TieredExecution, TheCompileBehindAFirstCallStartsWhenItHasAnswered) {
+  std::mutex mu;
+  std::vector<AsyncValueRef<Tensor>> firstResults;
+  std::atomic<int> enteredBeforeTheAnswer{0}, entered{0};
+  jit::FaultInjection faults;
+  faults.beforeCompile = [&] {
+    std::lock_guard<std::mutex> lock(mu);  // firstResults is assigned
+    ++entered;
+    for (const auto &r : firstResults)
+      if (!r->isAvailable()) ++enteredBeforeTheAnswer;
+  };
+  auto rt = test::takeOrFail(Runtime::createWithFaults(options(Policy::kTiered), faults));
+  auto m = test::takeOrFail(rt->loadModule(mlp()));
+  Tensor x = test::randomTensor({20000, 64}, 5);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    firstResults = m->callAsync("main", {x});
+  }
+  for (const auto &r : firstResults) ASSERT_TRUE(bool(r.awaitValue()));
+  m->waitForBackgroundCompiles();
+  EXPECT_EQ(entered.load(), 1);
+  EXPECT_EQ(enteredBeforeTheAnswer.load(), 0);
+  EXPECT_EQ(m->tierStats().swaps, 1u);
+}
+
 TEST(TieredExecution, ConcurrentCallersAcrossTheSwap) {
   auto gate = std::make_shared<Gate>();
   auto rt = runtimeHeldBy(Policy::kTiered, gate);
