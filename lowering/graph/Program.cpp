@@ -115,7 +115,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
   std::vector<std::pair<size_t, size_t>> code;
   if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
     code = codeStretches(source);
-    if ((lifted = liftHexLiterals(source, code))) code = codeStretches(lifted->text);
+    if ((lifted = liftHexLiterals(source, code, &mlirThreadPool()))) code = codeStretches(lifted->text);
   }
   llvm::StringRef text = lifted ? llvm::StringRef(lifted->text) : source;
   if (auto err = refuseWhatCrashesTheParser(text, bufferName, code)) return std::move(err);

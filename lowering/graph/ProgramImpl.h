@@ -12,6 +12,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/ThreadPool.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -87,9 +88,12 @@ struct LiftedText {
   std::string text;
   std::vector<std::pair<std::string, mlir::AsmResourceBlob>> blobs;
 };
-/// nullopt when the text has no such literal (or uses such keys itself).
-/// `code`: source's codeStretches.
-std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code);
+/// nullopt when the text has no such literal (or uses such keys itself,
+/// or one has a character that is no hex digit). `code`: source's
+/// codeStretches. The literals are decoded on `pool`'s threads and the
+/// caller's, when given.
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code,
+                                          llvm::ThreadPoolInterface *pool = nullptr);
 /// "" if no call reachable from `root` recurses, else the cycle
 /// (ProgramLimits.cpp).
 std::string recursion(ModuleOp module, func::FuncOp root);

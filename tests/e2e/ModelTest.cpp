@@ -5,6 +5,8 @@
 #include "tests/reference/Reference.h"
 #include "lowering/models/BuiltinModels.h"
 
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -210,6 +212,46 @@ TEST(Models, BigHexLiteralsLoadAsTheParserWouldReadThem) {
   auto y2 = KILN_TAKE(m2->call("main", {ones}));
   ASSERT_EQ(y2.size(), 1u);
   EXPECT_EQ(y2[0].data<float>()[4], 128.0f);
+}
+
+// A literal of more than one decode task (1 MiB each, run on the MLIR
+// thread pool and the loading thread): every element lands where it
+// belongs, and a bad digit in a later task is still MLIR's error.
+TEST(Models, BigHexLiteralsDecodedInPiecesLandWhereTheyBelong) {
+  constexpr int K = 128, N = 2560;  // 1.25 MiB of f32
+  auto hexOf = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    char out[9];
+    std::snprintf(out, sizeof out, "%02X%02X%02X%02X", bits & 0xFF, (bits >> 8) & 0xFF, (bits >> 16) & 0xFF,
+                  bits >> 24);
+    return std::string(out, 8);
+  };
+  std::string hex;
+  hex.reserve(size_t(K) * N * 8);
+  for (int k = 0; k < K; ++k)
+    for (int n = 0; n < N; ++n) hex += hexOf(float(n % 5) + 0.25f * float(k % 3));
+  auto model = [&](const std::string &literal) {
+    std::string t = "tensor<1x" + std::to_string(K) + "x" + std::to_string(N) + "xf32>";
+    std::string x = "tensor<1x1x" + std::to_string(K) + "xf32>", y = "tensor<1x1x" + std::to_string(N) + "xf32>";
+    return "func.func @main(%x: " + x + ") -> " + y + " {\n  %w = \"tosa.const\"() <{values = dense<\"0x" + literal +
+           "\"> : " + t + "}> : () -> " + t +
+           "\n  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
+           "  %y = tosa.matmul %x, %w, %zp, %zp : (" + x + ", " + t + ", tensor<1xf32>, tensor<1xf32>) -> " + y +
+           "\n  return %y : " + y + "\n}\n";
+  };
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(hex), "pieces"));
+  ASSERT_TRUE(m);
+  Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, K}, std::vector<float>(K, 1.0f));
+  auto y = KILN_TAKE(m->call("main", {ones}));
+  ASSERT_EQ(y.size(), 1u);
+  // Over k < 128, k % 3 sums to 127.
+  for (int n = 0; n < N; ++n) ASSERT_EQ(y[0].data<float>()[n], float(K * (n % 5)) + 0.25f * 127.0f) << n;
+
+  std::string bad = hex;
+  bad[bad.size() - 5] = 'x';  // in the last task
+  std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad), "bad-late-digit"));
+  EXPECT_NE(err.find("bad-late-digit:2:"), std::string::npos) << err;
 }
 
 TEST(Models, HandWrittenTosaFileMatchesReference) {
