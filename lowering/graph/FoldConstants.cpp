@@ -77,12 +77,15 @@ struct Constant {
   SmallVector<int64_t> shape;
   std::vector<float> values;
   ArrayRef<float> blob;
+  /// The dense_resource `blob` is read from, when it is read in place.
+  std::optional<DenseResourceElementsHandle> handle;
   bool fromWeights = false;  // derived from a dense_resource
   ArrayRef<float> data() const { return values.empty() ? blob : ArrayRef<float>(values); }
   /// The values as a vector of its own, to change in place.
   std::vector<float> &own() {
     if (values.empty() && !blob.empty()) values.assign(blob.begin(), blob.end());
     blob = {};
+    handle.reset();
     return values;
   }
   int64_t size() const { return int64_t(data().size()); }
@@ -107,6 +110,7 @@ std::optional<Constant> readF32(Value v) {
     AsmResourceBlob *blob = r.getRawHandle().getBlob();
     if (!blob || blob->getData().size() != n * sizeof(float)) return std::nullopt;  // elided
     c.blob = ArrayRef<float>(reinterpret_cast<const float *>(blob->getData().data()), n);
+    c.handle = r.getRawHandle();
     c.fromWeights = true;
     return c;
   }
@@ -240,6 +244,7 @@ std::optional<Constant> evaluate(Operation *op) {
     if (!a || a->size() != type.getNumElements()) return std::nullopt;
     out.values = std::move(a->values);
     out.blob = a->blob;
+    out.handle = a->handle;
     out.fromWeights = a->fromWeights;
     return out;
   }
@@ -269,7 +274,11 @@ void foldConstantOps(func::FuncOp fn, int64_t &folded) {
     if (!v) continue;
     OpBuilder b(op);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    op->getResult(0).replaceAllUsesWith(makeConstant(b, op->getLoc(), type, std::move(v->own()), v->fromWeights));
+    // A reshaped weight reads the same blob (a copy of each of the model's
+    // reshaped filters cost as much as the reshape's whole load otherwise).
+    Value value = v->handle ? tosa::ConstOp::create(b, op->getLoc(), type, DenseResourceElementsAttr::get(type, *v->handle))
+                             : makeConstant(b, op->getLoc(), type, std::move(v->own()), v->fromWeights);
+    op->getResult(0).replaceAllUsesWith(value);
     SmallVector<Value> operands(op->getOperands());
     op->erase();
     ++folded;
@@ -295,9 +304,37 @@ std::optional<Constant> perChannel(Value v, RankedTensorType outType) {
   return c;
 }
 
+/// How many constant ops read each dense_resource blob.
+llvm::DenseMap<const AsmResourceBlob *, int> countBlobReaders(func::FuncOp fn) {
+  llvm::DenseMap<const AsmResourceBlob *, int> readers;
+  fn.walk([&](tosa::ConstOp c) {
+    if (auto r = dyn_cast<DenseResourceElementsAttr>(c.getValues()))
+      if (const AsmResourceBlob *blob = r.getRawHandle().getBlob()) ++readers[blob];
+  });
+  return readers;
+}
+
+/// The values of `c`, read from `v`'s dense_resource, as memory this pass
+/// may change: a blob made at load (by this pass, or decoded from a hex
+/// literal: HexLiterals.cpp), mutable, read by one constant op that only
+/// `v`'s one user reads. Empty otherwise (the caller copies).
+MutableArrayRef<float> changeableInPlace(const Constant &c, Value v,
+                                         const llvm::DenseMap<const AsmResourceBlob *, int> &readers) {
+  if (!c.handle || !c.values.empty() || !v.hasOneUse() || !v.getDefiningOp<tosa::ConstOp>()) return {};
+  StringRef key = c.handle->getKey();
+  if (!key.starts_with("kiln_folded") && !key.starts_with("__kiln_hex_")) return {};
+  DenseResourceElementsHandle handle = *c.handle;
+  AsmResourceBlob *blob = handle.getBlob();
+  if (!blob || !blob->isMutable() || readers.lookup(blob) != 1) return {};
+  MutableArrayRef<char> bytes = blob->getMutableData();
+  if (bytes.size() != c.blob.size() * sizeof(float)) return {};
+  return MutableArrayRef<float>(reinterpret_cast<float *>(bytes.data()), c.blob.size());
+}
+
 /// Part 2: y*scale + shift chains after a convolution go into its filter
 /// and bias.
 void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
+  llvm::DenseMap<const AsmResourceBlob *, int> blobReaders = countBlobReaders(fn);
   SmallVector<Operation *> convs;
   fn.walk([&](Operation *op) {
     if (isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp>(op)) convs.push_back(op);
@@ -337,10 +374,15 @@ void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
     bool depthwise = isa<tosa::DepthwiseConv2DOp>(conv);
     int64_t inner = depthwise ? channels : weight->size() / channels;
     if (weight->size() % channels) continue;
-    std::vector<float> &w = weight->own();
-    for (int64_t i = 0; i < int64_t(w.size()); ++i) {
-      int64_t f = depthwise ? i % inner : i / inner;
-      w[size_t(i)] *= scale[size_t(f)];
+    // Scaled where it is when the filter is a blob made at load that only
+    // this conv reads (a transposed filter), else in a copy of its own.
+    MutableArrayRef<float> inPlace = changeableInPlace(*weight, conv->getOperand(1), blobReaders);
+    MutableArrayRef<float> w = inPlace.empty() ? MutableArrayRef<float>(weight->own()) : inPlace;
+    if (depthwise) {
+      for (int64_t i = 0; i < int64_t(w.size()); ++i) w[size_t(i)] *= scale[size_t(i % inner)];
+    } else {
+      for (int64_t f = 0; f < channels; ++f)
+        for (float &x : w.slice(size_t(f * inner), size_t(inner))) x *= scale[size_t(f)];
     }
     std::vector<float> newBias(static_cast<size_t>(channels));
     for (int64_t f = 0; f < channels; ++f)
@@ -349,7 +391,8 @@ void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
     auto wType = cast<RankedTensorType>(conv->getOperand(1).getType());
     auto bType = RankedTensorType::get({channels}, outType.getElementType());
     Value oldW = conv->getOperand(1), oldB = conv->getOperand(2);
-    conv->setOperand(1, makeConstant(b, conv->getLoc(), wType, std::move(w), fromWeights));
+    if (inPlace.empty())  // else the filter's constant holds the scaled values already
+      conv->setOperand(1, makeConstant(b, conv->getLoc(), wType, std::move(weight->values), fromWeights));
     conv->setOperand(2, makeConstant(b, conv->getLoc(), bType, std::move(newBias), fromWeights));
     y.replaceAllUsesWith(conv->getResult(0));
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {

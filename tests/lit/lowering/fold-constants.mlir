@@ -93,10 +93,60 @@ func.func @not_folded(%x: tensor<1x4x4x2xf32>, %wArg: tensor<2x1x1x2xf32>) -> (t
   return %out, %m, %a3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
 }
 
+// A filter transposed at load (a blob of its own that only the conv reads)
+// is scaled where it is: the conv reads the transpose's constant.
+// Exporters' HWCF [1,2,3,4] is FHWC [1,3,2,4]; times [2, 10] per output
+// channel: [2,6,20,40]. Where the transposed filter feeds a second conv,
+// the scaled filter is a copy and the other conv keeps [1,3,2,4]. A
+// reshaped weight reads the same blob (no copy).
+// CHECK-LABEL: func.func @transposed_filter_in_place
+// CHECK: %[[W:.*]] = "tosa.const"() <{values = dense_resource<[[T:kiln_folded[_0-9]*]]> : tensor<2x1x1x2xf32>}>
+// CHECK-NOT: tosa.transpose
+// CHECK: tosa.conv2d %arg0, %[[W]]
+// CHECK-NOT: tosa.mul
+// CHECK-LABEL: func.func @transposed_filter_shared
+// CHECK-DAG: %[[S:.*]] = "tosa.const"() <{values = dense_resource<[[SHARED:kiln_folded[_0-9]*]]> : tensor<2x1x1x2xf32>}>
+// CHECK-DAG: %[[C:.*]] = "tosa.const"() <{values = dense_resource<[[SCALED:kiln_folded[_0-9]*]]> : tensor<2x1x1x2xf32>}>
+// CHECK-DAG: tosa.conv2d %arg0, %[[C]]
+// CHECK-DAG: tosa.conv2d %arg0, %[[S]]
+// CHECK-LABEL: func.func @reshaped_weight
+// CHECK: "tosa.const"() <{values = dense_resource<hwcf> : tensor<2x2xf32>}>
+// CHECK-NOT: tosa.reshape
+func.func @transposed_filter_in_place(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %hwcf = "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
+  %w = tosa.transpose %hwcf {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x2x2xf32>) -> tensor<2x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %k = "tosa.const"() <{values = dense<[[[[2.0, 10.0]]]]> : tensor<1x1x1x2xf32>}> : () -> tensor<1x1x1x2xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %m = tosa.mul %c, %k, %s : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>, tensor<1xi8>) -> tensor<1x4x4x2xf32>
+  return %m : tensor<1x4x4x2xf32>
+}
+func.func @transposed_filter_shared(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) {
+  %hwcf = "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
+  %w = tosa.transpose %hwcf {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x2x2xf32>) -> tensor<2x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %k = "tosa.const"() <{values = dense<[[[[2.0, 10.0]]]]> : tensor<1x1x1x2xf32>}> : () -> tensor<1x1x1x2xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  %m = tosa.mul %c, %k, %s : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>, tensor<1xi8>) -> tensor<1x4x4x2xf32>
+  %c2 = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
+  return %m, %c2 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
+}
+func.func @reshaped_weight() -> tensor<2x2xf32> {
+  %hwcf = "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
+  %shape = tosa.const_shape {values = dense<[2, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %r = tosa.reshape %hwcf, %shape : (tensor<1x1x2x2xf32>, !tosa.shape<2>) -> tensor<2x2xf32>
+  return %r : tensor<2x2xf32>
+}
+
 {-#
   dialect_resources: {
     builtin: {
-      wts: "0x040000000000803F0000803F0000803F0000803F"
+      wts: "0x040000000000803F0000803F0000803F0000803F",
+      hwcf: "0x040000000000803F000000400000404000008040"
     }
   }
 #-}
@@ -185,3 +235,9 @@ func.func @other_row_checks(%x: tensor<4x9xf32>) -> (tensor<4x1xi1>, tensor<4x1x
   %any = tosa.reduce_any %p {axis = 1 : i32} : (tensor<4x9xi1>) -> tensor<4x1xi1>
   return %all, %any : tensor<4x1xi1>, tensor<4x1xi1>
 }
+
+// The blobs of @transposed_filter_in_place and @transposed_filter_shared
+// (printed after every function).
+// CHECK-DAG: [[T]]: "0x04000000000000400000C0400000A04100002042"
+// CHECK-DAG: [[SHARED]]: "0x040000000000803F000040400000004000008040"
+// CHECK-DAG: [[SCALED]]: "0x04000000000000400000C0400000A04100002042"
