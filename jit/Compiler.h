@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <memory>
 #include <set>
@@ -168,6 +169,14 @@ private:
   /// packs per call) or the weight does not fit the layout.
   enum class PackedLayout { kMatmulPanels, kConvFilter };
   Tensor packedWeight(const Tensor &weight, PackedLayout layout) const;
+  /// The packed layout kernel step `step` (inputs of `inTypes`) reads its
+  /// weight operand in, if any.
+  static std::optional<PackedLayout> packedLayoutOf(const lowering::PlanStep &step,
+                                                    const std::vector<TensorType> &inTypes);
+  /// Packs every weight `out`'s kernel steps read packed, on the compile
+  /// threads, ahead of buildExecutable's steps (which then find them).
+  void packWeights(const CompiledFunction &out, const std::map<int, Tensor> &folded,
+                   const std::set<size_t> &foldedSteps) const;
   struct PackedWeight {
     llvm::IntrusiveRefCntPtr<Buffer> source;  // held: its address stays this weight's
     Tensor packed;
