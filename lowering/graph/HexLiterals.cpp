@@ -6,14 +6,19 @@
 // copies it into the context: 300 of ResNet-50's 590 ms load. Here each
 // float literal of kMinLiftBytes or more becomes `dense_resource<key>`
 // before parsing, its bytes decoded once into a blob that the parsed
-// attribute then holds. Line numbers stay those of the file; columns after
-// a lifted literal on its own line move left.
+// attribute then holds. So is the data of each builtin resource of
+// kMinLiftBytes or more in the `{-# dialect_resources #-}` section (where
+// torch-mlir writes weights as `dense_resource`s): the parser then reads an
+// empty blob of the same alignment, replaced once parsed. Line numbers stay
+// those of the file; columns after a lifted literal on its own line move
+// left.
 #include "lowering/graph/ProgramImpl.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -102,6 +107,52 @@ bool decodeHex(const char *hex, char *out, size_t n) {
   return !bad;
 }
 
+/// Follows the code of a `{-# ... #-}` resource section, stretch by stretch
+/// (string literals left out), far enough to tell where a literal is the
+/// value of a `builtin` dialect resource: `dialect_resources: { builtin: {
+/// key: "0x..." } }`.
+class ResourceSection {
+public:
+  void feed(llvm::StringRef code) {
+    for (size_t i = 0; i < code.size();) {
+      char c = code[i];
+      if (std::isalpha(uint8_t(c)) || c == '_') {
+        size_t j = i + 1;
+        while (j < code.size() && (std::isalnum(uint8_t(code[j])) || llvm::is_contained("_$.-", code[j]))) ++j;
+        word_ = code.slice(i, j).str();
+        key_.clear();
+        i = j;
+        continue;
+      }
+      if (c == ':') {
+        key_ = std::move(word_);
+      } else if (c == '{') {
+        open_.push_back(key_.empty() ? word_ : key_);
+        key_.clear();
+      } else if (c == '}') {
+        if (!open_.empty()) open_.pop_back();
+        key_.clear();
+      } else if (!std::isspace(uint8_t(c))) {
+        key_.clear();
+      }
+      word_.clear();
+      ++i;
+    }
+  }
+  /// The key whose value the next literal is, if it is a builtin resource's
+  /// (bare keys only); forgets it.
+  std::string takeBuiltinKey() {
+    std::string key = std::move(key_);
+    key_.clear();
+    bool builtin = open_.size() == 2 && open_[0] == "dialect_resources" && open_[1] == "builtin";
+    return builtin ? key : std::string();
+  }
+
+private:
+  std::vector<std::string> open_;  // the names of the open braces
+  std::string word_, key_;
+};
+
 }  // namespace
 
 std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code,
@@ -116,9 +167,49 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
   };
   std::vector<Decode> decodes;
   size_t copied = 0;  // source bytes up to here are in lifted.text
+  auto textUpTo = [&](size_t at) {
+    if (lifted.text.empty()) lifted.text.reserve(source.size() / 64 + 4096);
+    lifted.text.append(source.data() + copied, at - copied);
+  };
+  auto decodeLater = [&](const char *hex, mlir::AsmResourceBlob &blob) {
+    size_t bytes = blob.getData().size();
+    for (size_t at = 0; at < bytes; at += kDecodeChunk)
+      decodes.push_back({hex + 2 * at, blob.getMutableData().data() + at, std::min(kDecodeChunk, bytes - at)});
+  };
+  bool inResources = false;
+  ResourceSection section;
   for (size_t s = 0; s + 1 < code.size(); ++s) {
     size_t quote = code[s].second, next = code[s + 1].first;  // a literal or a comment between
-    if (source[quote] != '"' || !source.slice(code[s].first, quote).ends_with("dense<")) continue;
+    llvm::StringRef stretch = source.slice(code[s].first, quote);
+    if (!inResources) {
+      if (size_t at = stretch.find("{-#"); at != llvm::StringRef::npos) {
+        inResources = true;
+        stretch = stretch.drop_front(at + 3);
+      }
+    }
+    if (inResources) {
+      // A builtin resource (`key: "0x<alignment, 4 bytes><data>"`, where
+      // torch-mlir puts every weight): its data is decoded here, and the
+      // parser reads only the alignment (an empty blob, replaced after the
+      // parse). MLIR's lexer took 2.5 s over GPT-2's 995 MB of text.
+      section.feed(stretch);
+      std::string key = section.takeBuiltinKey();
+      if (key.empty() || source[quote] != '"' || source[next - 1] != '"') continue;
+      llvm::StringRef literal = source.slice(quote + 1, next - 1);
+      if (!literal.starts_with("0x") || literal.size() < 10 + 2 * kMinLiftBytes || literal.size() % 2) continue;
+      uint8_t a[4];
+      if (!decodeHex(literal.data() + 2, reinterpret_cast<char *>(a), 4)) continue;
+      uint32_t alignment = uint32_t(a[0]) | uint32_t(a[1]) << 8 | uint32_t(a[2]) << 16 | uint32_t(a[3]) << 24;
+      if (!alignment || (alignment & (alignment - 1))) continue;  // the parser names it
+      mlir::AsmResourceBlob blob =
+          mlir::HeapAsmResourceBlob::allocate((literal.size() - 10) / 2, alignment, /*dataIsMutable=*/true);
+      decodeLater(literal.data() + 10, blob);
+      textUpTo(quote + 1 + 10);  // the quote, "0x" and the alignment
+      copied = next - 1;         // from the closing quote
+      lifted.blobs.emplace_back(std::move(key), std::move(blob));
+      continue;
+    }
+    if (source[quote] != '"' || !stretch.ends_with("dense<")) continue;
     llvm::StringRef literal = source.slice(quote + 1, next - 1);  // without its quotes
     if (source[next - 1] != '"' || !literal.starts_with("0x") || literal.size() < 2 + 2 * kMinLiftBytes ||
         literal.size() % 2)
@@ -126,14 +217,9 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
     size_t bytes = (literal.size() - 2) / 2;
     if (typeBytes(source.slice(next, code[s + 1].second)) != bytes) continue;  // e.g. a splat, or i1
     mlir::AsmResourceBlob blob = mlir::HeapAsmResourceBlob::allocate(bytes, 64, /*dataIsMutable=*/true);
-    // Decoded below, all at once: a literal held only by the module's
-    // weights, written nowhere else.
-    for (size_t at = 0; at < bytes; at += kDecodeChunk)
-      decodes.push_back({literal.data() + 2 + 2 * at, blob.getMutableData().data() + at, std::min(kDecodeChunk, bytes - at)});
+    decodeLater(literal.data() + 2, blob);  // below, all at once
     std::string key = "__kiln_hex_" + std::to_string(lifted.blobs.size());
-    if (lifted.text.empty()) lifted.text.reserve(source.size() / 64 + 4096);
-    size_t dense = quote - std::strlen("dense<");
-    lifted.text.append(source.data() + copied, dense - copied);
+    textUpTo(quote - std::strlen("dense<"));
     lifted.text += "dense_resource<" + key;
     copied = next;  // from the '>' that closed dense<...>
     lifted.blobs.emplace_back(std::move(key), std::move(blob));

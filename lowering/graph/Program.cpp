@@ -137,8 +137,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
         if (lifted) {
           DialectResourceBlobManager &blobs =
               DenseResourceElementsHandle::getManagerInterface(I.ctx.get()).getBlobManager();
+          // A dense literal's key was declared empty; a resource's holds
+          // an empty blob of its alignment.
           for (auto &[key, blob] : lifted->blobs)
-            if (DialectResourceBlobManager::BlobEntry *entry = blobs.lookup(key); entry && !entry->getBlob())
+            if (DialectResourceBlobManager::BlobEntry *entry = blobs.lookup(key);
+                entry && (!entry->getBlob() || entry->getBlob()->getData().empty()))
               blobs.update(key, std::move(blob));
         }
         return verify(*I.module);

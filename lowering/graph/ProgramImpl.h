@@ -83,7 +83,8 @@ llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef b
 std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text);
 /// MLIR text whose big float hex literals (`dense<"0x...">` of 64 KiB or
 /// more, static tensor types) are `dense_resource<__kiln_hex_N>`
-/// references instead, and the decoded blobs for those keys (HexLiterals.cpp).
+/// references instead, and whose big builtin resources hold no data, and
+/// the decoded blobs for those keys (HexLiterals.cpp).
 struct LiftedText {
   std::string text;
   std::vector<std::pair<std::string, mlir::AsmResourceBlob>> blobs;

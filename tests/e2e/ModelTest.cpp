@@ -254,6 +254,53 @@ TEST(Models, BigHexLiteralsDecodedInPiecesLandWhereTheyBelong) {
   EXPECT_NE(err.find("bad-late-digit:2:"), std::string::npos) << err;
 }
 
+// torch-mlir's form: weights as dense_resources in the file's resource
+// section. Big ones are decoded outside MLIR's parser too (the parser
+// reads an empty blob of their alignment); small ones, and other sections,
+// are the parser's. A bad digit is still MLIR's error at its line.
+TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
+  // y = x (1x1x128) @ w (1x128x128) + b: w's columns alternate 1.0 and 0.5,
+  // b (small: the parser's) is 0, 1, 2, ...
+  std::string w = "10000000";  // alignment 16
+  for (int i = 0; i < 128 * 128 / 2; ++i) w += "0000803F0000003F";
+  std::string b = "04000000";
+  for (int i = 0; i < 128; ++i) {
+    float f = float(i);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%02X%02X%02X%02X", bits & 0xFF, (bits >> 8) & 0xFF, (bits >> 16) & 0xFF, bits >> 24);
+    b += hex;
+  }
+  auto model = [&](const std::string &wHex) {
+    return "func.func @main(%x: tensor<1x1x128xf32>) -> tensor<1x1x128xf32> {\n"
+           "  %w = \"tosa.const\"() <{values = dense_resource<torch_tensor_w.f32> : tensor<1x128x128xf32>}> : () -> "
+           "tensor<1x128x128xf32>\n"
+           "  %b = \"tosa.const\"() <{values = dense_resource<bias> : tensor<1x1x128xf32>}> : () -> tensor<1x1x128xf32>\n"
+           "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
+           "  %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x1x128xf32>, tensor<1x128x128xf32>, tensor<1xf32>, "
+           "tensor<1xf32>) -> tensor<1x1x128xf32>\n"
+           "  %r = tosa.add %y, %b : (tensor<1x1x128xf32>, tensor<1x1x128xf32>) -> tensor<1x1x128xf32>\n"
+           "  return %r : tensor<1x1x128xf32>\n}\n"
+           "{-#\n  dialect_resources: {\n    builtin: {\n"
+           "      torch_tensor_w.f32: \"0x" + wHex + "\",\n"
+           "      bias: \"0x" + b + "\"\n"
+           "    }\n  }\n#-}\n";
+  };
+  Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, 128}, std::vector<float>(128, 1.0f));
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(w), "resources"));
+  ASSERT_TRUE(m);
+  auto y = KILN_TAKE(m->call("main", {ones}));
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].data<float>()[4], 128.0f + 4.0f);
+  EXPECT_EQ(y[0].data<float>()[5], 64.0f + 5.0f);
+
+  std::string bad = w;
+  bad[5000] = 'z';
+  std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad), "bad-resource"));
+  EXPECT_NE(err.find("bad-resource:12:"), std::string::npos) << err;
+}
+
 TEST(Models, HandWrittenTosaFileMatchesReference) {
   auto m = KILN_TAKE(test::sharedRuntime().loadModuleFromFile(KILN_TEST_INPUTS "/conv_softmax.mlir"));
   ASSERT_TRUE(m);
