@@ -517,7 +517,6 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
     }
     opts.runFirstStepInline = false;
     auto outs = (*compiled)->executable->execute(args, *impl_->executor, opts);
-    if (gate) whenAllAvailable(outs, [gate] { gate->open(); });
     for (size_t i = 0; i < results.size(); ++i) {
       if (i >= outs.size()) {
         results[i]->setError(Status{ErrorCode::kInternal,
@@ -530,6 +529,9 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
         else to->emplace(from->get());
       });
     }
+    // Once the caller has its answer (the results, not `outs`: an
+    // AsyncValue runs its waiters last-registered first).
+    if (gate) whenAllAvailable(results, [gate] { gate->open(); });
   };
   // Under tiered policies a first call runs on a thread of its own: the
   // blocking pool may be busy for seconds with background compiles' helpers,
