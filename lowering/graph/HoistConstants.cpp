@@ -39,10 +39,13 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Threading.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -100,6 +103,12 @@ bool isConvFilter(Operation *op, Type type) { return onlyWeightOf<tosa::Conv2DOp
 /// A weight only tosa.matmul reads, as its B operand, in f32.
 bool isMatmulWeight(Operation *op, Type type) { return onlyWeightOf<tosa::MatMulOp>(op, type, 3); }
 
+/// Where planHoisting collects the work of the derived weights it makes,
+/// to run it in parallel once it has planned every weight (ResNet-50's
+/// filter permutes and Winograd transforms took 180-200 ms on one thread,
+/// before any kernel could compile); null elsewhere (done at once).
+thread_local std::vector<std::function<void()>> *deferredFills = nullptr;
+
 /// A weight computed from `value` (`sourceBytes` of it) by `make`, as a
 /// dense_resource of `result`. The blob is named after the source value's
 /// identity in this context (its resource key, or the uniqued attribute),
@@ -108,7 +117,7 @@ bool isMatmulWeight(Operation *op, Type type) { return onlyWeightOf<tosa::MatMul
 /// the data again.
 ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
                            const std::string &suffix, size_t sourceBytes,
-                           llvm::function_ref<void(const char *source, char *out)> make) {
+                           std::function<void(const char *source, char *out)> make) {
   std::string name = "kiln_w_";
   if (auto r = dyn_cast<DenseResourceElementsAttr>(value))
     name += r.getRawHandle().getKey().str();
@@ -126,7 +135,10 @@ ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::Ar
   size_t elemBytes = result.getElementTypeBitWidth() / 8;
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(size_t(result.getNumElements()) * elemBytes,
                                                        std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
-  make(bytes.data(), blob.getMutableData().data());
+  // The blob's memory stays where it is when the manager takes it.
+  auto fill = [make = std::move(make), source = bytes.data(), out = blob.getMutableData().data()] { make(source, out); };
+  if (deferredFills) deferredFills->push_back(std::move(fill));
+  else fill();
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 
@@ -157,7 +169,8 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
   int64_t row = shape.back();
   shape.back() += padding;
   return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
-                       size_t(type.getNumElements()) * elemBytes, [&](const char *source, char *out) {
+                       size_t(type.getNumElements()) * elemBytes,
+                       [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          if (!padding) return permute(source, out, type.getShape(), perm, elemBytes);
                          std::vector<char> rows(size_t(type.getNumElements()) * elemBytes);
                          permute(source, rows.data(), type.getShape(), perm, elemBytes);
@@ -193,7 +206,7 @@ ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
   suffix += tag.str() + std::to_string(w);
   size_t bytes = size_t(type.getNumElements()) * 4;
   return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix, bytes,
-                       [&](const char *source, char *out) {
+                       [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          std::vector<char> rows(bytes);
                          permute(source, rows.data(), type.getShape(), perm, 4);
                          permute(rows.data(), out, split, order, 4);
@@ -274,7 +287,7 @@ ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::Arr
   auto result = RankedTensorType::get({a, a, c, f + padding}, type.getElementType());
   std::string suffix = "_winograd" + std::to_string(m) + (padding ? "_pad" + std::to_string(padding) : "");
   return derivedWeight(value, result, perm, suffix, size_t(type.getNumElements()) * 4,
-                       [&](const char *source, char *out) {
+                       [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          std::vector<float> fhwc(size_t(type.getNumElements()));
                          permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
                          if (!padding)
@@ -320,6 +333,13 @@ Value unpadRows(ImplicitLocOpBuilder &b, Value weight, int64_t padding) {
 
 HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts &layouts) {
   HoistPlan plan;
+  std::vector<std::function<void()>> fills;
+  std::vector<std::function<void()>> *outer = deferredFills;
+  deferredFills = &fills;
+  auto runFills = llvm::scope_exit([&] {
+    deferredFills = outer;
+    mlir::parallelFor(fn.getContext(), 0, fills.size(), [&](size_t i) { fills[i](); });
+  });
   std::map<std::tuple<const void *, const void *, std::string>, unsigned> index;
   fn.walk([&](Operation *op) {
     ElementsAttr value = hoistableValue(op, minElements);
