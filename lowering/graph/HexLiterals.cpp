@@ -200,7 +200,8 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
       uint8_t a[4];
       if (!decodeHex(literal.data() + 2, reinterpret_cast<char *>(a), 4)) continue;
       uint32_t alignment = uint32_t(a[0]) | uint32_t(a[1]) << 8 | uint32_t(a[2]) << 16 | uint32_t(a[3]) << 24;
-      if (!alignment || (alignment & (alignment - 1))) continue;  // the parser names it
+      // Not a power of two, or beyond a page: the parser's (and its error).
+      if (!alignment || (alignment & (alignment - 1)) || alignment > 4096) continue;
       mlir::AsmResourceBlob blob =
           mlir::HeapAsmResourceBlob::allocate((literal.size() - 10) / 2, alignment, /*dataIsMutable=*/true);
       decodeLater(literal.data() + 10, blob);
