@@ -47,6 +47,14 @@ void addStageTime(lowering::StageTimes &times, const lowering::StageTime &t) {
   else it->ms += t.ms;
 }
 
+/// Plan value `id`'s data when it is fixed for every call: computed once
+/// from weights (`folded`: Compiler::foldWeightSteps), else a weight or
+/// constant of `out`; null otherwise.
+Tensor constantData(const CompiledFunction &out, const std::map<int, Tensor> &folded, int id) {
+  if (auto it = folded.find(id); it != folded.end()) return it->second;
+  return out.constantValue(id);
+}
+
 }  // namespace
 
 const lowering::KernelOracle &registryOracle() {
@@ -110,10 +118,6 @@ void Compiler::foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor
   if (!executor_) return;
   const lowering::ExecPlan &plan = out.plan;
   std::set<int> results(plan.results.begin(), plan.results.end());
-  auto constantData = [&](int id) -> Tensor {
-    if (auto it = values.find(id); it != values.end()) return it->second;
-    return out.constantValue(id);
-  };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const lowering::PlanStep &step = plan.steps[s];
     // A kernel's reshape of a weight is a view of it (no copy per call:
@@ -121,7 +125,7 @@ void Compiler::foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor
     // 94 MB for BERT's).
     if (step.kind == lowering::PlanStep::kKernel && step.op == "tosa.reshape" && step.inputs.size() == 1 &&
         step.outputs.size() == 1 && !results.count(step.outputs[0])) {
-      Tensor t = constantData(step.inputs[0]);
+      Tensor t = constantData(out, values, step.inputs[0]);
       const TensorType &type = plan.values[step.outputs[0]].type;
       if (t.valid() && t.dtype() == type.dtype && t.numElements() == type.numElements()) {
         values[step.outputs[0]] = t.reshaped(type.shape);
@@ -135,7 +139,7 @@ void Compiler::foldWeightSteps(const CompiledFunction &out, std::map<int, Tensor
     size_t inBytes = 0, outBytes = 0;
     bool weightsOnly = true;
     for (int id : step.inputs) {
-      Tensor t = constantData(id);
+      Tensor t = constantData(out, values, id);
       if (!t.valid()) {
         weightsOnly = false;
         break;
@@ -460,9 +464,8 @@ void Compiler::packWeights(const CompiledFunction &out, const std::map<int, Tens
     for (int v : step.inputs) inTypes.push_back(plan.values[v].type);
     std::optional<PackedLayout> layout = packedLayoutOf(step, inTypes);
     if (!layout) continue;
-    auto it = folded.find(step.inputs[1]);
-    Tensor weight = it != folded.end() ? it->second : out.constantValue(step.inputs[1]);
-    if (weight.valid()) todo.emplace_back(std::move(weight), *layout);
+    if (Tensor weight = constantData(out, folded, step.inputs[1]); weight.valid())
+      todo.emplace_back(std::move(weight), *layout);
   }
   // Each a copy into fresh memory, as costly in page faults as in bytes
   // moved: EfficientNet-B0's kernel plan packed for 16 ms on one thread.
@@ -563,8 +566,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
       const kernels::KernelDef *def = choice->def;
       ops::AttrMap attrs = step.attrs;
       if (std::optional<PackedLayout> layout = packedLayoutOf(step, inTypes)) {  // packed by packWeights
-        auto it = folded.find(step.inputs[1]);
-        Tensor weight = it != folded.end() ? it->second : out.constantValue(step.inputs[1]);
+        Tensor weight = constantData(out, folded, step.inputs[1]);
         if (Tensor packed = weight.valid() ? packedWeight(weight, *layout) : Tensor(); packed.valid()) {
           inputIds[1] = b.addConstant(packed);
           attrs.set(*layout == PackedLayout::kMatmulPanels ? kernels::kMatmulPackedB : kernels::kConvPackedFilter,
