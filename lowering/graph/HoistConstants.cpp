@@ -41,7 +41,6 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Threading.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cstring>
@@ -103,19 +102,19 @@ bool isConvFilter(Operation *op, Type type) { return onlyWeightOf<tosa::Conv2DOp
 /// A weight only tosa.matmul reads, as its B operand, in f32.
 bool isMatmulWeight(Operation *op, Type type) { return onlyWeightOf<tosa::MatMulOp>(op, type, 3); }
 
-/// Where planHoisting collects the work of the derived weights it makes,
-/// to run it in parallel once it has planned every weight (ResNet-50's
-/// filter permutes and Winograd transforms took 180-200 ms on one thread,
-/// before any kernel could compile); null elsewhere (done at once).
-thread_local std::vector<std::function<void()>> *deferredFills = nullptr;
+/// The work of filling derived weights, which planHoisting runs in
+/// parallel once it has planned every weight (ResNet-50's filter permutes
+/// and Winograd transforms took 180-200 ms on one thread, before any kernel
+/// could compile).
+using Fills = std::vector<std::function<void()>>;
 
 /// A weight computed from `value` (`sourceBytes` of it) by `make`, as a
-/// dense_resource of `result`. The blob is named after the source value's
-/// identity in this context (its resource key, or the uniqued attribute),
-/// `perm` and `suffix`, so every plan of the same program (specialization,
-/// warm cache starts) finds the one copy made at the first without reading
-/// the data again.
-ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
+/// dense_resource of `result` whose data is filled when `fills` run. The
+/// blob is named after the source value's identity in this context (its
+/// resource key, or the uniqued attribute), `perm` and `suffix`, so every
+/// plan of the same program (specialization, warm cache starts) finds the
+/// one copy made at the first without reading the data again.
+ElementsAttr derivedWeight(Fills &fills, ElementsAttr value, RankedTensorType result, llvm::ArrayRef<int64_t> perm,
                            const std::string &suffix, size_t sourceBytes,
                            std::function<void(const char *source, char *out)> make) {
   std::string name = "kiln_w_";
@@ -136,9 +135,9 @@ ElementsAttr derivedWeight(ElementsAttr value, RankedTensorType result, llvm::Ar
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(size_t(result.getNumElements()) * elemBytes,
                                                        std::max<size_t>(elemBytes, 8), /*dataIsMutable=*/true);
   // The blob's memory stays where it is when the manager takes it.
-  auto fill = [make = std::move(make), source = bytes.data(), out = blob.getMutableData().data()] { make(source, out); };
-  if (deferredFills) deferredFills->push_back(std::move(fill));
-  else fill();
+  fills.push_back([make = std::move(make), source = bytes.data(), out = blob.getMutableData().data()] {
+    make(source, out);
+  });
   return DenseResourceElementsAttr::get(result, manager.insert(name, std::move(blob)));
 }
 
@@ -156,7 +155,7 @@ void copyRowsPadded(const char *in, char *out, int64_t rows, int64_t row, int64_
 /// `value` of `type` with its dimensions permuted by `perm` and `padding`
 /// zero elements added to each innermost row, as a dense_resource made once
 /// (derivedWeight).
-ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t padding) {
+ElementsAttr permuted(Fills &fills, ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t padding) {
   Type elem = type.getElementType();
   if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() % 8 || !type.hasStaticShape() || !type.getRank())
     return {};
@@ -168,7 +167,7 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
   if (padding) suffix += "_pad" + std::to_string(padding);
   int64_t row = shape.back();
   shape.back() += padding;
-  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix,
+  return derivedWeight(fills, value, RankedTensorType::get(shape, elem), perm, suffix,
                        size_t(type.getNumElements()) * elemBytes,
                        [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          if (!padding) return permute(source, out, type.getShape(), perm, elemBytes);
@@ -183,7 +182,7 @@ ElementsAttr permuted(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
 /// w], the first `from` dimensions of L (each 1) dropped. Conv filters: L =
 /// HWCF, from 0, [F/fc, KH, KW, C, fc]; matmul B operands: L = [1, K, N],
 /// from 1, [N/w, K, w]. Named after L's kept dimensions, `tag` and w.
-ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t w,
+ElementsAttr panelled(Fills &fills, ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int64_t w,
                       int64_t from, llvm::StringRef tag) {
   Type elem = type.getElementType();
   if (!elem.isF32() || !type.hasStaticShape() || int64_t(perm.size()) <= from + 1) return {};
@@ -205,7 +204,7 @@ ElementsAttr panelled(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<
   for (int64_t d : kept) suffix += "_" + std::to_string(d);
   suffix += tag.str() + std::to_string(w);
   size_t bytes = size_t(type.getNumElements()) * 4;
-  return derivedWeight(value, RankedTensorType::get(shape, elem), perm, suffix, bytes,
+  return derivedWeight(fills, value, RankedTensorType::get(shape, elem), perm, suffix, bytes,
                        [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          std::vector<char> rows(bytes);
                          permute(source, rows.data(), type.getShape(), perm, 4);
@@ -279,14 +278,14 @@ int winogradTileOf(Operation *op) {
 /// `value` (of `type`, permuted by `perm` to F x 3 x 3 x C) transformed for
 /// F(m x m, 3 x 3) as an [a, a, C, F + padding] dense_resource made once
 /// (derivedWeight), `padding` zeros after each row of F.
-ElementsAttr winogradFilter(ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m,
+ElementsAttr winogradFilter(Fills &fills, ElementsAttr value, RankedTensorType type, llvm::ArrayRef<int64_t> perm, int m,
                             int64_t padding) {
   if (!type.getElementType().isF32() || !type.hasStaticShape()) return {};
   int64_t f = type.getDimSize(perm[0]), c = type.getDimSize(perm[3]);
   int a = winograd::matrices(m).a;
   auto result = RankedTensorType::get({a, a, c, f + padding}, type.getElementType());
   std::string suffix = "_winograd" + std::to_string(m) + (padding ? "_pad" + std::to_string(padding) : "");
-  return derivedWeight(value, result, perm, suffix, size_t(type.getNumElements()) * 4,
+  return derivedWeight(fills, value, result, perm, suffix, size_t(type.getNumElements()) * 4,
                        [=, perm = SmallVector<int64_t>(perm)](const char *source, char *out) {
                          std::vector<float> fhwc(size_t(type.getNumElements()));
                          permute(source, reinterpret_cast<char *>(fhwc.data()), type.getShape(), perm, 4);
@@ -333,13 +332,7 @@ Value unpadRows(ImplicitLocOpBuilder &b, Value weight, int64_t padding) {
 
 HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts &layouts) {
   HoistPlan plan;
-  std::vector<std::function<void()>> fills;
-  std::vector<std::function<void()>> *outer = deferredFills;
-  deferredFills = &fills;
-  auto runFills = llvm::scope_exit([&] {
-    deferredFills = outer;
-    mlir::parallelFor(fn.getContext(), 0, fills.size(), [&](size_t i) { fills[i](); });
-  });
+  Fills fills;
   std::map<std::tuple<const void *, const void *, std::string>, unsigned> index;
   fn.walk([&](Operation *op) {
     ElementsAttr value = hoistableValue(op, minElements);
@@ -360,7 +353,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     if (winogradTile) {
       // Rows of F, as HWCF filters' (see below).
       if (layouts.padFilterRows) rowPadding = rowPaddingOf(cast<RankedTensorType>(endType).getDimSize(0));
-      stored = winogradFilter(value, cast<RankedTensorType>(type), perm, winogradTile, rowPadding);
+      stored = winogradFilter(fills, value, cast<RankedTensorType>(type), perm, winogradTile, rowPadding);
       if (stored)
         key = "w" + std::to_string(winogradTile) + ":";
       else
@@ -380,14 +373,14 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
       // (Panels are one contiguous run each and stay unpadded: padding
       // their rows and planes as HWCF filters' measured no faster.)
       if (filterBlock) {
-        stored = panelled(value, cast<RankedTensorType>(type), perm, filterBlock, /*from=*/0, "_panel");
+        stored = panelled(fills, value, cast<RankedTensorType>(type), perm, filterBlock, /*from=*/0, "_panel");
         if (!stored) filterBlock = 0;  // (an elided blob): as other filters
       }
       // A streamed matmul weight in panels of its register tiles' columns.
       if (!filterBlock && layouts.panelMatmulWeights && isMatmulWeight(end, endType))
         matmulPanel = matmulPanelOf(end, layouts.tuning);
       if (matmulPanel) {
-        stored = panelled(value, cast<RankedTensorType>(type), perm, matmulPanel, /*from=*/1, "_mpanel");
+        stored = panelled(fills, value, cast<RankedTensorType>(type), perm, matmulPanel, /*from=*/1, "_mpanel");
         if (!stored) matmulPanel = 0;  // (an elided blob): padded rows
       }
       if (!filterBlock && !matmulPanel) {
@@ -395,7 +388,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
           rowPadding = rowPaddingOf(cast<RankedTensorType>(type).getDimSize(perm.back()));
         bool identity = !rowPadding;
         for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
-        stored = identity ? value : permuted(value, cast<RankedTensorType>(type), perm, rowPadding);
+        stored = identity ? value : permuted(fills, value, cast<RankedTensorType>(type), perm, rowPadding);
       }
       if (!stored) {  // cannot permute these bytes (an elided blob): as it is
         stored = value;
@@ -421,6 +414,7 @@ HoistPlan planHoisting(func::FuncOp fn, int64_t minElements, const WeightLayouts
     }
     plan.uses.push_back({end, it->second});
   });
+  mlir::parallelFor(fn.getContext(), 0, fills.size(), [&](size_t i) { fills[i](); });
   return plan;
 }
 
