@@ -134,7 +134,7 @@ ElementsAttr makeAttr(RankedTensorType type, std::vector<float> values, bool asW
   auto *held = new std::vector<float>(std::move(values));
   AsmResourceBlob blob(ArrayRef<char>(reinterpret_cast<const char *>(held->data()), held->size() * sizeof(float)),
                        alignof(float), [held](void *, size_t, size_t) { delete held; }, /*dataIsMutable=*/true);
-  return DenseResourceElementsAttr::get(type, "kiln_folded", std::move(blob));
+  return DenseResourceElementsAttr::get(type, kFoldedBlobName, std::move(blob));
 }
 
 Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, std::vector<float> values,
@@ -322,7 +322,7 @@ MutableArrayRef<float> changeableInPlace(const Constant &c, Value v,
                                          const llvm::DenseMap<const AsmResourceBlob *, int> &readers) {
   if (!c.handle || !c.values.empty() || !v.hasOneUse() || !v.getDefiningOp<tosa::ConstOp>()) return {};
   StringRef key = c.handle->getKey();
-  if (!key.starts_with("kiln_folded") && !key.starts_with("__kiln_hex_")) return {};
+  if (!key.starts_with(kFoldedBlobName) && !key.starts_with(kLiftedBlobPrefix)) return {};
   DenseResourceElementsHandle handle = *c.handle;
   AsmResourceBlob *blob = handle.getBlob();
   if (!blob || !blob->isMutable() || readers.lookup(blob) != 1) return {};

@@ -12,6 +12,7 @@
 // empty blob of the same alignment, replaced once parsed. Line numbers stay
 // those of the file; columns after a lifted literal on its own line move
 // left.
+#include "lowering/graph/Passes.h"
 #include "lowering/graph/ProgramImpl.h"
 
 #include "mlir/IR/AsmState.h"
@@ -219,7 +220,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
     if (typeBytes(source.slice(next, code[s + 1].second)) != bytes) continue;  // e.g. a splat, or i1
     mlir::AsmResourceBlob blob = mlir::HeapAsmResourceBlob::allocate(bytes, 64, /*dataIsMutable=*/true);
     decodeLater(literal.data() + 2, blob);  // below, all at once
-    std::string key = "__kiln_hex_" + std::to_string(lifted.blobs.size());
+    std::string key = kLiftedBlobPrefix.str() + std::to_string(lifted.blobs.size());
     textUpTo(quote - std::strlen("dense<"));
     lifted.text += "dense_resource<" + key;
     copied = next;  // from the '>' that closed dense<...>

@@ -22,6 +22,14 @@ namespace kiln::lowering {
 #define GEN_PASS_REGISTRATION
 #include "lowering/graph/Passes.h.inc"
 
+/// Resource keys of the blobs kiln makes at load, which no one else holds:
+/// weight literals decoded outside MLIR's parser (`__kiln_hex_N`,
+/// HexLiterals.cpp) and values kiln-fold-constants computed
+/// (`kiln_folded...`, the blob manager suffixing repeats). kiln-fold-constants
+/// may change those in place.
+inline constexpr llvm::StringLiteral kLiftedBlobPrefix = "__kiln_hex_";
+inline constexpr llvm::StringLiteral kFoldedBlobName = "kiln_folded";
+
 /// Registers every kiln pass (each room's) and the pipeline stages, with
 /// MLIR's own passes (once): what kiln-opt and the runtime parse pipelines
 /// against.
