@@ -299,6 +299,19 @@ TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
   bad[5000] = 'z';
   std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad), "bad-resource"));
   EXPECT_NE(err.find("bad-resource:12:"), std::string::npos) << err;
+
+  // Alignments kiln leaves to the parser: beyond a page (still loads, the
+  // same values), not a power of two (MLIR's error, at its line).
+  std::string wide = "00200000" + w.substr(8);  // 8192
+  auto m3 = KILN_TAKE(test::sharedRuntime().loadModule(model(wide), "wide-alignment"));
+  ASSERT_TRUE(m3);
+  auto y3 = KILN_TAKE(m3->call("main", {ones}));
+  ASSERT_EQ(y3.size(), 1u);
+  EXPECT_EQ(y3[0].data<float>()[4], 128.0f + 4.0f);
+  EXPECT_EQ(y3[0].data<float>()[5], 64.0f + 5.0f);
+  err = test::errorOf(test::sharedRuntime().loadModule(model("03000000" + w.substr(8)), "odd-alignment"));
+  EXPECT_NE(err.find("odd-alignment:12:"), std::string::npos) << err.substr(0, 300);
+  EXPECT_NE(err.find("non-power-of-2 value: 3"), std::string::npos) << err.substr(0, 300);
 }
 
 TEST(Models, HandWrittenTosaFileMatchesReference) {
