@@ -3,6 +3,8 @@
 // runs are copied with memcpy.
 #include "kernels/KernelUtil.h"
 
+#include <algorithm>
+
 namespace kiln::kernels {
 namespace {
 using namespace util;
@@ -220,17 +222,39 @@ llvm::Error padCompute(const KernelArgs &a) {
   }
   const char *x = static_cast<const char *>(a.inputs[0]);
   char *y = static_cast<char *>(a.outputs[0]);
-  forEachIndex(o.shape, 0, o.numElements(), [&](int64_t i, const std::vector<int64_t> &idx) {
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      int64_t src = idx[d] - pad[2 * d];
-      if (src < 0 || src >= t.shape[d]) {
-        std::memcpy(y + i * es, fill, es);
-        return;
+  const bool zeroFill = std::all_of(fill, fill + es, [](char c) { return c == 0; });
+  auto fillRun = [&](char *to, int64_t n) {
+    if (zeroFill) std::memset(to, 0, size_t(n) * es);
+    else
+      for (int64_t j = 0; j < n; ++j) std::memcpy(to + j * es, fill, es);
+  };
+  if (o.shape.empty()) {  // a scalar: nothing to pad
+    std::memcpy(y, x, es);
+    return llvm::Error::success();
+  }
+  // Output rows (every dimension but the last) split over the workers: a
+  // row outside the input is all fill, one inside is fill, one memcpy of
+  // the input's row, fill. The row index carries from row to row.
+  const size_t rank = o.shape.size();
+  const int64_t last = o.shape.back(), lo = pad[2 * (rank - 1)], inner = t.shape.back();
+  const int64_t rows = last == 0 ? 0 : o.numElements() / last;
+  llvm::ArrayRef<int64_t> outer = llvm::ArrayRef<int64_t>(o.shape).drop_back();
+  parallel(a.executor, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(last, 1)), [&](int64_t b, int64_t e) {
+    forEachIndex(outer, b, e, [&](int64_t row, const std::vector<int64_t> &idx) {
+      char *yr = y + row * last * int64_t(es);
+      int64_t off = 0;
+      for (size_t d = 0; d + 1 < rank; ++d) {
+        int64_t src = idx[d] - pad[2 * d];
+        if (src < 0 || src >= t.shape[d]) {
+          fillRun(yr, last);
+          return;
+        }
+        off += src * is[d];
       }
-      off += src * is[d];
-    }
-    std::memcpy(y + i * es, x + off * es, es);
+      fillRun(yr, lo);
+      if (inner) std::memcpy(yr + lo * int64_t(es), x + off * int64_t(es), size_t(inner) * es);
+      fillRun(yr + (lo + inner) * int64_t(es), last - lo - inner);
+    });
   });
   return llvm::Error::success();
 }

@@ -16,9 +16,15 @@ namespace kiln::lowering {
 
 bool isFreeOp(Operation *op) { return isa<tosa::ConstOp, tosa::ConstShapeOp, arith::ConstantOp>(op); }
 
+bool isGroupedConv(Operation *op) {
+  auto c = dyn_cast<tosa::CustomOp>(op);
+  return c && c.getDomainName() == kWinogradDomain && c.getOperatorName() == kGroupedConvOp;
+}
+
 bool isAnchorOp(Operation *op) {
   return isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::TransposeConv2DOp, tosa::Conv3DOp, tosa::MatMulOp,
-             tosa::MaxPool2dOp, tosa::AvgPool2dOp, linalg::ConvolutionOpInterface, linalg::ContractionOpInterface>(op);
+             tosa::MaxPool2dOp, tosa::AvgPool2dOp, linalg::ConvolutionOpInterface, linalg::ContractionOpInterface>(op) ||
+         isGroupedConv(op);
 }
 
 std::string kernelKey(Operation *op) {

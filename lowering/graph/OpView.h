@@ -30,6 +30,8 @@ inline constexpr llvm::StringLiteral kUnsplitPadAttr = "kiln.unsplit_pad";
 /// Constants (tosa.const, tosa.const_shape, arith.constant): not placed;
 /// cloned into the clusters that use them.
 bool isFreeOp(mlir::Operation *op);
+/// kiln's grouped conv (tosa.custom kiln.grouped_conv2d, Conventions.h).
+bool isGroupedConv(mlir::Operation *op);
 /// An op a kernel is built around (conv, matmul, pooling): at most
 /// anchors-per-cluster of them share a JIT cluster, and placement by
 /// measurement times these.

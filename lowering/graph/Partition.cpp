@@ -82,6 +82,10 @@ double opFlops(Operation *op) {
     auto w = dims(op->getOperand(1));
     return w.size() == 4 ? 2 * out * double(w[0] * w[1]) : out;
   }
+  if (isGroupedConv(op)) {  // filter GFHWC
+    auto w = dims(op->getOperand(1));
+    return w.size() == 5 ? 2 * out * double(w[2] * w[3] * w[4]) : out;
+  }
   if (isa<tosa::MatMulOp>(op)) {  // [B, M, K] x [B, K, N]
     auto a = dims(op->getOperand(0));
     return a.size() == 3 ? 2 * out * double(a[2]) : out;
@@ -348,7 +352,7 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
       auto weightLayout = [&](Operation &o) {
         std::string key = kernelKey(&o);
         return (key == "tosa.transpose" || key == "tosa.reshape" || key == "tosa.slice" ||
-                key == "tosa.custom:kiln.winograd_filter") &&
+                key == kWinogradFilterKey) &&
                llvm::all_of(o.getResults(), fromConstants);
       };
       for (size_t a = 0; a < altOps.size(); ++a)

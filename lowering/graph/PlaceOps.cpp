@@ -97,7 +97,9 @@ struct PlaceOps : impl::KilnPlaceOpsBase<PlaceOps> {
       // kiln.winograd_filter (a Winograd-stored filter read back) lowers
       // through kiln-winograd-conv; the conv reading it runs in Winograd
       // form only on JIT, so it is not timed against a kernel.
-      bool canJit = !isTosa || tosaOpHasLowering(op.getName().getStringRef()) || view.key == kWinogradFilterKey;
+      // kiln.grouped_conv2d lowers through kiln-grouped-conv-to-linalg.
+      bool canJit = !isTosa || tosaOpHasLowering(op.getName().getStringRef()) || view.key == kWinogradFilterKey ||
+                    view.key == kGroupedConvKey;
       bool winograd = false;
       if (auto conv = dyn_cast<tosa::Conv2DOp>(op))
         if (Operation *filter = conv.getWeight().getDefiningOp()) winograd = kernelKey(filter) == kWinogradFilterKey;

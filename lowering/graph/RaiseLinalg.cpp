@@ -750,11 +750,14 @@ Value addInit(ImplicitLocOpBuilder &b, Value y, Value init) {
 }
 
 /// A grouped conv (NGCHW input, GFCHW filter: ResNeXt, RegNet) has no TOSA
-/// form: it becomes linalg.conv_2d_nhwgc_gfhwc between the same layout
-/// transposes as the other convs (so that they cancel with its
-/// neighbours'), its filter transposed to GFHWC (folded at load) and its
-/// zero padding a tosa.pad; kiln-cpu-strategy runs it as a loop over the
-/// groups of NHWC convs (groupedConvsAsLoops).
+/// form: it becomes kiln's grouped conv op (tosa.custom kiln.grouped_conv2d,
+/// lowering/ir/Conventions.h) between the same layout transposes as the
+/// other convs (so that they cancel with its neighbours'), its filter
+/// transposed to GFHWC (folded at load) and its zero padding a tosa.pad. A
+/// kernel plan runs it on its kernel; generated code lowers it to
+/// linalg.conv_2d_nhwgc_gfhwc (kiln-grouped-conv-to-linalg), which
+/// kiln-cpu-strategy runs as a loop over the groups of NHWC convs
+/// (groupedConvsAsLoops).
 Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
   if (!staticF32(op)) return {};
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());  // N G Fg OH OW
@@ -777,12 +780,10 @@ Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
   x = reshape(b, x, {n, xt.getDimSize(1), xt.getDimSize(2), groups, cg});
   Value filter = transpose(b, op.getInputs()[1], ArrayRef<int32_t>{0, 1, 3, 4, 2});  // GFCHW -> GFHWC
   auto accType = RankedTensorType::get({n, oh, ow, groups, fg}, b.getF32Type());
-  Value empty = tensor::EmptyOp::create(b, accType.getShape(), b.getF32Type());
-  Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
-  Value acc = linalg::FillOp::create(b, ValueRange{zero}, ValueRange{empty})->getResult(0);
-  Value y = linalg::Conv2DNhwgcGfhwcOp::create(b, TypeRange{accType}, ValueRange{x, filter}, ValueRange{acc},
-                                               op.getStrides(), op.getDilations())
-                ->getResult(0);
+  auto conv = tosa::CustomOp::create(b, TypeRange{accType}, kGroupedConvOp, kWinogradDomain, "", ValueRange{x, filter});
+  conv->setAttr("stride", b.getDenseI64ArrayAttr(attrValues(op.getStrides())));
+  conv->setAttr("dilation", b.getDenseI64ArrayAttr(attrValues(op.getDilations())));
+  Value y = conv->getResult(0);
   y = reshape(b, transpose(b, reshape(b, y, {n, oh, ow, groups * fg}), kToNCHW), outType.getShape());
   return addInit(b, y, op.getOutputs()[0]);
 }

@@ -48,5 +48,14 @@ inline constexpr llvm::StringLiteral kWeightAttrName = "kiln.weight";
 inline constexpr llvm::StringLiteral kWinogradDomain = "kiln";
 inline constexpr llvm::StringLiteral kWinogradFilterOp = "winograd_filter";
 inline constexpr llvm::StringLiteral kWinogradFilterKey = "tosa.custom:kiln.winograd_filter";
+/// tosa.custom (domain kWinogradDomain, "kiln") of a grouped conv, which
+/// TOSA has no op for (ResNeXt, RegNet): input [N, H, W, G, C], filter [G,
+/// F, KH, KW, C], result [N, OH, OW, G, F]; discardable attributes stride
+/// [2] and dilation [2] (ones when absent), pad [4] (top, bottom, left,
+/// right; zeros when absent). kiln-raise-linalg makes it; it runs on its
+/// handwritten kernel (kernels/NN.cpp) or, lowered by
+/// kiln-grouped-conv-to-linalg, as linalg.conv_2d_nhwgc_gfhwc.
+inline constexpr llvm::StringLiteral kGroupedConvOp = "grouped_conv2d";
+inline constexpr llvm::StringLiteral kGroupedConvKey = "tosa.custom:kiln.grouped_conv2d";
 
 }  // namespace kiln::lowering

@@ -21,6 +21,18 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def KilnGroupedConvToLinalg : Pass<"kiln-grouped-conv-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "kiln.grouped_conv2d custom ops become linalg.conv_2d_nhwgc_gfhwc";
+  let description = [{
+    The grouped conv kiln-raise-linalg makes as a tosa.custom (TOSA has no
+    grouped conv) becomes its padding (tosa.pad) and a
+    linalg.conv_2d_nhwgc_gfhwc accumulating into a zero fill, before
+    tosa-to-linalg, which leaves custom ops alone.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect", "mlir::tosa::TosaDialect"];
+}
+
 def KilnReductionInits : Pass<"kiln-reduction-inits", "mlir::func::FuncOp"> {
   let summary = "Float max/min reductions start from -inf/+inf, as TOSA's do";
   let description = [{

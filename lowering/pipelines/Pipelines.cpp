@@ -31,9 +31,10 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
       // tensors (a tensor-level tosa.apply_scale), which bufferization cannot take.
       // kiln-winograd-conv: convs on Winograd-stored filters in Winograd form
       // (before tosa-to-linalg lowers them as direct convs).
+      // kiln-grouped-conv-to-linalg: kiln's grouped conv custom op as linalg.
       {"kiln-tosa-to-linalg",
        "builtin.module(func.func(kiln-winograd-conv{vector-bits=" + std::to_string(tuning.vectorBits) +
-           "},tosa-optional-decompositions),"
+           "},kiln-grouped-conv-to-linalg,tosa-optional-decompositions),"
        "func.func(tosa-infer-shapes,tosa-make-broadcastable,tosa-to-scf),kiln-cancel-points,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith{include-apply-rescale},tosa-to-tensor,"
        "convert-elementwise-to-linalg,kiln-reduction-inits),"

@@ -970,9 +970,11 @@ func.func @main(%x: tensor<1x3x32x32xf32>) -> tensor<1x5xf32> {
   }
 }
 
-// A grouped conv (RegNet's, ResNeXt's: no TOSA form) raised to the NHWC
-// grouped linalg conv, which kiln-cpu-strategy runs as a loop of per-group
-// FHWC convs, computes what the NCHW grouped conv computes (unraised).
+// A grouped conv (RegNet's, ResNeXt's: no TOSA form) raised to kiln's
+// grouped conv op computes what the NCHW grouped conv computes (unraised):
+// on JIT code (linalg.conv_2d_nhwgc_gfhwc, which kiln-cpu-strategy runs as
+// a loop of per-group FHWC convs) and on its handwritten kernel (a kernel
+// plan, as a tiered first call runs it: no JIT code at all).
 TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
   // 3 groups of 8 channels in, 8 out; stride 2 with an uneven edge.
   std::string text = R"(func.func @main(%x: tensor<1x24x15x15xf32>) -> tensor<1x24x8x8xf32> {
@@ -993,10 +995,11 @@ TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
 }
 )";
   Tensor x = test::randomTensor({1, 24, 15, 15}, 43);
-  auto run = [&](bool raise) {
+  auto run = [&](bool raise, const char *modes) {
     if (!raise) ::setenv("KILN_RAISE_LINALG", "0", 1);
     RuntimeOptions o;
     o.cacheMode = CacheMode::kOff;
+    o.placement = llvm::cantFail(ops::parseOpModes(modes));
     auto rt = KILN_TAKE(Runtime::create(o));
     auto m = KILN_TAKE(rt->loadModule(text, "grouped.mlir"));
     ::unsetenv("KILN_RAISE_LINALG");
@@ -1004,14 +1007,29 @@ TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
     if (!m) return Tensor();
     if (raise) {
       EXPECT_NE(m->graphRewrites().find("linalg.conv_2d_ngchw_gfchw 1 -> 0"), std::string::npos) << m->graphRewrites();
+      EXPECT_NE(m->graphRewrites().find("tosa.custom 0 -> 1"), std::string::npos) << m->graphRewrites();
     }
     auto out = KILN_TAKE(m->call("main", {x}));
     EXPECT_EQ(out.size(), 1u);
+    if (raise) {
+      auto c = KILN_TAKE(m->compile("main", {x.type()}));
+      if (c) {
+        bool onKernel = llvm::StringRef(modes) == "*=kernel";
+        EXPECT_EQ(c->placementSummary().find("tosa.custom:kiln.grouped_conv2d x1: mode=kernel") != std::string::npos,
+                  onKernel)
+            << c->placementSummary();
+        if (onKernel) EXPECT_NE(c->placementSummary().find(": 0 JIT in 0 kernels"), std::string::npos);
+      }
+    }
     return out.empty() ? Tensor() : out[0];
   };
-  Tensor want = run(false), got = run(true);
+  Tensor want = run(false, "*=jit");
   ASSERT_EQ(want.numElements(), 24 * 8 * 8);
-  EXPECT_TRUE(test::allClose(test::asDoubles(got), test::asDoubles(want), 1e-5, 1e-4));
+  for (const char *modes : {"*=jit", "*=kernel"}) {
+    SCOPED_TRACE(modes);
+    Tensor got = run(true, modes);
+    EXPECT_TRUE(test::allClose(test::asDoubles(got), test::asDoubles(want), 1e-5, 1e-4));
+  }
 }
 
 // A call's outputs reuse the memory of the last call's (runtime/HostBlocks.h):

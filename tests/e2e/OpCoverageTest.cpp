@@ -1165,6 +1165,62 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // kiln's grouped conv (tosa.custom kiln.grouped_conv2d: what
+  // kiln-raise-linalg makes of ResNeXt's and RegNet's grouped convs): JIT
+  // code through kiln-grouped-conv-to-linalg, and its kernel. Groups of 8
+  // (RegNet's), odd channel and filter counts, strides, dilation, padding,
+  // 1x1.
+  struct Grouped {
+    int64_t h, w, g, c, f, k, s, d;
+    std::array<int64_t, 4> pad;
+  };
+  for (const Grouped &g : std::vector<Grouped>{{9, 9, 6, 8, 8, 3, 1, 1, {1, 1, 1, 1}},
+                                               {11, 9, 3, 4, 5, 3, 2, 1, {1, 1, 0, 0}},
+                                               {7, 7, 2, 16, 16, 1, 1, 1, {0, 0, 0, 0}},
+                                               {10, 10, 4, 3, 2, 3, 1, 2, {2, 2, 2, 2}}}) {
+    const int64_t spanH = g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1;
+    const int64_t spanW = g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1;
+    const int64_t oh = spanH / g.s + 1, ow = spanW / g.s + 1;
+    Case c;
+    TensorType x = tt(F, {1, g.h, g.w, g.g, g.c}), w = tt(F, {g.g, g.f, g.k, g.k, g.c}),
+               o = tt(F, {1, oh, ow, g.g, g.f});
+    c.name = "grouped_conv2d_" + shapeToString(x.shape) + "_k" + std::to_string(g.k) + "_s" + std::to_string(g.s) +
+             "_d" + std::to_string(g.d) + "_f" + std::to_string(g.f);
+    c.args = {x, w};
+    c.results = {o};
+    auto list = [](llvm::ArrayRef<int64_t> v) {
+      std::string t;
+      for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+      return t;
+    };
+    c.body = "  %r0 = \"tosa.custom\"(%a0, %a1) <{domain_name = \"kiln\", implementation_attrs = \"\", "
+             "operator_name = \"grouped_conv2d\"}> {pad = array<i64: " + list(g.pad) + ">, stride = array<i64: " +
+             list({g.s, g.s}) + ">, dilation = array<i64: " + list({g.d, g.d}) + ">} : (" + mt(x) + ", " + mt(w) +
+             ") -> " + mt(o) + "\n";
+    c.ref = [g, oh, ow](const std::vector<Values> &in) {
+      Values y(size_t(oh * ow * g.g * g.f), 0.0);
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j)
+          for (int64_t grp = 0; grp < g.g; ++grp)
+            for (int64_t f = 0; f < g.f; ++f) {
+              double acc = 0;
+              for (int64_t kh = 0; kh < g.k; ++kh)
+                for (int64_t kw = 0; kw < g.k; ++kw) {
+                  int64_t ih = i * g.s - g.pad[0] + kh * g.d, iw = j * g.s - g.pad[2] + kw * g.d;
+                  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                  for (int64_t ch = 0; ch < g.c; ++ch)
+                    acc += in[0][size_t(((ih * g.w + iw) * g.g + grp) * g.c + ch)] *
+                           in[1][size_t((((grp * g.f + f) * g.k + kh) * g.k + kw) * g.c + ch)];
+                }
+              y[size_t(((i * ow + j) * g.g + grp) * g.f + f)] = acc;
+            }
+      return std::vector<Values>{y};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
   // Convs big enough for parallel tiles, whose bias init and elementwise
   // epilogue (clamp, a residual add) kiln-cpu-strategy fuses into those
   // tiles (the epilogue updating the conv's result in place).

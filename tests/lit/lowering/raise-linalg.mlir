@@ -268,14 +268,15 @@ func.func @f64_mean_and_masks(%x: tensor<2x8xf32>) -> (tensor<2x1xf32>, tensor<2
 
 // -----
 
-// A grouped conv (TOSA has none) becomes the NHWC grouped linalg conv
-// between the layout transposes, its filter GFHWC, its zero pad a tosa.pad.
+// A grouped conv (TOSA has none) becomes kiln's NHWC grouped conv op
+// (tosa.custom kiln.grouped_conv2d) between the layout transposes, its
+// filter GFHWC, its zero pad a tosa.pad.
 // CHECK-LABEL: func.func @grouped
 // CHECK: %[[X:.*]] = tosa.transpose %arg0 {perms = array<i32: 0, 2, 3, 1>}
 // CHECK: %[[P:.*]] = tosa.pad %[[X]]
 // CHECK: %[[X5:.*]] = tosa.reshape %[[P]], %{{.*}} -> tensor<1x10x10x2x4xf32>
 // CHECK: %[[W:.*]] = tosa.transpose %{{.*}} {perms = array<i32: 0, 1, 3, 4, 2>} : (tensor<2x4x4x3x3xf32>) -> tensor<2x4x3x3x4xf32>
-// CHECK: linalg.conv_2d_nhwgc_gfhwc {{.*}} ins(%[[X5]], %[[W]] : tensor<1x10x10x2x4xf32>, tensor<2x4x3x3x4xf32>)
+// CHECK: tosa.custom %[[X5]], %[[W]] {dilation = array<i64: 1, 1>, domain_name = "kiln", implementation_attrs = "", operator_name = "grouped_conv2d", stride = array<i64: 1, 1>} : (tensor<1x10x10x2x4xf32>, tensor<2x4x3x3x4xf32>) -> tensor<1x8x8x2x4xf32>
 // CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 3, 1, 2>}
 // CHECK-NOT: linalg.conv_2d_ngchw_gfchw
 func.func @grouped(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
