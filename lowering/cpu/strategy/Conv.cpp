@@ -17,6 +17,8 @@
 // tiles of a better size and one static tail tile (chooseRegisterTile).
 #include "lowering/cpu/strategy/OpStrategy.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 namespace kiln::lowering::strategy {
 namespace {
 
@@ -169,6 +171,10 @@ public:
       const SmallVector<int64_t> &fs = p.forallSizes;
       int64_t tasks = (fs[0] ? NB / fs[0] : 1) * (fs[1] ? OH / fs[1] : 1) * (fs[3] ? F / fs[3] : 1);
       out += llvm::formatv(", {0} parallel blocks", tasks).str();
+    } else if (auto groups = op->getParentOfType<scf::ForallOp>()) {
+      // A group of a grouped conv whose groups run in parallel (Prepare.cpp).
+      out += llvm::formatv(", one thread per group, {0} groups in parallel",
+                           groups.getStaticUpperBound().front()).str();
     } else {
       out += ", one thread";
     }

@@ -2,12 +2,14 @@
 // RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s --check-prefix=AVX2
 // RUN: %kiln-opt %s --pass-pipeline="builtin.module(kiln-cpu-tile-vectorize,kiln-bufferize,kiln-lower-to-llvm)" | FileCheck %s --check-prefix=LLVM
 
-// A grouped conv (what kiln-raise-linalg makes of a linalg export's
-// grouped convs, RegNet's 8-channel groups) runs as a loop over its groups,
+// A grouped conv (what kiln-grouped-conv-to-linalg makes of kiln's grouped
+// conv op, RegNet's 8-channel groups) runs as a loop over its groups,
 // each an FHWC conv on strided slices that the conv strategy vectorizes
-// over the group's filters: one compiled loop for every group.
+// over the group's filters: one compiled loop for every group. Groups too
+// small for parallel blocks of their own run in parallel with each other.
 // AVX512-LABEL: func.func @kiln_fn
-// AVX512: tensor.extract_slice %arg0[0, 0, 0, %[[G:[a-z0-9]+]], 0] [1, 30, 30, 1, 8] [1, 1, 1, 1, 1] : tensor<1x30x30x6x8xf32> to tensor<1x30x30x8xf32>
+// AVX512: scf.forall (%[[G:[a-z0-9]+]]) in (6)
+// AVX512: tensor.extract_slice %arg0[0, 0, 0, %[[G]], 0] [1, 30, 30, 1, 8] [1, 1, 1, 1, 1] : tensor<1x30x30x6x8xf32> to tensor<1x30x30x8xf32>
 // AVX512-NEXT: tensor.extract_slice %arg1[%[[G]], 0, 0, 0, 0] [1, 8, 3, 3, 8]
 // AVX512: vector.fma {{.*}} : vector<8xf32>
 // AVX512-NOT: linalg.conv_2d_nhwgc_gfhwc
@@ -15,6 +17,7 @@
 // AVX2: tensor.extract_slice %arg0[0, 0, 0, %{{.*}}, 0] [1, 30, 30, 1, 8]
 // AVX2: vector.fma {{.*}} : vector<8xf32>
 // LLVM: llvm.intr.fmuladd{{.*}}vector<8xf32>
+// LLVM: llvm.call @kiln_parallel_for
 func.func @kiln_fn(%x: tensor<1x30x30x6x8xf32>, %w: tensor<6x8x3x3x8xf32>) -> tensor<1x28x28x6x8xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x28x28x6x8xf32>
@@ -22,4 +25,19 @@ func.func @kiln_fn(%x: tensor<1x30x30x6x8xf32>, %w: tensor<6x8x3x3x8xf32>) -> te
   %y = linalg.conv_2d_nhwgc_gfhwc {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
          ins(%x, %w : tensor<1x30x30x6x8xf32>, tensor<6x8x3x3x8xf32>) outs(%f : tensor<1x28x28x6x8xf32>) -> tensor<1x28x28x6x8xf32>
   return %y : tensor<1x28x28x6x8xf32>
+}
+
+// Groups big enough for parallel blocks of their own (2 of 64 channels)
+// run one after the other, each conv parallel itself.
+// AVX512-LABEL: func.func @big_groups
+// AVX512-NOT: scf.forall (%{{.*}}) in (2)
+// AVX512: tensor.extract_slice %arg0[0, 0, 0, %{{.*}}, 0] [1, 30, 30, 1, 64]
+// AVX512: scf.forall (%{{.*}}) in (14)
+func.func @big_groups(%x: tensor<1x30x30x2x64xf32>, %w: tensor<2x64x3x3x64xf32>) -> tensor<1x28x28x2x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x2x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x2x64xf32>) -> tensor<1x28x28x2x64xf32>
+  %y = linalg.conv_2d_nhwgc_gfhwc {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+         ins(%x, %w : tensor<1x30x30x2x64xf32>, tensor<2x64x3x3x64xf32>) outs(%f : tensor<1x28x28x2x64xf32>) -> tensor<1x28x28x2x64xf32>
+  return %y : tensor<1x28x28x2x64xf32>
 }
