@@ -325,12 +325,12 @@ bool DiskCache::contains(const CacheKeyParts &key) const {
   return ::lstat(pathFor(key.digest()).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
+std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key, bool counted) {
   if (mode_.load() == CacheMode::kOff) return std::nullopt;
   std::string digest = key.digest(), path = pathFor(digest), name = digest + kSuffix;
   auto miss = [&] {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.misses;
+    stats_.misses += counted;
     return std::nullopt;
   };
   // Every level opened without following a link; the entry a regular file,
@@ -386,17 +386,17 @@ std::optional<CachedFunction> DiskCache::load(const CacheKeyParts &key) {
   }
   if (mode_.load() == CacheMode::kReadWrite) ::futimens(fd.fd, nullptr);  // the file just checked, not a name
   std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.hits;
+  stats_.hits += counted;
   return std::move(*entry);
 }
 
-void DiskCache::store(const CachedFunction &entry) {
+void DiskCache::store(const CachedFunction &entry, bool counted) {
   if (mode_.load() != CacheMode::kReadWrite) return;
   std::string digest = entry.key.digest(), path = pathFor(digest), name = digest + kSuffix;
   auto fail = [&](const std::string &what) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.writeErrors;
+      stats_.writeErrors += counted;
     }
     mode_ = CacheMode::kReadOnly;
     warnOnce("write", "cannot write the compile cache in '" + dir_ + "' (" + what +
@@ -426,7 +426,7 @@ void DiskCache::store(const CachedFunction &entry) {
   ::fsync(dir.fd);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.writes;
+    stats_.writes += counted;
   }
   evictIfNeeded(path);
 }

@@ -88,12 +88,14 @@ public:
   const std::string &dir() const { return dir_; }
 
   /// The entry for `key`, or nullopt (miss, or a bad entry that was removed).
-  std::optional<CachedFunction> load(const CacheKeyParts &key);
+  /// `counted`: in stats() (records that are not compiled code, such as
+  /// placement decisions, are not).
+  std::optional<CachedFunction> load(const CacheKeyParts &key, bool counted = true);
   /// Whether an entry file for `key` exists (not whether it is valid: load
   /// checks that). False with the cache off.
   bool contains(const CacheKeyParts &key) const;
   /// Stores atomically; failures degrade the cache to read-only with a warning.
-  void store(const CachedFunction &entry);
+  void store(const CachedFunction &entry, bool counted = true);
 
   DiskCacheStats stats() const;
   std::vector<DiskEntryInfo> list() const;

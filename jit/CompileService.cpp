@@ -3,6 +3,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include "jit/PlacementTuner.h"
 #include "jit/PlanJson.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
@@ -61,6 +62,46 @@ CompileService::CompileService(std::shared_ptr<Target> target, CompileServiceOpt
   kernelPlacement_ = options_.placement;
   kernelPlacement_.modes = {{"*", ops::OpMode::kKernel}};
   kernelPlacement_.measure = false;
+  loadPlacement();
+}
+
+cache::CacheKeyParts CompileService::placementKey() const {
+  cache::CacheKeyParts key;
+  key.graph = cache::hash128Hex("kiln placement decisions");
+  key.function = "kiln.placement";
+  key.target = targetText_;
+  key.pipeline = pipelineId_;
+  key.kilnVersion = cache::kilnVersion();
+  key.llvmVersion = LLVM_VERSION_STRING;
+  return key;
+}
+
+void CompileService::loadPlacement() {
+  PlacementTuner *tuner = compiler_.placementTuner();
+  if (!tuner || disk_->mode() == cache::CacheMode::kOff) return;
+  std::optional<cache::CachedFunction> record = disk_->load(placementKey(), /*counted=*/false);
+  if (!record) return;
+  auto seeded = tuner->seed(record->plan);
+  if (!seeded) {
+    std::string why = toStatus(seeded.takeError()).message;
+    disk_->remove(placementKey(), why);
+    if (options_.warn) options_.warn("compile cache: placement decisions ignored (" + why + ")");
+  }
+}
+
+void CompileService::storePlacement() {
+  PlacementTuner *tuner = compiler_.placementTuner();
+  if (!tuner || disk_->mode() != cache::CacheMode::kReadWrite || !options_.faults.kernelsWinMeasurement.empty() ||
+      tuner->takeNewDecisions() == 0)
+    return;
+  // What other processes wrote meanwhile joins this one's decisions.
+  if (std::optional<cache::CachedFunction> record = disk_->load(placementKey(), /*counted=*/false)) {
+    if (auto seeded = tuner->seed(record->plan); !seeded) llvm::consumeError(seeded.takeError());
+  }
+  cache::CachedFunction entry;
+  entry.key = placementKey();
+  entry.plan = tuner->toJson();
+  disk_->store(entry, /*counted=*/false);
 }
 
 CompileService::~CompileService() { waitForBackgroundJobs(); }
@@ -267,6 +308,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
     for (const std::string &w : (*compiled)->stats.warnings) options_.warn(w);
   Compiled code(std::move(*compiled));
   if (disk_->mode() != cache::CacheMode::kReadWrite) return code;  // no plan to encode (10 ms for BERT's)
+  if (code->stats.placementsMeasured > 0) storePlacement();
   // A kernel plan serves a call that waits for it: the entry is encoded and
   // written (fsync'ed) after it returns, in a job of its own that the
   // service's destructor waits for.

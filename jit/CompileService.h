@@ -141,6 +141,14 @@ private:
   /// Encodes `code` (its plan as JSON, its objects) and writes it to the
   /// disk cache under `key`.
   void storeOnDisk(const CompiledFunction &code, const cache::CacheKeyParts &key);
+  /// The disk cache's record of the placement tuner's decisions for this
+  /// target and pipeline (an entry with no code: function "kiln.placement").
+  cache::CacheKeyParts placementKey() const;
+  /// Seeds the tuner from that record (a bad record: a warning, ignored).
+  void loadPlacement();
+  /// Writes the tuner's decisions there, merged with what other processes
+  /// wrote since (last writer wins on the same op use).
+  void storePlacement();
   /// Runs `job` on `spawn`, counted in backgroundJobs_ until it has
   /// finished (the destructor and waitForBackgroundJobs wait for it).
   void spawnTracked(llvm::unique_function<void()> job);

@@ -191,7 +191,10 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   // Placement by measurement: the ops a kernel ran faster, and whether this
   // compile has measured (once: the second partition uses the results).
   bool measure = tuner_ && placement.measuring(), linked = false;
+  // Ops a kernel won before (in this process, or an earlier one whose
+  // decisions the compile service seeded) go on their kernels at once.
   std::map<std::string, std::string> measuredKernels;
+  if (measure) measuredKernels = tuner_->kernelWins();
   double measureMs = 0;
   int measuredSteps = 0;
   // Code compiled by an earlier round, by cluster fingerprint: a partition

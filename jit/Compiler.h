@@ -118,6 +118,8 @@ public:
   /// placed on a kernel): their results become constants of the
   /// executable instead of steps of every call (null: they stay steps).
   void setPlacementTuner(std::shared_ptr<HostExecutor> executor);
+  /// The tuner setPlacementTuner made (null without one).
+  PlacementTuner *placementTuner() const { return tuner_.get(); }
 
   llvm::Expected<std::shared_ptr<CompiledFunction>>
   compile(lowering::Program &program, llvm::StringRef function, llvm::ArrayRef<TensorType> inputTypes,

@@ -11,7 +11,11 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <cstring>
 #include <limits>
 
@@ -195,7 +199,8 @@ std::string PlacementMeasurement::reason() const {
 std::string PlacementMeasurement::str() const {
   std::string s = "JIT " + time(stepMs) + " (" + step + ", with its fused ops)";
   if (aloneMs >= 0) s += ", " + time(aloneMs) + " alone";
-  return s + " vs " + kernel + " " + time(kernelMs) + " -> " + (kernelWins ? "kernel" : "JIT");
+  return s + " vs " + kernel + " " + time(kernelMs) + " -> " + (kernelWins ? "kernel" : "JIT") +
+         (earlier ? " (measured by an earlier process)" : "");
 }
 
 bool PlacementTuner::kernelBeatsAlone(double kernelMs, double aloneMs) {
@@ -230,7 +235,7 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
     }
     ++timed;
     std::lock_guard<std::mutex> lock(mu_);
-    decided_.emplace(alt.signature, std::move(m));
+    newDecisions_ += decided_.emplace(alt.signature, std::move(m)).second;
   };
   // Ops whose kernel beat their fused step: the op alone on JIT decides.
   struct Close {
@@ -321,6 +326,65 @@ int PlacementTuner::measure(const CompiledFunction &fn, Compiler &compiler, cons
     if (measured) decide(*c.alt, std::move(m));
   }
   return timed;
+}
+
+std::string PlacementTuner::toJson() const {
+  nlohmann::json decisions = nlohmann::json::array();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto &[signature, m] : decided_)
+      decisions.push_back({{"signature", signature},
+                           {"op", m.op},
+                           {"kernel", m.kernel},
+                           {"step", m.step},
+                           {"step_ms", m.stepMs},
+                           {"kernel_ms", m.kernelMs},
+                           {"alone_ms", m.aloneMs},
+                           {"kernel_wins", m.kernelWins}});
+  }
+  return nlohmann::json{{"version", 1}, {"decisions", std::move(decisions)}}.dump();
+}
+
+llvm::Expected<size_t> PlacementTuner::seed(llvm::StringRef json) {
+  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("decisions") || !doc["decisions"].is_array())
+    return error(ErrorCode::kInvalidArgument, "placement decisions: not kiln's JSON form");
+  if (!doc.contains("version") || doc["version"] != 1)
+    return error(ErrorCode::kInvalidArgument, "placement decisions: not version 1");
+  auto text = [](const nlohmann::json &e, const char *key, size_t max, std::string &out) {
+    if (!e.contains(key) || !e[key].is_string()) return false;
+    out = e[key].get<std::string>();
+    return !out.empty() && out.size() <= max;
+  };
+  auto number = [](const nlohmann::json &e, const char *key, double &out) {
+    if (!e.contains(key) || !e[key].is_number()) return false;
+    out = e[key].get<double>();
+    return std::isfinite(out) && out >= -1 && out < 1e7;
+  };
+  size_t added = 0, read = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const nlohmann::json &e : doc["decisions"]) {
+    if (++read > kMaxSeeded) break;
+    if (!e.is_object()) continue;
+    std::string signature;
+    PlacementMeasurement m;
+    if (!text(e, "signature", 1 << 16, signature) || !text(e, "op", 256, m.op) ||
+        !text(e, "kernel", 256, m.kernel) || !text(e, "step", 256, m.step) || !number(e, "step_ms", m.stepMs) ||
+        !number(e, "kernel_ms", m.kernelMs) || !number(e, "alone_ms", m.aloneMs) || !e.contains("kernel_wins") ||
+        !e["kernel_wins"].is_boolean())
+      continue;
+    m.kernelWins = e["kernel_wins"].get<bool>();
+    // The rule measure() decides by: a record that says otherwise is not one.
+    if (m.kernelWins != (m.aloneMs >= 0 && kernelBeatsAlone(m.kernelMs, m.aloneMs))) continue;
+    m.earlier = true;
+    added += decided_.emplace(std::move(signature), std::move(m)).second;
+  }
+  return added;
+}
+
+size_t PlacementTuner::takeNewDecisions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(newDecisions_, 0);
 }
 
 std::map<std::string, std::string> PlacementTuner::kernelWins() const {

@@ -18,7 +18,10 @@
 // so one target): each use of an op is measured once per process, by graphs
 // and eager calls alike. The plan's summary records each decision with its
 // figures, so it reaches the compile cache and `--explain` without
-// measuring again.
+// measuring again. Decisions also outlive the process (toJson / seed: the
+// compile service keeps them in the disk cache beside the code, for the
+// target): a later process, or another model with the same op shapes,
+// places those ops without timing them.
 //
 // Thread-safety: all methods are thread-safe; timings run one at a time.
 #pragma once
@@ -45,6 +48,7 @@ struct PlacementMeasurement {
   double kernelMs = 0;           // the kernel alone
   double aloneMs = -1;           // the op alone on JIT (< 0: not needed)
   bool kernelWins = false;
+  bool earlier = false;          // seeded: measured by an earlier process
   /// "measured: kernel 0.91 ms < JIT 1.20 ms (op alone)": a kernel step's
   /// reason.
   std::string reason() const;
@@ -75,10 +79,24 @@ public:
   /// (1x56x56x64xf32, ...): JIT 0.42 ms (...) vs ... -> JIT".
   std::string report(const lowering::ExecPlan &plan) const;
 
+  /// Every decision, as JSON (what seed reads back).
+  std::string toJson() const;
+  /// Adds the decisions of `json` (toJson's form) for signatures not
+  /// decided yet, marked `earlier`; returns how many. Entries that are
+  /// malformed, out of range or inconsistent (a kernel that wins without
+  /// beating the op alone by the margins) are skipped; text that is not
+  /// such JSON at all is an error. At most kMaxSeeded entries are read.
+  llvm::Expected<size_t> seed(llvm::StringRef json);
+  static constexpr size_t kMaxSeeded = 20000;
+  /// Decisions made in this process since the last call (those worth
+  /// writing out), and resets the count.
+  size_t takeNewDecisions();
+
 private:
   std::shared_ptr<HostExecutor> executor_;
   mutable std::mutex mu_;
   std::map<std::string, PlacementMeasurement> decided_;  // by signature
+  size_t newDecisions_ = 0;
 };
 
 }  // namespace kiln::jit

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <fstream>
+#include <set>
 #include <random>
 #include <thread>
 
@@ -688,15 +689,19 @@ TEST(CompileCache, TwoProcessesPopulateOneDirectory) {
     rc >> code;
     EXPECT_EQ(code, 0) << p;
   }
+  // cnn's and mlp's code, and the placement decisions all three made.
   auto files = entryFiles(tmp.path);
-  EXPECT_EQ(files.size(), 2u);
+  EXPECT_EQ(files.size(), 3u);
+  std::multiset<std::string> functions;
   for (const auto &f : files) {
     auto buf = llvm::MemoryBuffer::getFile(f);
     ASSERT_TRUE(bool(buf));
     auto d = DiskCache::decode((*buf)->getBuffer());
     EXPECT_TRUE(bool(d)) << f;
-    if (!d) llvm::consumeError(d.takeError());
+    if (d) functions.insert(d->key.function);
+    else llvm::consumeError(d.takeError());
   }
+  EXPECT_EQ(functions, (std::multiset<std::string>{"kiln.placement", "main", "main"}));
   // No temporary files are left behind.
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec))

@@ -4,6 +4,7 @@
 #include "api/Eager.h"
 #include "api/Kernels.h"
 #include "cache/CacheKey.h"
+#include "cache/DiskCache.h"
 #include "jit/CompileService.h"
 #include "jit/Compiler.h"
 #include "jit/PlacementTuner.h"
@@ -15,6 +16,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
 #include <cstring>
@@ -638,6 +641,135 @@ TEST(Placement, MeasurementsAreStoredWithTheCompiledCode) {
   EXPECT_TRUE(fn->stats.fromObject);
   EXPECT_EQ(fn->placementSummary(), coldSummary);  // the decisions and figures, not measured again
   llvm::sys::fs::remove_directories(dir);
+}
+
+// Placement decisions outlive the process: the compile cache keeps them
+// (for the target) beside the code, so a later process compiling the same
+// op uses (another model with the same conv shapes, or the same model once
+// its code is gone) places it without timing it again. A damaged record is
+// dropped with a warning, and the ops are measured again.
+TEST(Placement, DecisionsOutliveTheProcessInTheCompileCache) {
+  llvm::SmallString<128> dir;
+  llvm::sys::fs::createUniqueDirectory("kiln-decisions", dir);
+  std::vector<std::string> warnings;
+  std::mutex warningsMu;
+  auto make = [&] {
+    RuntimeOptions o;
+    o.cacheDir = dir.str().str();
+    o.cacheMode = CacheMode::kReadWrite;
+    o.warnings = [&](const std::string &w) {
+      std::lock_guard<std::mutex> lock(warningsMu);
+      warnings.push_back(w);
+    };
+    return llvm::cantFail(Runtime::create(o));
+  };
+  // The compiled code goes, the decisions stay (as when another model
+  // meets the same ops); returns the decisions' entry.
+  auto dropCode = [&] {
+    cache::DiskCacheOptions d;
+    d.dir = dir.str().str();
+    auto disk = cache::DiskCache::open(d);
+    cache::DiskEntryInfo record;
+    for (const cache::DiskEntryInfo &e : disk->list()) {
+      if (e.valid && e.key.function == "kiln.placement") record = e;
+      else disk->remove(e.key, "test: code dropped");
+    }
+    return record;
+  };
+  Tensor x = test::randomTensor({1, 16, 16, 3}, 23);
+  const std::string cnn = models::findBuiltinModel("cnn")->mlir;
+  auto compile = [&](Runtime &rt, std::vector<Tensor> *out) {
+    auto m = KILN_TAKE(rt.loadModule(cnn, "cnn"));
+    if (!m) return std::shared_ptr<const jit::CompiledFunction>();
+    if (out) *out = KILN_TAKE(m->call("main", {x}));
+    return KILN_TAKE(m->compile("main", {x.type()}));
+  };
+  std::vector<Tensor> first, second;
+  std::string firstSummary;
+  {
+    auto rt = make();
+    auto fn = compile(*rt, &first);
+    ASSERT_TRUE(fn);
+    EXPECT_EQ(fn->stats.placementsMeasured, 5) << fn->placementSummary();
+    firstSummary = fn->placementSummary();
+  }
+  cache::DiskEntryInfo record = dropCode();
+  ASSERT_EQ(record.key.function, "kiln.placement") << "no decisions were written";
+  {
+    auto rt = make();
+    auto fn = compile(*rt, &second);
+    ASSERT_TRUE(fn);
+    EXPECT_FALSE(fn->stats.fromObject);  // compiled again ...
+    EXPECT_EQ(fn->stats.placementsMeasured, 0) << fn->placementSummary();  // ... without timing
+    EXPECT_EQ(occurrences(fn->placementSummary(), "(measured by an earlier process)"), 5u) << fn->placementSummary();
+    EXPECT_EQ(occurrences(fn->placementSummary(), "-> kernel"), occurrences(firstSummary, "-> kernel"));
+    EXPECT_EQ(fn->placementSummary().substr(0, fn->placementSummary().find('\n')),
+              firstSummary.substr(0, firstSummary.find('\n')));  // the same placement
+  }
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(first[0]), test::asDoubles(second[0]), 1e-5, 1e-6));
+  // A damaged record: dropped with a warning; the ops are measured again
+  // and the record written anew.
+  record = dropCode();
+  ASSERT_FALSE(record.path.empty());
+  {
+    std::string bytes;
+    auto buf = llvm::MemoryBuffer::getFile(record.path);
+    ASSERT_TRUE(bool(buf));
+    bytes = (*buf)->getBuffer().str();
+    bytes[bytes.size() / 2] ^= 0x5a;
+    std::error_code ec;
+    llvm::raw_fd_ostream os(record.path, ec);
+    ASSERT_FALSE(ec);
+    os << bytes;
+  }
+  {
+    auto rt = make();
+    auto fn = compile(*rt, nullptr);
+    ASSERT_TRUE(fn);
+    EXPECT_EQ(fn->stats.placementsMeasured, 5) << fn->placementSummary();
+  }
+  {
+    std::lock_guard<std::mutex> lock(warningsMu);
+    EXPECT_TRUE(llvm::any_of(warnings, [](const std::string &w) { return w.find("checksum") != std::string::npos; }))
+        << llvm::join(warnings, "\n");
+  }
+  EXPECT_EQ(dropCode().key.function, "kiln.placement");
+  llvm::sys::fs::remove_directories(dir);
+}
+
+// What a seeded record may say: kiln's JSON form, each decision's fields in
+// range and consistent with the rule measure() decides by; anything else
+// is skipped (a record cannot force a kernel its own figures do not pick).
+TEST(Placement, SeededDecisionsAreCheckedBeforeTheyCount) {
+  jit::PlacementTuner t(nullptr);
+  EXPECT_FALSE(bool(llvm::expectedToOptional(t.seed("not json"))));
+  EXPECT_FALSE(bool(llvm::expectedToOptional(t.seed(R"({"version": 2, "decisions": []})"))));
+  EXPECT_FALSE(bool(llvm::expectedToOptional(t.seed(R"([1, 2])"))));
+  auto entry = [](const std::string &sig, double stepMs, double kernelMs, double aloneMs, bool wins) {
+    return "{\"signature\": \"" + sig + "\", \"op\": \"tosa.conv2d\", \"kernel\": \"k\", \"step\": \"cluster0, 1 op\", " +
+           "\"step_ms\": " + std::to_string(stepMs) + ", \"kernel_ms\": " + std::to_string(kernelMs) +
+           ", \"alone_ms\": " + std::to_string(aloneMs) + ", \"kernel_wins\": " + (wins ? "true" : "false") + "}";
+  };
+  std::string json = R"({"version": 1, "decisions": [)" + entry("a", 1.0, 2.0, -1, false) + ", " +
+                     entry("b", 1.0, 0.5, 1.0, true) + ", " +
+                     entry("c", 1.0, 0.99, 1.0, true) + ", " +   // does not beat the op by 10%: not a win
+                     entry("d", -5, 0.5, 1.0, true) + ", " +     // out of range
+                     entry("e", 1.0, 2.0, -1, true) + ", " +     // a win with no op-alone time
+                     R"({"signature": "f", "op": "x"}, 7, "g"]})";
+  auto added = llvm::expectedToOptional(t.seed(json));
+  ASSERT_TRUE(added.has_value());
+  EXPECT_EQ(*added, 2u);
+  auto wins = t.kernelWins();
+  ASSERT_EQ(wins.size(), 1u);
+  EXPECT_EQ(wins.begin()->first, "b");
+  EXPECT_EQ(t.takeNewDecisions(), 0u);  // seeded, not made here: nothing new to write
+  // Round trip, and a decision already made is not replaced.
+  jit::PlacementTuner u(nullptr);
+  EXPECT_EQ(llvm::expectedToOptional(u.seed(t.toJson())).value_or(99), 2u);
+  EXPECT_EQ(llvm::expectedToOptional(u.seed(t.toJson())).value_or(99), 0u);
+  EXPECT_EQ(u.kernelWins(), wins);
 }
 
 TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
