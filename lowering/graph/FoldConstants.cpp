@@ -49,6 +49,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -134,7 +135,11 @@ ElementsAttr makeAttr(RankedTensorType type, std::vector<float> values, bool asW
   auto *held = new std::vector<float>(std::move(values));
   AsmResourceBlob blob(ArrayRef<char>(reinterpret_cast<const char *>(held->data()), held->size() * sizeof(float)),
                        alignof(float), [held](void *, size_t, size_t) { delete held; }, /*dataIsMutable=*/true);
-  return DenseResourceElementsAttr::get(type, kFoldedBlobName, std::move(blob));
+  // A name of its own: MLIR's blob manager makes a taken name unique by
+  // trying _1, _2, ... from 1 each time (quadratic in the folded constants).
+  static std::atomic<uint64_t> next{0};
+  return DenseResourceElementsAttr::get(type, (kFoldedBlobName + llvm::Twine("_") + llvm::Twine(next++)).str(),
+                                        std::move(blob));
 }
 
 Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, std::vector<float> values,
@@ -252,6 +257,16 @@ std::optional<Constant> evaluate(Operation *op) {
     auto a = readF32(t.getInput1());
     ArrayRef<int32_t> perm = t.getPerms();
     if (!a || perm.size() != a->shape.size()) return std::nullopt;
+    SmallVector<int64_t> perm64(perm.begin(), perm.end());
+    if (permutationKeepsLayout(a->shape, perm64)) {
+      // Only size-1 dimensions move (a 1x1 conv's filter to FHWC): a
+      // reshape, reading the same blob.
+      out.values = std::move(a->values);
+      out.blob = a->blob;
+      out.handle = a->handle;
+      out.fromWeights = a->fromWeights;
+      return out;
+    }
     ArrayRef<float> in = a->data();
     out.values.resize(in.size());
     permute(reinterpret_cast<const char *>(in.data()), reinterpret_cast<char *>(out.values.data()), a->shape,

@@ -43,9 +43,39 @@ inline void permuteAs(const char *inBytes, char *outBytes, llvm::ArrayRef<int64_
   }
 }
 
+/// `shape` and `perm` without their size-1 dimensions (which move no
+/// element), renumbered: a 1x1 conv filter's [F, C, 1, 1] -> [F, 1, 1, C]
+/// is [F, C] in place.
+inline void dropUnitDims(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm,
+                         llvm::SmallVectorImpl<int64_t> &outShape, llvm::SmallVectorImpl<int64_t> &outPerm) {
+  llvm::SmallVector<int64_t> newIndex(shape.size(), -1);
+  outShape.clear();
+  outPerm.clear();
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) {
+      newIndex[d] = int64_t(outShape.size());
+      outShape.push_back(shape[d]);
+    }
+  for (int64_t p : perm)
+    if (shape[size_t(p)] != 1) outPerm.push_back(newIndex[size_t(p)]);
+}
+
+/// Whether permuting `shape` by `perm` leaves the elements where they are
+/// (only size-1 dimensions move): a reshape, no copy needed.
+inline bool permutationKeepsLayout(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm) {
+  llvm::SmallVector<int64_t> s, p;
+  dropUnitDims(shape, perm, s, p);
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != int64_t(i)) return false;
+  return true;
+}
+
 /// out = in with its dimensions permuted (out dim i = in dim perm[i]), for
 /// row-major arrays of `bytes`-byte elements.
-inline void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm, size_t bytes) {
+inline void permute(const char *in, char *out, llvm::ArrayRef<int64_t> shapeIn, llvm::ArrayRef<int64_t> permIn,
+                    size_t bytes) {
+  llvm::SmallVector<int64_t> shape, perm;
+  dropUnitDims(shapeIn, permIn, shape, perm);
   switch (bytes) {
   case 1: return permuteAs<uint8_t>(in, out, shape, perm);
   case 2: return permuteAs<uint16_t>(in, out, shape, perm);

@@ -112,6 +112,11 @@ func.func @not_folded(%x: tensor<1x4x4x2xf32>, %wArg: tensor<2x1x1x2xf32>) -> (t
 // CHECK-LABEL: func.func @reshaped_weight
 // CHECK: "tosa.const"() <{values = dense_resource<hwcf> : tensor<2x2xf32>}>
 // CHECK-NOT: tosa.reshape
+// A transpose that moves only size-1 dimensions (a 1x1 conv's filter to
+// FHWC) is a reshape too: the same blob.
+// CHECK-LABEL: func.func @unit_dims_transpose
+// CHECK: "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x2x2x1xf32>}>
+// CHECK-NOT: tosa.transpose
 func.func @transposed_filter_in_place(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
   %hwcf = "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
   %w = tosa.transpose %hwcf {perms = array<i32: 3, 0, 1, 2>} : (tensor<1x1x2x2xf32>) -> tensor<2x1x1x2xf32>
@@ -140,6 +145,11 @@ func.func @reshaped_weight() -> tensor<2x2xf32> {
   %shape = tosa.const_shape {values = dense<[2, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
   %r = tosa.reshape %hwcf, %shape : (tensor<1x1x2x2xf32>, !tosa.shape<2>) -> tensor<2x2xf32>
   return %r : tensor<2x2xf32>
+}
+func.func @unit_dims_transpose() -> tensor<1x2x2x1xf32> {
+  %hwcf = "tosa.const"() <{values = dense_resource<hwcf> : tensor<1x1x2x2xf32>}> : () -> tensor<1x1x2x2xf32>
+  %t = tosa.transpose %hwcf {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x1x2x2xf32>) -> tensor<1x2x2x1xf32>
+  return %t : tensor<1x2x2x1xf32>
 }
 
 {-#
