@@ -162,8 +162,17 @@ public:
     std::string out = llvm::formatv("conv {0}x{1} {2}->{3} on {4}x{5}", KH, KW, C, F, OH, OW).str();
     if (NB > 1) out += llvm::formatv(" x{0}", NB).str();
     if (p.loops) return out + ": loops (too few filters for vectors)";
-    out += llvm::formatv(": registers {0}x{1}", p.reg.m, p.reg.n).str();
-    if (p.reg.tail) out += llvm::formatv(" (+{0} columns)", p.reg.tail).str();
+    if (p.inRegisters) {
+      // The tiles the code computes in (registerColumns): with peelCols,
+      // whole vectors of filters and one tile of the rest (116 filters:
+      // 7x16 tiles and a 7x4 one), not the tile that divides F (7x4).
+      out += llvm::formatv(": registers {0}x{1}", p.cols.m, p.cols.n).str();
+      if (p.peelCols && F % p.cols.n)
+        out += llvm::formatv(" (+ {0}x{1} for the last {1} filters)", p.cols.m, F % p.cols.n).str();
+    } else {
+      out += llvm::formatv(": registers {0}x{1}", p.reg.m, p.reg.n).str();
+      if (p.reg.tail) out += llvm::formatv(" (+{0} columns)", p.reg.tail).str();
+    }
     if (p.fc < F) out += llvm::formatv(", blocks of {0} filters", p.fc).str();
     if (p.cb < C) out += llvm::formatv(", {0} channels at a time", p.cb).str();
     if (int64_t panel = panelWidth(op)) out += llvm::formatv(", filter panels of {0}", panel).str();

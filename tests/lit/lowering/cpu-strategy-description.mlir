@@ -109,3 +109,19 @@ func.func @ragged_rows(%x: tensor<12x197x197xf32>) -> tensor<12x197x1xf32> {
   %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<12x197x197xf32>) -> tensor<12x197x1xf32>
   return %m : tensor<12x197x1xf32>
 }
+
+// -----
+
+// A conv whose filter count no vector divides (ShuffleNet's 116) computes
+// its init in registers of whole vectors and one tile of the rest: the
+// words name those tiles, not the 7x4 that divides 116.
+// AVX512: kiln.strategy = "conv 1x1 116->116 on 28x28: registers 7x16 (+ 7x4 for the last 4 filters), 14 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 116->116 on 28x28: registers 7x8 (+ 7x4 for the last 4 filters), 14 parallel blocks + fill in registers"
+func.func @ragged_filters(%x: tensor<1x28x28x116xf32>, %w: tensor<1x1x116x116xf32>) -> tensor<1x28x28x116xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x116xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x116xf32>) -> tensor<1x28x28x116xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x28x28x116xf32>, tensor<1x1x116x116xf32>) outs(%f : tensor<1x28x28x116xf32>) -> tensor<1x28x28x116xf32>
+  return %y : tensor<1x28x28x116xf32>
+}
