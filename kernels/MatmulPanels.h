@@ -35,6 +35,11 @@ void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out);
 /// kConvPackedFilter (integer 1).
 constexpr const char *kConvPackedFilter = "kiln.packed_filter";
 bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> inputs);
-void packConvFilter(const float *w, int64_t F, int64_t patch, float *out);
+/// out[q * ld + f] = w[f * patch + q]: the [F, patch] filter as [patch, F]
+/// rows `ld` floats apart (ld >= F; the padding columns are not written).
+void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_t ld);
+inline void packConvFilter(const float *w, int64_t F, int64_t patch, float *out) {
+  packConvFilter(w, F, patch, out, F);
+}
 
 }  // namespace kiln::kernels

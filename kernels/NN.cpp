@@ -207,6 +207,21 @@ llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> i
   return std::vector<TensorType>{TensorType{out, {g->N, g->OH, g->OW, g->F}}};
 }
 
+/// The im2col row of output pixel (oh, ow): KH*KW runs of C channels,
+/// zeros where the window leaves the image. `x` points at the image's
+/// first channel to read, whose pixels lie `pixelStride` floats apart (C,
+/// or a grouped conv's G*C with `x` at its group's channels).
+void im2colPatch(const ConvGeometry &g, const float *x, int64_t pixelStride, int64_t oh, int64_t ow, float *p) {
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+    for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
+      const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+      if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
+      else std::memcpy(p, x + (ih * g.W + iw) * pixelStride, size_t(g.C) * 4);
+    }
+  }
+}
+
 /// Shortest patch (KH * KW * C) the f32 conv kernel computes as dot
 /// products in the host's widest vectors (dotProducts); shorter ones (1x1
 /// convs over few channels) spend more in the dot products' lane sums than
@@ -253,8 +268,7 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     if (packed && !prePacked) {
       wpCopy.assign(size_t(patch * Fp), 0.0f);
       parallel(k.executor, g.F, 16, [&](int64_t f0, int64_t f1) {
-        for (int64_t f = f0; f < f1; ++f)
-          for (int64_t q = 0; q < patch; ++q) wpCopy[size_t(q * Fp + f)] = w[f * patch + q];
+        packConvFilter(w + f0 * patch, f1 - f0, patch, wpCopy.data() + f0, Fp);
       });
       wp = wpCopy.data();
     }
@@ -267,17 +281,8 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
         const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
         for (int64_t r = r0; r < r1; ++r) {
           int64_t n = r / g.OH, oh = r % g.OH;
-          for (int64_t ow = 0; ow < g.OW; ++ow) {
-            float *p = P.row((r - r0) * g.OW + ow).data();
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-              for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
-                int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
-                else std::memcpy(p, x + ((n * g.H + ih) * g.W + iw) * g.C, size_t(g.C) * 4);
-              }
-            }
-          }
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, P.row((r - r0) * g.OW + ow).data());
         }
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
@@ -442,8 +447,7 @@ llvm::Error groupedConvCompute(const KernelArgs &k) {
   std::vector<float> wp(size_t(G * patch * Fp), 0.0f);
   parallel(k.executor, G, 4, [&](int64_t g0, int64_t g1) {
     for (int64_t grp = g0; grp < g1; ++grp)
-      for (int64_t f = 0; f < g.F; ++f)
-        for (int64_t q = 0; q < patch; ++q) wp[size_t((grp * patch + q) * Fp + f)] = w[(grp * g.F + f) * patch + q];
+      packConvFilter(w + grp * g.F * patch, g.F, patch, wp.data() + grp * patch * Fp, Fp);
   });
   GemmFn gemmFn = gemm();
   parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
@@ -452,17 +456,8 @@ llvm::Error groupedConvCompute(const KernelArgs &k) {
       const int64_t n = r / g.OH, oh = r % g.OH;
       float *yr = y + r * g.OW * ys;
       for (int64_t grp = 0; grp < G; ++grp) {
-        for (int64_t ow = 0; ow < g.OW; ++ow) {
-          float *p = P.data() + ow * patch;
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-            for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
-              const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
-              else std::memcpy(p, x + ((n * g.H + ih) * g.W + iw) * xs + grp * g.C, size_t(g.C) * 4);
-            }
-          }
-        }
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          im2colPatch(g, x + n * g.H * g.W * xs + grp * g.C, xs, oh, ow, P.data() + ow * patch);
         gemmFn(P.data(), patch, wp.data() + grp * patch * Fp, Fp, out.data(), Fp, g.OW, g.F, patch);
         for (int64_t ow = 0; ow < g.OW; ++ow)
           std::memcpy(yr + ow * ys + grp * g.F, out.data() + ow * Fp, size_t(g.F) * 4);
@@ -555,9 +550,9 @@ bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> in) {
          in[1].shape[0] % 16 == 0;
 }
 
-void packConvFilter(const float *w, int64_t F, int64_t patch, float *out) {
+void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_t ld) {
   for (int64_t f = 0; f < F; ++f)
-    for (int64_t q = 0; q < patch; ++q) out[q * F + f] = w[f * patch + q];
+    for (int64_t q = 0; q < patch; ++q) out[q * ld + f] = w[f * patch + q];
 }
 
 void registerNNKernels(KernelRegistry &r) {

@@ -244,29 +244,26 @@ std::optional<Constant> evaluate(Operation *op) {
     out.fromWeights = a->fromWeights;
     return out;
   }
+  // The operand's data as it is, in `out`'s shape (its blob, not a copy).
+  auto sameData = [&](Constant &a) {
+    out.values = std::move(a.values);
+    out.blob = a.blob;
+    out.handle = a.handle;
+    out.fromWeights = a.fromWeights;
+    return out;
+  };
   if (auto r = dyn_cast<tosa::ReshapeOp>(op)) {
     auto a = readF32(r.getInput1());
     if (!a || a->size() != type.getNumElements()) return std::nullopt;
-    out.values = std::move(a->values);
-    out.blob = a->blob;
-    out.handle = a->handle;
-    out.fromWeights = a->fromWeights;
-    return out;
+    return sameData(*a);
   }
   if (auto t = dyn_cast<tosa::TransposeOp>(op)) {
     auto a = readF32(t.getInput1());
     ArrayRef<int32_t> perm = t.getPerms();
     if (!a || perm.size() != a->shape.size()) return std::nullopt;
     SmallVector<int64_t> perm64(perm.begin(), perm.end());
-    if (permutationKeepsLayout(a->shape, perm64)) {
-      // Only size-1 dimensions move (a 1x1 conv's filter to FHWC): a
-      // reshape, reading the same blob.
-      out.values = std::move(a->values);
-      out.blob = a->blob;
-      out.handle = a->handle;
-      out.fromWeights = a->fromWeights;
-      return out;
-    }
+    // Only size-1 dimensions move (a 1x1 conv's filter to FHWC): a reshape.
+    if (permutationKeepsLayout(a->shape, perm64)) return sameData(*a);
     ArrayRef<float> in = a->data();
     out.values.resize(in.size());
     permute(reinterpret_cast<const char *>(in.data()), reinterpret_cast<char *>(out.values.data()), a->shape,

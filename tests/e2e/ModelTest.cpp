@@ -288,12 +288,17 @@ TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
            "    }\n  }\n#-}\n";
   };
   Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, 128}, std::vector<float>(128, 1.0f));
-  auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(w), "resources"));
-  ASSERT_TRUE(m);
-  auto y = KILN_TAKE(m->call("main", {ones}));
-  ASSERT_EQ(y.size(), 1u);
-  EXPECT_EQ(y[0].data<float>()[4], 128.0f + 4.0f);
-  EXPECT_EQ(y[0].data<float>()[5], 64.0f + 5.0f);
+  // Loads and computes with the resource's values.
+  auto loadsRight = [&](const std::string &weights, const char *name) {
+    SCOPED_TRACE(name);
+    auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(weights), name));
+    ASSERT_TRUE(m);
+    auto y = KILN_TAKE(m->call("main", {ones}));
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_EQ(y[0].data<float>()[4], 128.0f + 4.0f);
+    EXPECT_EQ(y[0].data<float>()[5], 64.0f + 5.0f);
+  };
+  loadsRight(w, "resources");
 
   std::string bad = w;
   bad[5000] = 'z';
@@ -302,13 +307,7 @@ TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
 
   // Alignments kiln leaves to the parser: beyond a page (still loads, the
   // same values), not a power of two (MLIR's error, at its line).
-  std::string wide = "00200000" + w.substr(8);  // 8192
-  auto m3 = KILN_TAKE(test::sharedRuntime().loadModule(model(wide), "wide-alignment"));
-  ASSERT_TRUE(m3);
-  auto y3 = KILN_TAKE(m3->call("main", {ones}));
-  ASSERT_EQ(y3.size(), 1u);
-  EXPECT_EQ(y3[0].data<float>()[4], 128.0f + 4.0f);
-  EXPECT_EQ(y3[0].data<float>()[5], 64.0f + 5.0f);
+  loadsRight("00200000" + w.substr(8), "wide-alignment");  // 8192
   err = test::errorOf(test::sharedRuntime().loadModule(model("03000000" + w.substr(8)), "odd-alignment"));
   EXPECT_NE(err.find("odd-alignment:12:"), std::string::npos) << err.substr(0, 300);
   EXPECT_NE(err.find("non-power-of-2 value: 3"), std::string::npos) << err.substr(0, 300);
@@ -1018,7 +1017,9 @@ TEST(Models, GroupedConvRaisedComputesWhatTheLinalgDoes) {
         EXPECT_EQ(c->placementSummary().find("tosa.custom:kiln.grouped_conv2d x1: mode=kernel") != std::string::npos,
                   onKernel)
             << c->placementSummary();
-        if (onKernel) EXPECT_NE(c->placementSummary().find(": 0 JIT in 0 kernels"), std::string::npos);
+        if (onKernel) {
+          EXPECT_NE(c->placementSummary().find(": 0 JIT in 0 kernels"), std::string::npos);
+        }
       }
     }
     return out.empty() ? Tensor() : out[0];
