@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/graph/Passes.h"
+#include "lowering/ir/TosaBuild.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -90,17 +91,6 @@ bool raisableElement(Type t) {
 /// the conv, pool and matmul raisers take.
 bool staticF32(linalg::LinalgOp op) {
   return op.hasPureTensorSemantics() && llvm::all_of(op->getOperands(), isF32Tensor);
-}
-
-/// tosa.pad of `x` by `padding` (low, high per dimension) with `value`.
-Value pad(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> padding, double value) {
-  auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> shape(t.getShape());
-  for (int64_t d = 0; d < t.getRank(); ++d) shape[d] += padding[2 * d] + padding[2 * d + 1];
-  auto ct = RankedTensorType::get({1}, t.getElementType());
-  Value padConst = tosa::ConstOp::create(b, ct, DenseElementsAttr::get(ct, b.getFloatAttr(t.getElementType(), value)));
-  return tosa::PadOp::create(b, RankedTensorType::get(shape, t.getElementType()), x,
-                             tosa::getTosaConstShape(b, padding), padConst);
 }
 
 Value reshape(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> shape) {
@@ -775,7 +765,7 @@ Value raiseGroupedConv(ImplicitLocOpBuilder &b, linalg::Conv2DNgchwGfchwOp op) {
   PaddedInput in = foldPad(x4, 2, 3, false);
   Value x = transpose(b, in.input, kToNHWC);
   if (llvm::any_of(in.pad, [](int64_t p) { return p != 0; }))
-    x = pad(b, x, {0, 0, in.pad[0], in.pad[1], in.pad[2], in.pad[3], 0, 0}, 0.0);
+    x = tosaPad(b, x, {0, 0, in.pad[0], in.pad[1], in.pad[2], in.pad[3], 0, 0}, 0.0);
   auto xt = cast<RankedTensorType>(x.getType());
   x = reshape(b, x, {n, xt.getDimSize(1), xt.getDimSize(2), groups, cg});
   Value filter = transpose(b, op.getInputs()[1], ArrayRef<int32_t>{0, 1, 3, 4, 2});  // GFCHW -> GFHWC
@@ -987,7 +977,7 @@ Value raiseOther(ImplicitLocOpBuilder &b, Operation *op) {
       if (ShapedType::isDynamic(lo) || ShapedType::isDynamic(hi) || lo < 0 || hi < 0) return {};
       padding.push_back(lo), padding.push_back(hi);
     }
-    return pad(b, p.getSource(), padding, double(float(*value)));
+    return tosaPad(b, p.getSource(), padding, double(float(*value)));
   }
   if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
     return tosa::ConcatOp::create(b, outType, c.getInputs(), b.getI32IntegerAttr(int32_t(c.getDim())));

@@ -11,6 +11,7 @@
 // over the groups (groupedConvsAsLoops).
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/ir/TosaBuild.h"
 #include "lowering/pipelines/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,14 +59,7 @@ LogicalResult lower(tosa::CustomOp op) {
   Value x = op.getInputList()[0];
   if (llvm::any_of(*pad, [](int64_t p) { return p != 0; })) {
     if (!xt.hasStaticShape()) return fail("padding of a dynamic input");
-    SmallVector<int64_t> padded(xt.getShape());
-    padded[1] += (*pad)[0] + (*pad)[1];
-    padded[2] += (*pad)[2] + (*pad)[3];
-    Value padding = tosa::getTosaConstShape(b, {0, 0, (*pad)[0], (*pad)[1], (*pad)[2], (*pad)[3], 0, 0, 0, 0});
-    Value zero = tosa::ConstOp::create(
-        b, RankedTensorType::get({1}, xt.getElementType()),
-        DenseElementsAttr::get(RankedTensorType::get({1}, xt.getElementType()), b.getZeroAttr(xt.getElementType())));
-    x = tosa::PadOp::create(b, RankedTensorType::get(padded, xt.getElementType()), x, padding, zero);
+    x = tosaPad(b, x, {0, 0, (*pad)[0], (*pad)[1], (*pad)[2], (*pad)[3], 0, 0, 0, 0}, 0.0);
   }
   if (!yt.hasStaticShape()) return fail("a dynamic result shape");
   Value empty = tensor::EmptyOp::create(b, yt.getShape(), yt.getElementType());
