@@ -74,7 +74,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
 
   void runOnOperation() override {
     if (vectorBits <= 0) return;
-    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes};
+    CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes, fmaPipes};
     ModuleOp module = getOperation();
     dropUnitMultiplier(module);
     groupedConvsAsLoops(module);

@@ -15,6 +15,11 @@ struct CpuTuning {
   int64_t vectorRegisters = 16;
   int64_t l2Bytes = 512 * 1024;
   int64_t l1Bytes = 32 * 1024;
+  /// FMA pipes per core at the full vector width: 2 on Intel Xeon cores with
+  /// AMX (Sapphire Rapids and later: two 512-bit FMA units), where a matmul's
+  /// register tile needs more FMAs per load to keep both busy; 1 elsewhere
+  /// (AMD Zen 4 runs 512-bit FMAs as two 256-bit halves).
+  int64_t fmaPipes = 1;
 
   /// From an LLVM feature string ("+avx2,+avx512f,-sse4a,..."); at most
   /// `maxVectorBits` wide when that is > 0 (e.g. 256 on an AVX-512 host to
@@ -43,14 +48,17 @@ struct RegisterTile {
 /// AVX-512's dividing tiles do at least 1.5 per load, and there 6x64 tiles
 /// with tails instead of 4x64 and 7x32 measured slower (up to 1.4x on 1x1
 /// convs; BM_ResNet50Conv, BM_MobileNetV2Conv, BM_BertMatmul, ABBA).
-RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail = false);
-/// The FMAs per loaded element of a register tile (rows, tail included),
-/// as chooseRegisterTile weighs them; 0 when it does not fit the registers.
-double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning);
+/// `tailBelowScore` replaces kTailBelowScore (matmulBlocks on hosts with two
+/// FMA pipes: any dividing tile).
 /// FMAs per load below which a register tile is taken to wait on loads ...
 inline constexpr double kTailBelowScore = 1.2;
 /// ... and how much better a tile with a tail must score to replace it.
 inline constexpr double kTailGain = 1.15;
+RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail = false,
+                                double tailBelowScore = kTailBelowScore);
+/// The FMAs per loaded element of a register tile (rows, tail included),
+/// as chooseRegisterTile weighs them; 0 when it does not fit the registers.
+double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning);
 
 /// Filters per parallel block of a conv (f32, `kh` x `kw` x `c` -> `f`,
 /// output width `ow`, `pixels` output pixels in all) whose filter streams

@@ -64,6 +64,8 @@ def KilnCpuStrategy : Pass<"kiln-cpu-strategy", "mlir::ModuleOp"> {
            "per-core L2 size the cache blocks aim at">,
     Option<"l1Bytes", "l1-bytes", "int64_t", "32768",
            "L1 data cache bytes per core (filter slices a conv tile reuses)">,
+    Option<"fmaPipes", "fma-pipes", "int64_t", "1",
+           "FMA pipes per core at the full vector width (2: matmul register tiles with more rows)">,
   ];
   let dependentDialects = ["mlir::transform::TransformDialect", "mlir::vector::VectorDialect",
                            "mlir::scf::SCFDialect", "mlir::affine::AffineDialect",

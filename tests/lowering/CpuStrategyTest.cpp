@@ -26,7 +26,38 @@ TEST(CpuStrategy, TuningFromFeatures) {
   CpuTuning capped = CpuTuning::fromFeatures("+avx2,+avx512f", 256);
   EXPECT_EQ(capped.vectorBits, 256);
   EXPECT_EQ(capped.vectorRegisters, 16);
-  EXPECT_EQ(capped.passOptions(), "vector-bits=256 vector-registers=16 l2-bytes=524288 l1-bytes=32768");
+  EXPECT_EQ(capped.passOptions(),
+            "vector-bits=256 vector-registers=16 l2-bytes=524288 l1-bytes=32768 fma-pipes=1");
+  // Two 512-bit FMA pipes where AMX says the core is a Xeon from Sapphire
+  // Rapids on; not when the strategy is capped to 256 bits, not on Zen 4.
+  EXPECT_EQ(avx512.fmaPipes, 1);
+  EXPECT_EQ(CpuTuning::fromFeatures("+avx2,+avx512f,+amx-tile,+amx-bf16").fmaPipes, 2);
+  EXPECT_EQ(CpuTuning::fromFeatures("+avx2,+avx512f,+amx-tile", 256).fmaPipes, 1);
+  EXPECT_EQ(CpuTuning::fromFeatures("+avx2,+avx512f,+avx512bf16,-amx-tile").fmaPipes, 1);
+}
+
+// With two FMA pipes a matmul's register tile takes more rows of the same
+// columns (BERT-base's 128 rows: 6x64 and a 2-row tail, not 4x64); a
+// tile that fits the rows and scores no better stays.
+TEST(CpuStrategy, TwoFmaPipesTakeTallerMatmulTiles) {
+  using kiln::lowering::strategy::matmulBlocks;
+  CpuTuning one = CpuTuning::fromFeatures("+avx2,+avx512f");
+  CpuTuning two = CpuTuning::fromFeatures("+avx2,+avx512f,+amx-tile");
+  for (int64_t k : {768, 3072}) {
+    auto a = matmulBlocks(1, 128, 768, k, one), b = matmulBlocks(1, 128, 768, k, two);
+    EXPECT_EQ(a.rb.m, 4);
+    EXPECT_EQ(a.rb.n, 64);
+    EXPECT_EQ(a.rb.tail, 0);
+    EXPECT_EQ(b.rb.m, 6) << "K " << k;
+    EXPECT_EQ(b.rb.n, 64);
+    EXPECT_EQ(b.rb.tail, 2);
+    // The blocks (and so the weights' panels) are the same.
+    EXPECT_EQ(a.nc, b.nc);
+    EXPECT_EQ(a.kc, b.kc);
+    EXPECT_EQ(a.mc, b.mc);
+  }
+  // 120 rows: 6x64 divides them, the same on both.
+  EXPECT_EQ(matmulBlocks(1, 120, 768, 768, two).rb.m, matmulBlocks(1, 120, 768, 768, one).rb.m);
 }
 
 TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
@@ -41,7 +72,9 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
           // Without tails the rows divide m; with them the tail is what is
           // left of m after whole tiles.
           EXPECT_EQ(m % rt.m, rt.tail);
-          if (!allowTail) EXPECT_EQ(rt.tail, 0);
+          if (!allowTail) {
+            EXPECT_EQ(rt.tail, 0);
+          }
           EXPECT_LT(rt.tail, rt.m);
           EXPECT_EQ(n % rt.n, 0);
           EXPECT_EQ(rt.n & (rt.n - 1), 0) << "vector lengths are powers of two";

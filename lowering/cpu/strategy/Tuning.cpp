@@ -28,7 +28,8 @@ double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &t
   return (double(m - tile.tail) * full + double(tile.tail) * tileScore(tile.tail, tile.n, tuning)) / double(m);
 }
 
-RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail) {
+RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail,
+                                double tailBelowScore) {
   const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
   auto score = [&](int64_t mr, int64_t nr) { return tileScore(mr, nr, tuning); };
   RegisterTile best{1, 1}, bestTail{1, 1};
@@ -53,7 +54,7 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, b
       }
     }
   }
-  if (bestScore < kTailBelowScore && bestTailScore > bestScore * kTailGain) return bestTail;
+  if (bestScore < tailBelowScore && bestTailScore > bestScore * kTailGain) return bestTail;
   return best;
 }
 
@@ -118,12 +119,16 @@ CpuTuning CpuTuning::fromFeatures(llvm::StringRef features, int64_t maxVectorBit
     t.vectorBits = maxVectorBits;
     t.vectorRegisters = 16;
   }
+  // AMX marks Intel's Xeon cores from Sapphire Rapids on, all with two
+  // 512-bit FMA units (older Xeons vary by SKU: left at 1, unmeasured).
+  if (t.vectorBits == 512 && has("amx-tile")) t.fmaPipes = 2;
   return t;
 }
 
 std::string CpuTuning::passOptions() const {
   return "vector-bits=" + std::to_string(vectorBits) + " vector-registers=" + std::to_string(vectorRegisters) +
-         " l2-bytes=" + std::to_string(l2Bytes) + " l1-bytes=" + std::to_string(l1Bytes);
+         " l2-bytes=" + std::to_string(l2Bytes) + " l1-bytes=" + std::to_string(l1Bytes) +
+         " fma-pipes=" + std::to_string(fmaPipes);
 }
 
 }  // namespace kiln::lowering

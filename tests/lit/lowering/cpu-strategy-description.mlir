@@ -1,6 +1,7 @@
 // RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32})" | FileCheck %s --check-prefix=AVX512
 // RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=256 vector-registers=16})" | FileCheck %s --check-prefix=AVX2
 // RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=0})" | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s --split-input-file --pass-pipeline="builtin.module(kiln-tosa-to-linalg,kiln-cpu-strategy{vector-bits=512 vector-registers=32 fma-pipes=2})" | FileCheck %s --check-prefix=TWO
 
 // kiln-cpu-strategy says what it made of each kernel (module attribute
 // kiln.strategy; `kiln profile` prints it under each kernel and the report
@@ -124,4 +125,18 @@ func.func @ragged_filters(%x: tensor<1x28x28x116xf32>, %w: tensor<1x1x116x116xf3
   %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
          ins(%x, %w : tensor<1x28x28x116xf32>, tensor<1x1x116x116xf32>) outs(%f : tensor<1x28x28x116xf32>) -> tensor<1x28x28x116xf32>
   return %y : tensor<1x28x28x116xf32>
+}
+
+// -----
+
+// BERT-base's projection (128 tokens, 768 -> 768): 4 rows of 4 zmm divide
+// the rows; a core with two 512-bit FMA pipes (fma-pipes=2: Xeons with AMX)
+// takes 6 rows of the same columns and a 2-row tail (2.4 FMAs per load
+// against 2.0), the blocks unchanged.
+// AVX512: kiln.strategy = "matmul 128x768x768: registers 4x64, k blocks of 128, 12 parallel blocks of 128x64; fill"
+// TWO: kiln.strategy = "matmul 128x768x768: registers 6x64 (+2 rows), k blocks of 128, 12 parallel blocks of 128x64; fill"
+func.func @bert_projection(%a: tensor<1x128x768xf32>, %b: tensor<1x768x768xf32>) -> tensor<1x128x768xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.matmul %a, %b, %z, %z : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+  return %r : tensor<1x128x768xf32>
 }
