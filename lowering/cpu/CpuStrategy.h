@@ -36,6 +36,10 @@ struct RegisterTile {
   int64_t m, n;
   int64_t tail = 0;
 };
+/// FMAs per load below which a register tile is taken to wait on loads ...
+inline constexpr double kTailBelowScore = 1.2;
+/// ... and how much better a tile with a tail must score to replace it.
+inline constexpr double kTailGain = 1.15;
 /// The register tile for an m x n output: `n` divides n and is a power of
 /// two (as LLVM wants vector lengths), the accumulators plus one row of B and
 /// one broadcast fit the vector registers, and the FMAs per loaded element
@@ -47,13 +51,9 @@ struct RegisterTile {
 /// give 7x8 (7 FMAs per 8 loads) against 6x16 and a 1x16 tail (12 per 8).
 /// AVX-512's dividing tiles do at least 1.5 per load, and there 6x64 tiles
 /// with tails instead of 4x64 and 7x32 measured slower (up to 1.4x on 1x1
-/// convs; BM_ResNet50Conv, BM_MobileNetV2Conv, BM_BertMatmul, ABBA).
-/// `tailBelowScore` replaces kTailBelowScore (matmulBlocks on hosts with two
-/// FMA pipes: any dividing tile).
-/// FMAs per load below which a register tile is taken to wait on loads ...
-inline constexpr double kTailBelowScore = 1.2;
-/// ... and how much better a tile with a tail must score to replace it.
-inline constexpr double kTailGain = 1.15;
+/// convs; BM_ResNet50Conv, BM_MobileNetV2Conv, BM_BertMatmul, ABBA; Zen 4,
+/// one FMA pipe). `tailBelowScore` replaces kTailBelowScore: matmulBlocks
+/// on a host with two FMA pipes passes one no dividing tile reaches.
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail = false,
                                 double tailBelowScore = kTailBelowScore);
 /// The FMAs per loaded element of a register tile (rows, tail included),

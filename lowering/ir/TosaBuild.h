@@ -16,14 +16,14 @@ namespace kiln::lowering {
 inline mlir::Value tosaPad(mlir::ImplicitLocOpBuilder &b, mlir::Value x, llvm::ArrayRef<int64_t> padding,
                            double value) {
   auto t = mlir::cast<mlir::RankedTensorType>(x.getType());
+  mlir::Type e = t.getElementType();
   llvm::SmallVector<int64_t> shape(t.getShape());
   for (int64_t d = 0; d < t.getRank(); ++d) shape[d] += padding[2 * d] + padding[2 * d + 1];
-  auto ct = mlir::RankedTensorType::get({1}, t.getElementType());
-  mlir::Type e = t.getElementType();
+  auto ct = mlir::RankedTensorType::get({1}, e);
   mlir::Attribute v = mlir::isa<mlir::FloatType>(e) ? mlir::Attribute(b.getFloatAttr(e, value))
                                                     : mlir::Attribute(b.getIntegerAttr(e, int64_t(value)));
   mlir::Value padConst = mlir::tosa::ConstOp::create(b, ct, mlir::DenseElementsAttr::get(ct, v));
-  return mlir::tosa::PadOp::create(b, mlir::RankedTensorType::get(shape, t.getElementType()), x,
+  return mlir::tosa::PadOp::create(b, mlir::RankedTensorType::get(shape, e), x,
                                    mlir::tosa::getTosaConstShape(b, padding), padConst);
 }
 

@@ -55,11 +55,11 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // tail where that scores kTailGain better (BERT-base's 128 rows: 6x64 and
   // a 2x64 tail, not 4x64: its matmuls 4-6% faster on a Xeon with AMX,
   // BM_BertMatmul and `kiln run`, ABAB; the same columns keep the panels).
+  // (chooseRegisterTile compares the two tiles; `tall` is p.rb or the
+  // tail tile that scores kTailGain better.)
   if (tuning.fmaPipes > 1) {
     RegisterTile tall = chooseRegisterTile(p.mc, p.nc, tuning, /*allowTail=*/true, /*tailBelowScore=*/1e9);
-    if (tall.n == p.rb.n && tall.m > p.rb.m &&
-        registerTileScore(tall, p.mc, tuning) > registerTileScore(p.rb, p.mc, tuning) * kTailGain)
-      p.rb = tall;
+    if (tall.n == p.rb.n) p.rb = tall;
   }
   return p;
 }
