@@ -17,6 +17,21 @@ func.func @padded_strided(%x: tensor<1x9x9x3x4xf32>, %w: tensor<3x2x3x3x4xf32>) 
 
 // -----
 
+// Integer tensors (a user's op; kiln-raise-linalg makes only f32 ones) pad
+// with an integer zero: the pass must not build a float attribute of i32.
+// CHECK-LABEL: func.func @padded_i32
+// CHECK: "tosa.const"() <{values = dense<0> : tensor<1xi32>}>
+// CHECK: tosa.pad %arg0, %{{.*}}, %{{.*}} : (tensor<1x5x5x2x4xi32>, !tosa.shape<10>, tensor<1xi32>) -> tensor<1x7x7x2x4xi32>
+// CHECK: linalg.conv_2d_nhwgc_gfhwc
+func.func @padded_i32(%x: tensor<1x5x5x2x4xi32>, %w: tensor<2x4x3x3x4xi32>) -> tensor<1x5x5x2x4xi32> {
+  %y = tosa.custom %x, %w {domain_name = "kiln", implementation_attrs = "", operator_name = "grouped_conv2d",
+                           pad = array<i64: 1, 1, 1, 1>}
+       : (tensor<1x5x5x2x4xi32>, tensor<2x4x3x3x4xi32>) -> tensor<1x5x5x2x4xi32>
+  return %y : tensor<1x5x5x2x4xi32>
+}
+
+// -----
+
 // No pad attribute: no tosa.pad; a dilation kept; other custom ops untouched.
 // CHECK-LABEL: func.func @unpadded_dilated
 // CHECK-NOT: tosa.pad
