@@ -240,10 +240,12 @@ int64_t filterBlockOf(Operation *op, const CpuTuning &tuning) {
   for (Operation *user : op->getResult(0).getUsers()) {
     auto conv = cast<tosa::Conv2DOp>(user);
     auto out = dyn_cast<RankedTensorType>(conv.getType());
-    if (!out || !out.hasStaticShape() || out.getRank() != 4 || !out.getElementType().isF32()) return 0;
+    if (!out || out.getRank() != 4 || !out.getElementType().isF32()) return 0;
+    if (out.isDynamicDim(1) || out.isDynamicDim(2) || out.isDynamicDim(3)) return 0;
+    int64_t batch = out.isDynamicDim(0) ? 1 : out.getDimSize(0);
     int64_t fc = streamingFilterBlock(filter.getDimSize(1), filter.getDimSize(2), filter.getDimSize(3),
                                       filter.getDimSize(0), out.getDimSize(2),
-                                      out.getDimSize(0) * out.getDimSize(1) * out.getDimSize(2), tuning);
+                                      batch * out.getDimSize(1) * out.getDimSize(2), tuning);
     if (fc == 0 || (block != -1 && fc != block)) return 0;
     block = fc;
   }

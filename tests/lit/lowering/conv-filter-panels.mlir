@@ -26,6 +26,27 @@ func.func @panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<8x1x1x1024x64xf32>, %b:
   return %y : tensor<1x4x4x512xf32>
 }
 
+// Panels read at batch 32 (512 output pixels: by itself the conv would
+// not stream, and its blocks, sized by L2, would span four panels): a filter
+// stored in panels for batch 1 (a dynamic batch's weights are laid out for
+// the batch-1 code of its range calls) is still read one panel per block,
+// never back through the transposes.
+// CHECK-LABEL: func.func @panels_at_batch32(
+// AVX512-SAME: %[[W:[^:]*]]: tensor<8x1x1x256x64xf32>
+// AVX512-NOT: linalg.transpose
+// AVX512: scf.forall (%[[N:.*]], %[[P:.*]]) in (32, 8)
+// AVX512: %[[W]][%[[P]], 
+// AVX512-NOT: linalg.transpose
+// CHECK: return
+func.func @panels_at_batch32(%x: tensor<32x4x4x256xf32>, %w: tensor<8x1x1x256x64xf32>, %b: tensor<512xf32>) -> tensor<32x4x4x512xf32> {
+  %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<8x1x1x256x64xf32>) -> tensor<8x64x1x1x256xf32>
+  %s = tosa.const_shape {values = dense<[512, 1, 1, 256]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %f = tosa.reshape %t, %s : (tensor<8x64x1x1x256xf32>, !tosa.shape<4>) -> tensor<512x1x1x256xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %f, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<32x4x4x256xf32>, tensor<512x1x1x256xf32>, tensor<512xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x4x4x512xf32>
+  return %y : tensor<32x4x4x512xf32>
+}
+
 // CHECK-LABEL: func.func @panels16(
 // AVX2-SAME: %[[W:[^:]*]]: tensor<32x1x1x1024x16xf32>
 // AVX2-NOT: linalg.transpose
