@@ -45,12 +45,14 @@ llvm::Error verifyIR(llvm::Module &module, const char *what) {
   return llvm::Error::success();
 }
 
-void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel) {
+void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel, bool loopVectorize) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = loopVectorize;
+  llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

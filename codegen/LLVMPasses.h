@@ -30,8 +30,9 @@ std::string boundSchedulingTime();
 /// The module's IR is valid, or a kCompileFailed error saying `what` made it.
 llvm::Error verifyIR(llvm::Module &module, const char *what);
 /// LLVM's default per-module pipeline at `optLevel` (0..3), with `tm`'s
-/// passes (NVVMReflect on NVPTX, ...).
-void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel);
+/// passes (NVVMReflect on NVPTX, ...); without LLVM's loop vectorizer when
+/// `loopVectorize` is false.
+void optimizeIR(llvm::Module &module, llvm::TargetMachine &tm, int optLevel, bool loopVectorize = true);
 /// `tm`'s backend run on `module`: an object file or assembly text
 /// (`what` names the output in the error when the target cannot make it).
 llvm::Expected<llvm::SmallVector<char, 0>> emitCode(llvm::Module &module, llvm::TargetMachine &tm,

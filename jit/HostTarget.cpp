@@ -51,7 +51,7 @@ std::string HostTarget::description() const {
 std::string HostTarget::pipelineText() const {
   std::string text = "opt-level=" + std::to_string(options_.codegen.optLevel) +
                      " hoist-min-elements=" + std::to_string(lowering::kDefaultHoistMinElements) + " llvm: " +
-                     codegen::boundSchedulingTime();
+                     codegen::boundSchedulingTime() + " loop-vectorize=off";
   for (const auto &stage : lowering::cpuPipelineStages(tuning_))
     text += std::string("\n") + stage.name + ": " + stage.pipeline;
   return text;

@@ -11,6 +11,8 @@
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -112,6 +114,39 @@ TEST(Jit, SchedulersAreBoundedOnLargeBlocks) {
   auto huge = options.find("dag-maps-huge-region");
   ASSERT_NE(huge, options.end());
   EXPECT_EQ(static_cast<llvm::cl::opt<unsigned> *>(huge->second)->getValue(), 200u);
+}
+
+TEST(Jit, HostPipelineLeavesScalarLoopsToTheStrategy) {
+  // Host code is compiled without LLVM's loop vectorizer (kiln-cpu-strategy
+  // writes the vectors; the vectorizer only took on the scalar loops left
+  // over, at a cost in compile time): the scalar loop of kIR stays scalar,
+  // where the same pipeline with the vectorizer makes vectors of it.
+  auto cg = KILN_TAKE(codegen::HostCodegen::create());
+  ASSERT_TRUE(cg);
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(kIR, diag, ctx);
+  ASSERT_TRUE(m) << diag.getMessage().str();
+  codegen::ObjectDumps dumps;
+  ASSERT_FALSE(KILN_TAKE(cg->emitObject(*m, nullptr, &dumps)).empty());
+  EXPECT_EQ(dumps.optimizedIR.find("x float>"), std::string::npos) << dumps.optimizedIR;
+
+  std::unique_ptr<llvm::Module> again = llvm::parseAssemblyString(kIR, diag, ctx);
+  ASSERT_TRUE(again);
+  llvm::Triple triple(cg->target().triple);
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  ASSERT_TRUE(target) << error;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cg->target().cpu, cg->target().features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  ASSERT_TRUE(tm);
+  again->setDataLayout(tm->createDataLayout());
+  again->setTargetTriple(tm->getTargetTriple());
+  codegen::optimizeIR(*again, *tm, 3, /*loopVectorize=*/true);
+  std::string ir;
+  llvm::raw_string_ostream os(ir);
+  again->print(os, nullptr);
+  EXPECT_NE(ir.find("x float>"), std::string::npos) << ir;
 }
 
 TEST(Jit, ScratchScopeHandsItsBufferToOneAcquire) {
