@@ -233,7 +233,10 @@ int64_t matmulPanelOf(Operation *op, const CpuTuning &tuning) {
 
 /// The filter block (streamingFilterBlock) every conv reading `op`'s result
 /// (an FHWC filter only tosa.conv2d reads) streams its filter in, or 0 when
-/// one does not or they differ.
+/// one does not or they differ. A dynamic batch counts as 1: weights are
+/// laid out once, for the batch-1 code a dynamic batch's range calls run
+/// (code specialized to a bigger batch still reads the panels, one per
+/// block: the conv strategy).
 int64_t filterBlockOf(Operation *op, const CpuTuning &tuning) {
   auto filter = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t block = -1;
