@@ -52,9 +52,11 @@ public:
   llvm::Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &module, ObjectTimes *times = nullptr,
                                                         ObjectDumps *dumps = nullptr) const;
 
+  /// A target machine for this host at the options' backend level.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine() const;
+
 private:
   HostCodegen() = default;
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine() const;
   TargetDescription target_;
   CodegenOptions options_;
 };

@@ -11,7 +11,6 @@
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
@@ -133,12 +132,7 @@ TEST(Jit, HostPipelineLeavesScalarLoopsToTheStrategy) {
 
   std::unique_ptr<llvm::Module> again = llvm::parseAssemblyString(kIR, diag, ctx);
   ASSERT_TRUE(again);
-  llvm::Triple triple(cg->target().triple);
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  ASSERT_TRUE(target) << error;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cg->target().cpu, cg->target().features, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  auto tm = KILN_TAKE(cg->makeTargetMachine());
   ASSERT_TRUE(tm);
   again->setDataLayout(tm->createDataLayout());
   again->setTargetTriple(tm->getTargetTriple());
