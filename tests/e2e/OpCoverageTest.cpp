@@ -1240,7 +1240,14 @@ std::vector<Case> sweepCases() {
                                            {false, 30, 24, 96, 1, 1, {0, 0, 0, 0}, false},
                                            {false, 14, 128, 256, 1, 1, {0, 0, 0, 0}, true},  // as a matmul
                                            {true, 60, 64, 64, 3, 2, {1, 0, 1, 0}, false},
-                                           {true, 40, 48, 48, 3, 1, {1, 1, 1, 1}, true}}) {
+                                           {true, 40, 48, 48, 3, 1, {1, 1, 1, 1}, true},
+                                           // Filter and channel counts no vector divides
+                                           // (ShuffleNet's 58 and 116): whole vectors and
+                                           // a tile of the rest.
+                                           {false, 28, 58, 58, 1, 1, {0, 0, 0, 0}, true},
+                                           {true, 28, 58, 58, 3, 1, {1, 1, 1, 1}, false},
+                                           {true, 56, 58, 58, 3, 1, {1, 1, 1, 1}, true},
+                                           {true, 29, 116, 116, 3, 2, {1, 1, 1, 1}, true}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - g.k) / g.s + 1;
     Case c;
     TensorType x = tt(F, {1, g.h, g.h, g.c}), b = tt(F, {g.f}), o = tt(F, {1, oh, oh, g.f});
@@ -1390,7 +1397,9 @@ std::vector<Case> sweepCases() {
   // block by block: the 196-pixel ones as ResNet-50's 14x14 1x1 conv and
   // stride-2 3x3 (rows of 14 in register tiles of 7). The 24 and 40 filters
   // at 28x28 compute their bias in register tiles of whole 16-lane vectors
-  // and one tile of the other 8 on AVX-512.
+  // and one tile of the other 8 on AVX-512; 58 filters (no register tile
+  // of 4 or more divides them) in whole vectors and a tile of the rest at
+  // both widths.
   // On the kernel, a filter of F a multiple of 16 is stored packed once
   // (kConvPackedFilter) and every map takes the GEMM: the 9x9 map in two
   // row blocks, the maps of one to three row blocks with F split into
@@ -1401,6 +1410,8 @@ std::vector<Case> sweepCases() {
                                                    {7, 24, 40, 1, 1},
                                                    {28, 144, 24, 1, 1},
                                                    {28, 96, 40, 1, 1},
+                                                   {28, 58, 58, 1, 1},
+                                                   {28, 24, 58, 3, 1},
                                                    {4, 256, 256, 3, 1},
                                                    {7, 1024, 512, 1, 2},
                                                    {14, 1024, 256, 1, 1},

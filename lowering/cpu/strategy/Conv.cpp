@@ -41,6 +41,10 @@ struct ConvPlan {
   bool peelCols = false;
   /// Input channels per block (C: one block).
   int64_t cb = 1;
+  /// A filter count that no register tile of at least 4 lanes divides
+  /// (ShuffleNet's 58): tiles of whole vectors (`reg`) over the filters
+  /// but the last F % reg.n, which get a tile of their own.
+  bool raggedF = false;
 };
 
 /// The register tiles a conv computes its init and epilogue in: `reg`,
@@ -122,6 +126,22 @@ public:
     int64_t NB = bounds[0], OH = bounds[1], OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5],
             C = bounds[6];
     RegisterTile rt = chooseRegisterTile(OW, F, tuning);
+    if (rt.n < 4 && F > w.lanes()) {
+      p.raggedF = true;
+      p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
+      p.fc = F;
+      p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
+      if (p.parallel) {
+        int64_t ohb = rowBlockForThreads(OH, 1);
+        p.parallel = NB * (OH / ohb) > 1;
+        p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
+        p.cols = chooseRegisterTile(OW, w.lanes(), tuning);
+        p.peelCols = p.cols.n == w.lanes() && OW % p.cols.m == 0;
+        p.inRegisters = p.parallel && p.peelCols && inRegisters(op, w.fusedOf(op), p.cols, KH * KW * C);
+      }
+      p.cb = channelBlock(op, KH, KW, C, F, p.reg, tuning);
+      return p;
+    }
     if (rt.n < 4) {
       p.loops = true;
       return p;
@@ -180,6 +200,7 @@ public:
     } else {
       out += llvm::formatv(": registers {0}x{1}", p.reg.m, p.reg.n).str();
       if (p.reg.tail) out += llvm::formatv(" (+{0} columns)", p.reg.tail).str();
+      if (p.raggedF) out += llvm::formatv(" (+ {0}x{1} for the last {1} filters)", p.reg.m, F % p.reg.n).str();
     }
     if (p.fc < F) out += llvm::formatv(", blocks of {0} filters", p.fc).str();
     if (p.cb < C) out += llvm::formatv(", {0} channels at a time", p.cb).str();
@@ -230,9 +251,15 @@ public:
     }
     if (p.cb < C) h = schedule.tile(h, {0, 0, 0, 0, 0, 0, p.cb});
     RegisterTile reg = p.reg;
-    w.registerTiles(h, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
-      return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, reg.n, 1, 1, 1};
-    });
+    auto tiles = [&](const std::string &part, int64_t n) {
+      w.registerTiles(part, /*rowDim=*/2, OW, reg, [&](int64_t rows) {
+        return SmallVector<int64_t>{NB > 1 ? 1 : 0, 1, rows, n, 1, 1, 1};
+      });
+    };
+    if (!p.raggedF) return tiles(h, reg.n);
+    auto [whole, rest] = schedule.split(h, /*dim=*/3, F - F % reg.n);
+    tiles(whole, reg.n);
+    tiles(rest, F % reg.n);
   }
 };
 

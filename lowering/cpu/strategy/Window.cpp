@@ -20,6 +20,10 @@ struct WindowPlan {
   SmallVector<int64_t> forallSizes;
   /// The init and epilogue computed in the register tiles.
   bool inRegisters = false;
+  /// Channels that no whole vector divides (ShuffleNet's 58, 116, 232):
+  /// tiles of whole vectors (`rt`) over all but the last C % rt.n, which
+  /// get a tile of their own, not narrow vectors over all of them.
+  bool peelChannels = false;
 };
 
 class WindowStrategy final : public PlannedStrategy<WindowPlan> {
@@ -36,6 +40,13 @@ public:
     p.bounds = op.getStaticLoopRanges();
     int64_t NB = p.bounds[0], OH = p.bounds[1], OW = p.bounds[2], C = p.bounds[3];
     p.rt = chooseRegisterTile(OW, C, w.tuning());
+    if (p.rt.n < w.lanes() && C > w.lanes() && C % w.lanes()) {
+      RegisterTile whole = chooseRegisterTile(OW, w.lanes(), w.tuning());
+      if (whole.n == w.lanes()) {
+        p.rt = whole;
+        p.peelChannels = true;
+      }
+    }
     if (p.rt.n < 4) return std::nullopt;
     p.parallel = 2.0 * NB * OH * OW * C * p.bounds[4] * p.bounds[5] >= kParallelMinFlops / 4;
     if (p.parallel) {
@@ -56,6 +67,7 @@ public:
     std::string out = llvm::formatv("{0} {1}x{2} on {3}x{4}x{5}: registers {6}x{7}", kind, b[4], b[5], b[1], b[2],
                                     b[3], p.rt.m, p.rt.n)
                           .str();
+    if (p.peelChannels) out += llvm::formatv(" (+ {0}x{1} for the last {1} channels)", p.rt.m, b[3] % p.rt.n).str();
     if (!p.parallel) return out + ", one thread";
     const SmallVector<int64_t> &fs = p.forallSizes;
     out += llvm::formatv(", {0} parallel blocks", (fs[0] ? b[0] / fs[0] : 1) * (fs[1] ? b[1] / fs[1] : 1)).str();
@@ -68,16 +80,24 @@ public:
     int64_t NB = p.bounds[0];
     int64_t opSid = w.nextId();
     std::string h = w.tag(op);
+    // (Peeled: channel tiles outermost, the loop inRegisterTiles peels.)
     if (p.inRegisters)
-      return w.inRegisterTiles(h, p.bounds, p.forallSizes, f, opSid, {NB > 1 ? 1 : 0, 1, p.rt.m, p.rt.n}, {},
-                               /*peelFilters=*/false);
+      return w.inRegisterTiles(h, p.bounds, p.forallSizes, f, opSid, {NB > 1 ? 1 : 0, 1, p.rt.m, p.rt.n},
+                               p.peelChannels ? SmallVector<int64_t>{0, 3, 1, 2} : SmallVector<int64_t>{},
+                               p.peelChannels);
     if (p.parallel)
       h = w.tileFused(h, p.bounds, p.forallSizes, f);
     else
       w.unfused(f);
-    h = schedule.tile(h, {NB > 1 ? 1 : 0, 1, p.rt.m, p.rt.n, 1, 1});
-    h = schedule.op("decompose", h);
-    schedule.vectorize(h);
+    auto tiles = [&](const std::string &part, int64_t n) {
+      std::string t = schedule.tile(part, {NB > 1 ? 1 : 0, 1, p.rt.m, n, 1, 1});
+      schedule.vectorize(schedule.op("decompose", t));
+    };
+    if (!p.peelChannels) return tiles(h, p.rt.n);
+    int64_t C = p.bounds[3];
+    auto [whole, rest] = schedule.split(h, /*dim=*/3, C - C % p.rt.n);
+    tiles(whole, p.rt.n);
+    tiles(rest, C % p.rt.n);
   }
 };
 

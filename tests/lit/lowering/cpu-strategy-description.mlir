@@ -129,6 +129,40 @@ func.func @ragged_filters(%x: tensor<1x28x28x116xf32>, %w: tensor<1x1x116x116xf3
 
 // -----
 
+// A filter count that no register tile of 4 or more divides (ShuffleNet's
+// 58): tiles of whole vectors and one of the rest, not loops.
+// AVX512: kiln.strategy = "conv 1x1 58->58 on 28x28: registers 7x16 (+ 7x10 for the last 10 filters), 14 parallel blocks + fill"
+// AVX2: kiln.strategy = "conv 1x1 58->58 on 28x28: registers 7x8 (+ 7x2 for the last 2 filters), 14 parallel blocks + fill"
+func.func @ragged_filters_no_tile(%x: tensor<1x28x28x58xf32>, %w: tensor<58x1x1x58xf32>) -> tensor<1x28x28x58xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x58xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x58xf32>) -> tensor<1x28x28x58xf32>
+  %y = linalg.conv_2d_nhwc_fhwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x28x28x58xf32>, tensor<58x1x1x58xf32>) outs(%f : tensor<1x28x28x58xf32>) -> tensor<1x28x28x58xf32>
+  return %y : tensor<1x28x28x58xf32>
+}
+
+// -----
+
+// Depthwise convs over channels no whole vector divides (58 and 116):
+// whole vectors and a tile of the rest, not loops or quarter vectors.
+// AVX512: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x16 (+ 7x10 for the last 10 channels), one thread; depthwise conv 3x3 on 14x14x116: registers 7x16 (+ 7x4 for the last 4 channels), one thread"
+// AVX2: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x8 (+ 7x2 for the last 2 channels), one thread; depthwise conv 3x3 on 14x14x116: registers 7x8 (+ 7x4 for the last 4 channels), one thread"
+func.func @ragged_channels(%x: tensor<1x30x30x58xf32>, %w: tensor<3x3x58xf32>, %x2: tensor<1x16x16x116xf32>, %w2: tensor<3x3x116xf32>) -> (tensor<1x28x28x58xf32>, tensor<1x14x14x116xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x58xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x58xf32>) -> tensor<1x28x28x58xf32>
+  %y = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x30x30x58xf32>, tensor<3x3x58xf32>) outs(%f : tensor<1x28x28x58xf32>) -> tensor<1x28x28x58xf32>
+  %e2 = tensor.empty() : tensor<1x14x14x116xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x14x14x116xf32>) -> tensor<1x14x14x116xf32>
+  %y2 = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x2, %w2 : tensor<1x16x16x116xf32>, tensor<3x3x116xf32>) outs(%f2 : tensor<1x14x14x116xf32>) -> tensor<1x14x14x116xf32>
+  return %y, %y2 : tensor<1x28x28x58xf32>, tensor<1x14x14x116xf32>
+}
+
+// -----
+
 // BERT-base's projection (128 tokens, 768 -> 768): 4 rows of 4 zmm divide
 // the rows; a core with two 512-bit FMA pipes (fma-pipes=2: Xeons with AMX)
 // takes 6 rows of the same columns and a 2-row tail (2.4 FMAs per load
