@@ -38,7 +38,10 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // from memory) is read once per call, not once per row block (two
   // row blocks of BERT's 128 rows made its FFN matmul ~10% slower).
   p.mc = M * p.kc * 4 <= tuning.l2Bytes / 2 ? M : blockOf(M, p.rt.m, 64);
-  p.parallel = 2.0 * B * M * N * K >= kParallelMinFlops;
+  // (Or a weight of at least kParallelMinBytes read by few rows: a
+  // classifier's vector times its 4 MB weight is memory-bound, and two
+  // cores read memory at twice one's rate.)
+  p.parallel = 2.0 * B * M * N * K >= kParallelMinFlops || B * K * N * 4 >= kParallelMinBytes;
   if (p.parallel) {
     // Enough blocks for the threads to share: smaller column blocks
     // (B still read once), then smaller row blocks.

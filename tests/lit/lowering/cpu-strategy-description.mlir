@@ -163,6 +163,20 @@ func.func @ragged_channels(%x: tensor<1x30x30x58xf32>, %w: tensor<3x3x58xf32>, %
 
 // -----
 
+// A classifier (a vector times a 4 MB weight, 2 MFLOP): memory-bound, in
+// parallel blocks of columns for the cores to read memory together (it ran
+// on one thread: below kParallelMinFlops).
+// AVX512: kiln.strategy = "matmul 1x1000x1024: registers 1x8, k blocks of 256, 25 parallel blocks of 1x40 + fill + epilogue(add)"
+// AVX2: kiln.strategy = "matmul 1x1000x1024: registers 1x8, k blocks of 256, 25 parallel blocks of 1x40 + fill + epilogue(add)"
+func.func @classifier(%x: tensor<1x1x1024xf32>, %w: tensor<1x1024x1000xf32>, %b: tensor<1x1x1000xf32>) -> tensor<1x1x1000xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %x, %w, %z, %z : (tensor<1x1x1024xf32>, tensor<1x1024x1000xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1000xf32>
+  %r = tosa.add %y, %b : (tensor<1x1x1000xf32>, tensor<1x1x1000xf32>) -> tensor<1x1x1000xf32>
+  return %r : tensor<1x1x1000xf32>
+}
+
+// -----
+
 // BERT-base's projection (128 tokens, 768 -> 768): 4 rows of 4 zmm divide
 // the rows; a core with two 512-bit FMA pipes (fma-pipes=2: Xeons with AMX)
 // takes 6 rows of the same columns and a 2-row tail (2.4 FMAs per load
