@@ -346,7 +346,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       if (auto err = link(*out)) return std::move(err);
       linked = true;
       auto measureStart = Clock::now();
-      measuredSteps = tuner_->measure(*out, *this, faults.kernelsWinMeasurement);
+      measuredSteps = tuner_->measure(*out, *this, faults.kernelsWinMeasurement, faults.machineBusy);
       measureMs = msSince(measureStart);
       measuredKernels = tuner_->kernelWins();
       bool changes = false;

@@ -60,6 +60,9 @@ struct FaultInjection {
   /// test the second partition deterministically: a matmul of 1 x 16 x 10
   /// timed 0.1 us both ways).
   std::set<std::string> kernelsWinMeasurement;
+  /// Placement by measurement takes the machine as busy (true) or quiet
+  /// (false) instead of asking it (PlacementTuner::machineBusy).
+  std::optional<bool> machineBusy;
   /// Called on the compiling thread before each compile of JIT code by the
   /// compile service (not before kernel plans, not for disk loads): a test
   /// holds the compiler in it to see what calls do meanwhile.

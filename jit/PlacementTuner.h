@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -49,6 +50,12 @@ struct PlacementMeasurement {
   double aloneMs = -1;           // the op alone on JIT (< 0: not needed)
   bool kernelWins = false;
   bool earlier = false;          // seeded: measured by an earlier process
+  /// Timed while more threads wanted the machine's cores than it has
+  /// (another process compiling, this one's calls): a parallel kernel that
+  /// waits on a descheduled thread looks slower than it is. Such a decision
+  /// holds for this process; it is written to disk marked so, and a later
+  /// process times the op again instead of taking it.
+  bool busy = false;
   /// "measured: kernel 0.91 ms < JIT 1.20 ms (op alone)": a kernel step's
   /// reason.
   std::string reason() const;
@@ -68,7 +75,14 @@ public:
   /// data). `compiler` compiles an op alone where that is needed. Returns
   /// how many steps it timed. (Tests: a kernel of an op in `kernelsWin` wins
   /// whatever the timings.)
-  int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {});
+  /// `busy` (tests) says whether the machine is busy instead of asking it
+  /// (machineBusy).
+  int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {},
+              std::optional<bool> busy = std::nullopt);
+  /// Threads of other processes that are runnable now (Linux:
+  /// /proc/stat's procs_running less this process's running threads); 0
+  /// where that cannot be read.
+  static int otherRunnableThreads();
   /// Whether a kernel that ran `kernelMs` wins over the op alone on JIT
   /// (`aloneMs`): by 10% and by 5 us.
   static bool kernelBeatsAlone(double kernelMs, double aloneMs);
@@ -82,7 +96,9 @@ public:
   /// Every decision, as JSON (what seed reads back).
   std::string toJson() const;
   /// Adds the decisions of `json` (toJson's form) for signatures not
-  /// decided yet, marked `earlier`; returns how many. Entries that are
+  /// decided yet (or decided here on a busy machine), marked `earlier`;
+  /// returns how many. Decisions timed on a busy machine are not taken
+  /// (the op is timed again). Entries that are
   /// malformed, out of range or inconsistent (a kernel that wins without
   /// beating the op alone by the margins) are skipped; text that is not
   /// such JSON at all is an error. At most kMaxSeeded entries are read.
