@@ -50,8 +50,9 @@ struct PlacementMeasurement {
   double aloneMs = -1;           // the op alone on JIT (< 0: not needed)
   bool kernelWins = false;
   bool earlier = false;          // seeded: measured by an earlier process
-  /// Timed while more threads wanted the machine's cores than it has
-  /// (another process compiling, this one's calls): a parallel kernel that
+  /// Timed while another process's threads wanted the machine's cores
+  /// (otherRunnableThreads; this process's own calls running meanwhile, as
+  /// under the tiered policy, are not seen): a parallel kernel that
   /// waits on a descheduled thread looks slower than it is. Such a decision
   /// holds for this process; it is written to disk marked so, and a later
   /// process times the op again instead of taking it.

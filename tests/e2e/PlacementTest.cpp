@@ -746,13 +746,13 @@ TEST(Placement, DecisionsOutliveTheProcessInTheCompileCache) {
   llvm::sys::fs::remove_directories(dir);
 }
 
-// Decisions timed while the machine was busy (more runnable threads than
-// cores: another process compiling, or this one's calls) hold for their
-// process but not for the next: it times those ops again, and its quiet
-// decisions replace them on disk. (A busy machine slows a parallel JIT
-// kernel more than a kernel: ResNet-50's layer-4 3x3 convs were once
-// placed on Eigen at 3.4 ms a call against 1.1 ms on JIT, timed beside a
-// build, and every later process took that decision.)
+// Decisions timed while the machine was busy (another process's threads
+// runnable: a build, another replica compiling) hold for their process
+// but not for the next: it times those ops again, and its quiet decisions
+// replace them on disk. (A busy machine slows a parallel JIT kernel more
+// than a kernel: ResNet-50's layer-4 3x3 convs were once placed on Eigen
+// at 3.4 ms a call against 1.1 ms on JIT, timed beside a build, and every
+// later process took that decision.)
 TEST(Placement, DecisionsTimedOnABusyMachineAreTimedAgainLater) {
   llvm::SmallString<128> dir;
   llvm::sys::fs::createUniqueDirectory("kiln-busy-decisions", dir);
