@@ -80,6 +80,21 @@ std::unique_ptr<lowering::PartitionedFunction> partitionMain(lowering::Program &
   return spec ? KILN_TAKE(program.partition(*spec, modes, jit::registryOracle(), {}, 1, won)) : nullptr;
 }
 
+/// Drops the compiled code of the compile cache in `dir` and keeps its
+/// placement decisions (as when another model meets the same ops); returns
+/// the decisions' entry.
+cache::DiskEntryInfo dropCompiledCode(const std::string &dir) {
+  cache::DiskCacheOptions d;
+  d.dir = dir;
+  auto disk = cache::DiskCache::open(d);
+  cache::DiskEntryInfo record;
+  for (const cache::DiskEntryInfo &e : disk->list()) {
+    if (e.valid && e.key.function == "kiln.placement") record = e;
+    else disk->remove(e.key, "test: code dropped");
+  }
+  return record;
+}
+
 size_t occurrences(const std::string &text, const std::string &what) {
   size_t n = 0;
   for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
@@ -670,19 +685,7 @@ TEST(Placement, DecisionsOutliveTheProcessInTheCompileCache) {
     quiet.machineBusy = false;
     return llvm::cantFail(Runtime::createWithFaults(o, quiet));
   };
-  // The compiled code goes, the decisions stay (as when another model
-  // meets the same ops); returns the decisions' entry.
-  auto dropCode = [&] {
-    cache::DiskCacheOptions d;
-    d.dir = dir.str().str();
-    auto disk = cache::DiskCache::open(d);
-    cache::DiskEntryInfo record;
-    for (const cache::DiskEntryInfo &e : disk->list()) {
-      if (e.valid && e.key.function == "kiln.placement") record = e;
-      else disk->remove(e.key, "test: code dropped");
-    }
-    return record;
-  };
+  auto dropCode = [&] { return dropCompiledCode(dir.str().str()); };
   Tensor x = test::randomTensor({1, 16, 16, 3}, 23);
   const std::string cnn = models::findBuiltinModel("cnn")->mlir;
   auto compile = [&](Runtime &rt, std::vector<Tensor> *out) {
@@ -764,15 +767,7 @@ TEST(Placement, DecisionsTimedOnABusyMachineAreTimedAgainLater) {
     f.machineBusy = busy;
     return llvm::cantFail(Runtime::createWithFaults(o, f));
   };
-  // Each run drops the compiled code (as when another model meets the same
-  // ops) and keeps the decisions.
-  auto dropCode = [&] {
-    cache::DiskCacheOptions d;
-    d.dir = dir.str().str();
-    auto disk = cache::DiskCache::open(d);
-    for (const cache::DiskEntryInfo &e : disk->list())
-      if (!(e.valid && e.key.function == "kiln.placement")) disk->remove(e.key, "test: code dropped");
-  };
+  auto dropCode = [&] { dropCompiledCode(dir.str().str()); };
   Tensor x = test::randomTensor({1, 16, 16, 3}, 23);
   const std::string cnn = models::findBuiltinModel("cnn")->mlir;
   auto compile = [&](bool busy) {
