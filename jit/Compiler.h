@@ -61,7 +61,7 @@ struct FaultInjection {
   /// timed 0.1 us both ways).
   std::set<std::string> kernelsWinMeasurement;
   /// Placement by measurement takes the machine as busy (true) or quiet
-  /// (false) instead of asking it (PlacementTuner::machineBusy).
+  /// (false) instead of asking it (PlacementTuner::otherRunnableThreads).
   std::optional<bool> machineBusy;
   /// Called on the compiling thread before each compile of JIT code by the
   /// compile service (not before kernel plans, not for disk loads): a test

@@ -77,7 +77,7 @@ public:
   /// how many steps it timed. (Tests: a kernel of an op in `kernelsWin` wins
   /// whatever the timings.)
   /// `busy` (tests) says whether the machine is busy instead of asking it
-  /// (machineBusy).
+  /// (otherRunnableThreads).
   int measure(const CompiledFunction &fn, Compiler &compiler, const std::set<std::string> &kernelsWin = {},
               std::optional<bool> busy = std::nullopt);
   /// Threads of other processes that are runnable now (Linux:
