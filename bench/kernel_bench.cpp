@@ -396,13 +396,6 @@ static void BM_ClassifierCold(benchmark::State &state) {
 }
 BENCHMARK(BM_ClassifierCold)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 
-/// Convs that stream their filter (few output pixels, a filter bigger than
-/// L2: ResNet-50's and MobileNetV2's last stage) with the filter constant as
-/// in the model, each call timed twice: after 64 MiB of other data have
-/// passed through the caches (cold, as in the model, where the layers before
-/// evict it) and right after a call (warm). cold_over_warm > 1 is what
-/// reading the filter from memory adds to the compute. Rows: an index into
-/// BM_ResNet50Conv's convs, or 100 + one into BM_MobileNetV2Conv's.
 /// Writes 64 MiB of other data through the caches, so that a weight read
 /// next comes from memory (as in a model, where the layers before evict
 /// it); returns a value to keep the sweep from being optimized away.
@@ -413,6 +406,13 @@ double evictCaches() {
   return sink;
 }
 
+/// Convs that stream their filter (few output pixels, a filter bigger than
+/// L2: ResNet-50's and MobileNetV2's last stage) with the filter constant as
+/// in the model, each call timed twice: after 64 MiB of other data have
+/// passed through the caches (cold, as in the model, where the layers before
+/// evict it) and right after a call (warm). cold_over_warm > 1 is what
+/// reading the filter from memory adds to the compute. Rows: an index into
+/// BM_ResNet50Conv's convs, or 100 + one into BM_MobileNetV2Conv's.
 static void BM_StreamedConvCold(benchmark::State &state) {
   int64_t i = state.range(0);
   const Case &c = i < 100 ? resnet50Convs()[size_t(i)].first : mobilenetV2Convs()[size_t(i - 100)].first;

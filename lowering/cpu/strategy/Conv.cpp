@@ -126,46 +126,40 @@ public:
     int64_t NB = bounds[0], OH = bounds[1], OW = bounds[2], F = bounds[3], KH = bounds[4], KW = bounds[5],
             C = bounds[6];
     RegisterTile rt = chooseRegisterTile(OW, F, tuning);
-    if (rt.n < 4 && F > w.lanes()) {
-      p.raggedF = true;
-      p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
-      p.fc = F;
-      p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
-      if (p.parallel) {
-        int64_t ohb = rowBlockForThreads(OH, 1);
-        p.parallel = NB * (OH / ohb) > 1;
-        p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
-        p.cols = chooseRegisterTile(OW, w.lanes(), tuning);
-        p.peelCols = p.cols.n == w.lanes() && OW % p.cols.m == 0;
-        p.inRegisters = p.parallel && p.peelCols && inRegisters(op, w.fusedOf(op), p.cols, KH * KW * C);
-      }
-      p.cb = channelBlock(op, KH, KW, C, F, p.reg, tuning);
-      return p;
-    }
-    if (rt.n < 4) {
+    p.raggedF = rt.n < 4 && F > w.lanes();
+    if (rt.n < 4 && !p.raggedF) {
       p.loops = true;
       return p;
     }
-    int64_t filterRowBytes = KH * KW * C * 4;
-    // A conv that streams its filter (streamingFilterBlock): blocks of
-    // filters wide enough to read long runs of each filter row, every
-    // output row in each block, so that one thread reads each filter
-    // byte once.
-    int64_t streamBlock = streamingFilterBlock(KH, KW, C, F, OW, NB * OH * OW, tuning);
-    // A filter stored in panels for a smaller batch (kiln-hoist-constants
-    // lays out a dynamic batch's filters for batch 1, which its range code
-    // runs) is read in blocks of one panel at any batch: a block that
-    // spans panels would read the whole filter back through its
-    // transposes on every call (ResNet-50's 1x1 1024 -> 2048 at batch 8
-    // with its fused ops: 37 ms, in panels 6.4).
-    if (int64_t panel = panelWidth(op); !streamBlock && panel > 0 && F % panel == 0 && panel % rt.n == 0)
-      streamBlock = panel;
-    bool streaming = streamBlock > 0;
-    p.fc = streaming ? streamBlock : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
-    // The register tile within a block of fc filters (a multiple of the
-    // tile the blocks were sized by), rows split off where a tile that
-    // does not divide OW fits the registers better.
-    p.reg = chooseRegisterTile(OW, p.fc, tuning, /*allowTail=*/true);
+    bool streaming = false;
+    if (p.raggedF) {
+      // One block of every filter, in tiles of whole vectors (the rest
+      // split off: write); no register tile divides F, so no filter
+      // blocks or panels either.
+      p.fc = F;
+      p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
+    } else {
+      int64_t filterRowBytes = KH * KW * C * 4;
+      // A conv that streams its filter (streamingFilterBlock): blocks of
+      // filters wide enough to read long runs of each filter row, every
+      // output row in each block, so that one thread reads each filter
+      // byte once.
+      int64_t streamBlock = streamingFilterBlock(KH, KW, C, F, OW, NB * OH * OW, tuning);
+      // A filter stored in panels for a smaller batch (kiln-hoist-constants
+      // lays out a dynamic batch's filters for batch 1, which its range code
+      // runs) is read in blocks of one panel at any batch: a block that
+      // spans panels would read the whole filter back through its
+      // transposes on every call (ResNet-50's 1x1 1024 -> 2048 at batch 8
+      // with its fused ops: 37 ms, in panels 6.4).
+      if (int64_t panel = panelWidth(op); !streamBlock && panel > 0 && F % panel == 0 && panel % rt.n == 0)
+        streamBlock = panel;
+      streaming = streamBlock > 0;
+      p.fc = streaming ? streamBlock : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
+      // The register tile within a block of fc filters (a multiple of the
+      // tile the blocks were sized by), rows split off where a tile that
+      // does not divide OW fits the registers better.
+      p.reg = chooseRegisterTile(OW, p.fc, tuning, /*allowTail=*/true);
+    }
     p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
     if (p.parallel) {
       // Blocks of output rows (and filter blocks) for the threads, each
@@ -177,10 +171,12 @@ public:
       int64_t ohb = streaming ? OH : rowBlockForThreads(OH, F / p.fc);
       p.parallel = NB * (OH / ohb) * (F / p.fc) > 1;
       p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, p.fc == F ? 0 : p.fc};
-      p.cols = registerColumns(p.reg, OW, F, p.fc, KH * KW * C, w, p.peelCols);
-      p.inRegisters = p.parallel && inRegisters(op, w.fusedOf(op), p.cols, KH * KW * C);
+      // (Ragged filters: from the tile that divides F, whole vectors and
+      // the rest, or no registers phase when those do not fit OW.)
+      p.cols = registerColumns(p.raggedF ? rt : p.reg, OW, F, p.fc, KH * KW * C, w, p.peelCols);
+      p.inRegisters = p.parallel && (!p.raggedF || p.peelCols) && inRegisters(op, w.fusedOf(op), p.cols, KH * KW * C);
     }
-    p.cb = channelBlock(op, KH, KW, C, F, rt, tuning);
+    p.cb = channelBlock(op, KH, KW, C, F, p.raggedF ? p.reg : rt, tuning);
     return p;
   }
 
