@@ -1053,6 +1053,11 @@ std::vector<Case> sweepCases() {
            {7, 48, 64}, {13, 40, 32, 2},
            // the kernel's column panels (64 wide): a 16-wide tail panel, batched
            {37, 24, 80, 3},
+           // columns no vector divides (ViT's 197 tokens): whole-vector
+           // tiles and one of the rest (5 at both widths; 1000 classes: 8
+           // at 512 bits), rows with a tail; a prime reduction (x V over
+           // 197 keys) in one block
+           {19, 64, 197, 2}, {13, 40, 1000}, {13, 197, 64, 2},
            // a vector times a matrix of over 1 MiB: the kernel splits the
            // rows into uneven runs, one partial sum each; batched, each
            // batch's partial sums start afresh

@@ -5,6 +5,12 @@
 // accumulator init and elementwise epilogue run inside its parallel tiles
 // (a batch-1 batch_matmul flattened for its epilogue became a 2-D matmul
 // first: Prepare.cpp). Blocks and register tiles: matmulBlocks (Support.cpp).
+//
+// Columns that no vector divides (attention's 197 keys, a classifier's 1000
+// classes at 512 bits), where the only register tiles that divide N are
+// narrow (1 or 8 columns): whole-vector tiles over the first N - N % lanes
+// columns and one tile of the rest (transform.structured.split), with the
+// threads sharing batches and row blocks, every block all N columns.
 #include "lowering/cpu/strategy/OpStrategy.h"
 
 namespace kiln::lowering::strategy {
@@ -14,6 +20,10 @@ struct MatmulPlan {
   SmallVector<int64_t> bounds;
   bool batched = false;
   MatmulBlocks blocks;
+  /// Ragged columns: `blocks.rb` tiles the first `whole` columns (a
+  /// multiple of the vector), a tile of rb.m x (N - whole) the rest; every
+  /// block spans all N columns.
+  int64_t whole = 0;
   /// Tile sizes of the parallel blocks and of the k block (over every loop).
   SmallVector<int64_t> outer, reduction;
 };
@@ -36,6 +46,21 @@ public:
     int64_t M = p.bounds[p.batched], N = p.bounds[p.batched + 1], K = p.bounds[p.batched + 2];
     int64_t B = p.batched ? p.bounds[0] : 1;
     p.blocks = matmulBlocks(B, M, N, K, w.tuning());
+    int64_t lanes = w.lanes();
+    if (p.blocks.rb.n < lanes && N > lanes && N % lanes) {
+      // Blocks and tiles of the whole vectors' columns, each block over
+      // every column; taken where the threads still get enough blocks of
+      // batches and rows, or where the matmul runs on one thread anyway
+      // (else a few rows over many columns, a classifier at batch 8, keep
+      // their narrow tiles in parallel column blocks).
+      int64_t whole = N - N % lanes;
+      MatmulBlocks ragged = matmulBlocks(B, M, whole, K, w.tuning(), /*columnBlocks=*/false);
+      if (!p.blocks.parallel || (ragged.parallel && B * (M / ragged.mc) >= kParallelTasks)) {
+        p.blocks = ragged;
+        p.blocks.nc = N;
+        p.whole = whole;
+      }
+    }
     const MatmulBlocks &mb = p.blocks;
     p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};
     p.reduction = {0, 0, mb.kc == K ? 0 : mb.kc};
@@ -56,6 +81,7 @@ public:
     out += (B > 1 ? llvm::formatv("{0} x matmul ", B).str() : std::string("matmul ")) +
            llvm::formatv("{0}x{1}x{2}: registers {3}x{4}", M, N, K, mb.rb.m, mb.rb.n).str();
     if (mb.rb.tail) out += llvm::formatv(" (+{0} rows)", mb.rb.tail).str();
+    if (p.whole) out += llvm::formatv(" (+ {0}x{1} for the last {1} columns)", mb.rb.m, N - p.whole).str();
     if (mb.kc < K) out += llvm::formatv(", k blocks of {0}", mb.kc).str();
     if (mb.parallel)
       out += llvm::formatv(", {0} parallel blocks of {1}x{2}", (B > 1 ? B : 1) * (M / mb.mc) * (N / mb.nc), mb.mc,
@@ -86,14 +112,20 @@ public:
     // (rows outside read the block's nc columns of B, from L2, for
     // each row tile; BERT-base's kernels took 1.04-1.06x the time).
     SmallVector<int64_t> colsOuter = batched ? SmallVector<int64_t>{0, 2, 1, 3} : SmallVector<int64_t>{1, 0, 2};
-    w.registerTiles(
-        h, /*rowDim=*/batched ? 1 : 0, p.blocks.mc, rb,
-        [&](int64_t rows) {
-          SmallVector<int64_t> sizes = {rows, rb.n, 1};
-          if (batched) sizes.insert(sizes.begin(), 0);
-          return sizes;
-        },
-        /*decompose=*/false, colsOuter);
+    auto tiles = [&](const std::string &part, int64_t cols) {
+      w.registerTiles(
+          part, /*rowDim=*/batched ? 1 : 0, p.blocks.mc, rb,
+          [&](int64_t rows) {
+            SmallVector<int64_t> sizes = {rows, cols, 1};
+            if (batched) sizes.insert(sizes.begin(), 0);
+            return sizes;
+          },
+          /*decompose=*/false, colsOuter);
+    };
+    if (!p.whole) return tiles(h, rb.n);
+    auto [whole, rest] = schedule.split(h, /*dim=*/batched ? 2 : 1, p.whole);
+    tiles(whole, rb.n);
+    tiles(rest, p.bounds[batched + 1] - p.whole);
   }
 };
 

@@ -24,7 +24,7 @@ int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles) {
   return block;
 }
 
-MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
+MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool columnBlocks) {
   MatmulBlocks p;
   p.rt = chooseRegisterTile(M, N, tuning);
   // K blocks whose rows of one register tile's columns of B (kc x
@@ -32,7 +32,10 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // there (AVX-512's 64 columns: 128 rows, not 256).
   int64_t kcMax = std::min<int64_t>(256, std::max<int64_t>(64, tuning.l1Bytes / (p.rt.n * 4)));
   p.kc = blockOf(K, 1, kcMax);
-  p.nc = blockOf(N, p.rt.n, 256);
+  // A reduction that nothing near kcMax divides (attention's x V over 197
+  // keys: blocks of 1) in one block where that is at most twice kcMax.
+  if (p.kc * 4 < kcMax && K <= 2 * kcMax) p.kc = K;
+  p.nc = columnBlocks ? blockOf(N, p.rt.n, 256) : N;
   // Row blocks: every row at once when a k block of A for all of them
   // fits in half of L2, so that each block of B (a weight, streamed
   // from memory) is read once per call, not once per row block (two
@@ -46,7 +49,7 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
     // Enough blocks for the threads to share: smaller column blocks
     // (B still read once), then smaller row blocks.
     auto tasks = [&] { return B * (M / p.mc) * (N / p.nc); };
-    while (tasks() < kParallelTasks && p.nc > p.rt.n) p.nc = blockOf(N, p.rt.n, p.nc - 1);
+    while (columnBlocks && tasks() < kParallelTasks && p.nc > p.rt.n) p.nc = blockOf(N, p.rt.n, p.nc - 1);
     while (tasks() < kParallelTasks && p.mc > p.rt.m) p.mc = blockOf(M, p.rt.m, p.mc - 1);
     p.parallel = tasks() > 1;
   }

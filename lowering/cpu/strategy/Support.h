@@ -73,7 +73,10 @@ struct MatmulBlocks {
   bool parallel = false;
   RegisterTile rb{1, 1};  // within an mc x nc block
 };
-MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
+/// With `columnBlocks` false every block spans all N columns (the threads
+/// share batches and row blocks only).
+MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
+                          bool columnBlocks = true);
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes (blocks of its outer loops); empty when it
 /// should stay on the calling thread.

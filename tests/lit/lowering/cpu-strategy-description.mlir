@@ -188,3 +188,28 @@ func.func @bert_projection(%a: tensor<1x128x768xf32>, %b: tensor<1x768x768xf32>)
   %r = tosa.matmul %a, %b, %z, %z : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
   return %r : tensor<1x128x768xf32>
 }
+
+// -----
+
+// Attention over a sequence no vector divides (ViT's 197 tokens): Q K^T's
+// columns in whole-vector tiles and one tile of the last 5 (the only
+// dividing tile was one column wide: scalar code, and the Eigen kernel won
+// its placement at 4x the time), its threads on the 12 heads; x V's
+// reduction over 197 keys in one block, not 197 blocks of one.
+// AVX512: kiln.strategy = "12 x matmul 197x197x64: registers 6x64 (+5 rows) (+ 6x5 for the last 5 columns), 12 parallel blocks of 197x197; fill in parallel"
+// AVX2: kiln.strategy = "12 x matmul 197x197x64: registers 6x16 (+5 rows) (+ 6x5 for the last 5 columns), 12 parallel blocks of 197x197; fill in parallel"
+func.func @ragged_columns(%q: tensor<12x197x64xf32>, %k: tensor<12x64x197xf32>) -> tensor<12x197x197xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %k, %z, %z : (tensor<12x197x64xf32>, tensor<12x64x197xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x197x197xf32>
+  return %s : tensor<12x197x197xf32>
+}
+
+// -----
+
+// AVX512: kiln.strategy = "12 x matmul 197x64x197: registers 6x64 (+5 rows), 12 parallel blocks of 197x64; fill"
+// AVX2: kiln.strategy = "12 x matmul 197x64x197: registers 6x16 (+5 rows), 12 parallel blocks of 197x64; fill"
+func.func @ragged_reduction(%p: tensor<12x197x197xf32>, %v: tensor<12x197x64xf32>) -> tensor<12x197x64xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %p, %v, %z, %z : (tensor<12x197x197xf32>, tensor<12x197x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x197x64xf32>
+  return %s : tensor<12x197x64xf32>
+}
