@@ -1252,7 +1252,12 @@ std::vector<Case> sweepCases() {
                                            {false, 28, 58, 58, 1, 1, {0, 0, 0, 0}, true},
                                            {true, 28, 58, 58, 3, 1, {1, 1, 1, 1}, false},
                                            {true, 56, 58, 58, 3, 1, {1, 1, 1, 1}, true},
-                                           {true, 29, 116, 116, 3, 2, {1, 1, 1, 1}, true}}) {
+                                           {true, 29, 116, 116, 3, 2, {1, 1, 1, 1}, true},
+                                           // Blocks of filters no whole vector divides
+                                           // (RegNet's 440 in blocks of 88 at 512 bits):
+                                           // whole vectors and a tile of the rest in
+                                           // each block, the residual in registers.
+                                           {false, 14, 208, 440, 1, 1, {0, 0, 0, 0}, true}}) {
     int64_t oh = (g.h + g.pad[0] + g.pad[1] - g.k) / g.s + 1;
     Case c;
     TensorType x = tt(F, {1, g.h, g.h, g.c}), b = tt(F, {g.f}), o = tt(F, {1, oh, oh, g.f});

@@ -42,8 +42,11 @@ struct ConvPlan {
   /// Input channels per block (C: one block).
   int64_t cb = 1;
   /// A filter count that no register tile of at least 4 lanes divides
-  /// (ShuffleNet's 58): tiles of whole vectors (`reg`) over the filters
-  /// but the last F % reg.n, which get a tile of their own.
+  /// (ShuffleNet's 58), or blocks of filters no whole vector divides
+  /// whose dividing tiles are narrower than a vector (RegNet's 440 in
+  /// blocks of 40 at 512 bits: tiles of 8): tiles of whole vectors (`reg`)
+  /// over each block's filters but the last fc % reg.n, which get a tile
+  /// of their own.
   bool raggedF = false;
 };
 
@@ -57,7 +60,7 @@ RegisterTile registerColumns(const RegisterTile &reg, int64_t OW, int64_t F, int
   int64_t lanes = w.lanes();
   RegisterTile cols = reg;
   peel = false;
-  if (reg.n < lanes && fc == F && F > lanes && F % lanes) {
+  if (reg.n < lanes && fc > lanes && fc % lanes) {
     cols = chooseRegisterTile(OW, lanes, tuning);
     peel = cols.n == lanes && OW % cols.m == 0;
     if (!peel) cols = reg;
@@ -159,6 +162,15 @@ public:
       // tile the blocks were sized by), rows split off where a tile that
       // does not divide OW fits the registers better.
       p.reg = chooseRegisterTile(OW, p.fc, tuning, /*allowTail=*/true);
+      // Where that tile is narrower than a vector in a block no whole
+      // vector divides (40 filters: five tiles of 8 at 512 bits, one load
+      // per 7 half-width FMAs), whole vectors and one tile of the rest
+      // (16 + 16 + 8), as for the filter counts above.
+      if (p.reg.n < w.lanes() && p.fc > w.lanes() && p.fc % w.lanes()) {
+        rt = p.reg;
+        p.raggedF = true;
+        p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
+      }
     }
     p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
     if (p.parallel) {
@@ -191,12 +203,17 @@ public:
       // whole vectors of filters and one tile of the rest (116 filters:
       // 7x16 tiles and a 7x4 one), not the tile that divides F (7x4).
       out += llvm::formatv(": registers {0}x{1}", p.cols.m, p.cols.n).str();
-      if (p.peelCols && F % p.cols.n)
-        out += llvm::formatv(" (+ {0}x{1} for the last {1} filters)", p.cols.m, F % p.cols.n).str();
+      if (p.peelCols && p.fc % p.cols.n)
+        out += llvm::formatv(" (+ {0}x{1} for the last {1} filters{2})", p.cols.m, p.fc % p.cols.n,
+                             p.fc < F ? " of each block" : "")
+                   .str();
     } else {
       out += llvm::formatv(": registers {0}x{1}", p.reg.m, p.reg.n).str();
       if (p.reg.tail) out += llvm::formatv(" (+{0} columns)", p.reg.tail).str();
-      if (p.raggedF) out += llvm::formatv(" (+ {0}x{1} for the last {1} filters)", p.reg.m, F % p.reg.n).str();
+      if (p.raggedF)
+        out += llvm::formatv(" (+ {0}x{1} for the last {1} filters{2})", p.reg.m, p.fc % p.reg.n,
+                             p.fc < F ? " of each block" : "")
+                   .str();
     }
     if (p.fc < F) out += llvm::formatv(", blocks of {0} filters", p.fc).str();
     if (p.cb < C) out += llvm::formatv(", {0} channels at a time", p.cb).str();
@@ -253,9 +270,10 @@ public:
       });
     };
     if (!p.raggedF) return tiles(h, reg.n);
-    auto [whole, rest] = schedule.split(h, /*dim=*/3, F - F % reg.n);
+    // (Within each block of fc filters: the op's filter loop is the block's.)
+    auto [whole, rest] = schedule.split(h, /*dim=*/3, p.fc - p.fc % reg.n);
     tiles(whole, reg.n);
-    tiles(rest, F % reg.n);
+    tiles(rest, p.fc % reg.n);
   }
 };
 

@@ -213,3 +213,20 @@ func.func @ragged_reduction(%p: tensor<12x197x197xf32>, %v: tensor<12x197x64xf32
   %s = tosa.matmul %p, %v, %z, %z : (tensor<12x197x197xf32>, tensor<12x197x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x197x64xf32>
   return %s : tensor<12x197x64xf32>
 }
+
+// -----
+
+// Blocks of filters no whole vector divides (RegNet's 440 in blocks of 88):
+// at 512 bits whole vectors and a tile of the last 8 in each block, not
+// eleven tiles of 8 (half vectors, one load per 7 half-width FMAs); at 256
+// bits 8 is a whole vector.
+// AVX512: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x16 (+ 7x8 for the last 8 filters of each block), blocks of 88 filters, 52 channels at a time, 10 parallel blocks + fill"
+// AVX2: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x8, blocks of 88 filters, 52 channels at a time, 10 parallel blocks + fill"
+func.func @ragged_filter_blocks(%x: tensor<1x14x14x208xf32>, %w: tensor<440x1x1x208xf32>) -> tensor<1x14x14x440xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x14x14x440xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x14x14x440xf32>) -> tensor<1x14x14x440xf32>
+  %y = linalg.conv_2d_nhwc_fhwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x14x14x208xf32>, tensor<440x1x1x208xf32>) outs(%f : tensor<1x14x14x440xf32>) -> tensor<1x14x14x440xf32>
+  return %y : tensor<1x14x14x440xf32>
+}
