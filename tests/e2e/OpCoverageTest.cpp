@@ -1375,8 +1375,10 @@ std::vector<Case> sweepCases() {
   // row tiles, 320 columns five 64-wide panels (twenty 16-wide on AVX2).
   // Placed on the kernel, such a weight is stored once in the kernel's
   // panel order (kernels/MatmulPanels.h; 80 columns: a 16-wide last panel).
+  // 520 columns at 512 bits (a classifier's 1000 at batch 8, smaller):
+  // tiles of 8, in panels of 8 columns.
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
-           {5, 24, 64}, {33, 16, 128}, {4, 8, 40}, {37, 512, 320}, {128, 768, 256}, {6, 24, 80}}) {
+           {5, 24, 64}, {33, 16, 128}, {4, 8, 40}, {37, 512, 320}, {128, 768, 256}, {6, 24, 80}, {8, 512, 520}}) {
     Case c;
     TensorType a = tt(F, {1, m, k}), w = tt(F, {1, k, n}), o = tt(F, {1, m, n});
     c.name = "matmul_const_weight_" + shapeToString(a.shape) + "_n" + std::to_string(n);

@@ -46,20 +46,12 @@ public:
     int64_t M = p.bounds[p.batched], N = p.bounds[p.batched + 1], K = p.bounds[p.batched + 2];
     int64_t B = p.batched ? p.bounds[0] : 1;
     p.blocks = matmulBlocks(B, M, N, K, w.tuning());
-    int64_t lanes = w.lanes();
-    if (p.blocks.rb.n < lanes && N > lanes && N % lanes) {
+    if (int64_t whole = raggedMatmulColumns(B, M, N, K, w.tuning())) {
       // Blocks and tiles of the whole vectors' columns, each block over
-      // every column; taken where the threads still get enough blocks of
-      // batches and rows, or where the matmul runs on one thread anyway
-      // (else a few rows over many columns, a classifier at batch 8, keep
-      // their narrow tiles in parallel column blocks).
-      int64_t whole = N - N % lanes;
-      MatmulBlocks ragged = matmulBlocks(B, M, whole, K, w.tuning(), /*columnBlocks=*/false);
-      if (!p.blocks.parallel || (ragged.parallel && B * (M / ragged.mc) >= kParallelTasks)) {
-        p.blocks = ragged;
-        p.blocks.nc = N;
-        p.whole = whole;
-      }
+      // every column (raggedMatmulColumns).
+      p.blocks = matmulBlocks(B, M, whole, K, w.tuning(), /*columnBlocks=*/false);
+      p.blocks.nc = N;
+      p.whole = whole;
     }
     const MatmulBlocks &mb = p.blocks;
     p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};

@@ -70,6 +70,18 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   return p;
 }
 
+int64_t raggedMatmulColumns(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
+  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  if (N <= lanes || N % lanes == 0) return 0;
+  MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning);
+  if (mb.rb.n >= lanes) return 0;
+  // A few rows over many columns (a classifier at batch 8) keep their
+  // narrow tiles in parallel column blocks.
+  int64_t whole = N - N % lanes;
+  MatmulBlocks ragged = matmulBlocks(B, M, whole, K, tuning, /*columnBlocks=*/false);
+  return !mb.parallel || (ragged.parallel && B * (M / ragged.mc) >= kParallelTasks) ? whole : 0;
+}
+
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes: blocks of its outer loops (never the innermost,
 /// whose vectors stay whole), the outermost with more than one iteration

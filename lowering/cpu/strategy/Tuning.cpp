@@ -64,7 +64,12 @@ int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tunin
   if (tuning.vectorBits <= 0 || m < 4 || n <= 0 || k <= 0 || k * n * 4 <= tuning.l2Bytes) return 0;
   MatmulBlocks mb = matmulBlocks(1, m, n, k, tuning);
   int64_t lanes = tuning.vectorBits / 32;
-  if (mb.rb.n < lanes || n % mb.rb.n) return 0;
+  // Tiles of at least 8 columns (a classifier's 1000 at 512 bits: 8,
+  // 32-byte panel rows): the weight streams from memory from start to end
+  // either way, where rows of N floats read 8 at a time ran at half the
+  // speed. Not where the matmul takes whole-vector tiles and a tile of the
+  // rest (raggedMatmulColumns): those read B's rows as they are.
+  if (mb.rb.n < std::min<int64_t>(lanes, 8) || n % mb.rb.n || raggedMatmulColumns(1, m, n, k, tuning)) return 0;
   return mb.rb.n;
 }
 
