@@ -102,14 +102,20 @@ int64_t channelBlock(linalg::LinalgOp op, int64_t KH, int64_t KW, int64_t C, int
   int64_t cbLimit =
       std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4), kFilterBlockSpanBytes / (KH * KW * spanF * 4));
   int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
-  // A panel's block reads its whole reduction where that slice stays
-  // in L2 while every output row reuses it: the panel is then read
-  // start to end in one run (blocks of 16 channels read 2 KiB runs
-  // 64 KiB apart, nine at a time, each a new stream for the
-  // prefetchers). Layer 4's 3x3 convs (590 KiB slices on AVX-512)
-  // 0.80-0.90x their time, its stride-2 1x1 0.94x (kiln profile
-  // --serial of ResNet-50, alternating).
-  if (panel > 0 && KH * KW * C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
+  // A 1x1 conv's panel block reads its whole reduction where that slice
+  // stays in L2 while every output row reuses it: the panel is then read
+  // start to end in one run (ResNet-50's layer-4 stride-2 1x1 0.94x its
+  // time, kiln profile --serial, alternating). A 3x3 conv's keeps its
+  // channel blocks: with the whole reduction the panel came from memory
+  // during the first output row only, the other rows computing from L2
+  // while memory idled; in blocks of 16 channels (nine 2 KiB runs 64 KiB
+  // apart) every row computes on each block as it arrives. Layer 4's 3x3
+  // 512->512 convs 1.64-1.72 -> 1.41-1.51 ms (medians of 150 calls from
+  // kiln profile --serial's trace, three alternating runs; alone with the
+  // weight out of cache, as in the model, 1.65-1.82 -> 1.40-1.56 ms, and
+  // 0.995 ms with it in cache). (Means of fewer calls had said the
+  // opposite, 0.80-0.90x with the whole reduction.)
+  if (panel > 0 && KH * KW == 1 && C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
   return cb;
 }
 

@@ -79,17 +79,22 @@ func.func @other_panels(%x: tensor<1x4x4x1024xf32>, %w: tensor<4x1x1x1024x128xf3
 }
 
 // A streamed 3x3 filter in panels of 32 filters (AVX-512's 7x32 tiles, 16
-// on AVX2): each block reads its panel's whole reduction (9 x 512 x 32
-// floats, 590 KiB, stays in L2 across the output rows), start to end, the
-// accumulators in registers throughout; no blocks of input channels (16
-// channels read 2 KiB runs 64 KiB apart).
+// on AVX2): each block reads its panel in blocks of input channels (16 at
+// 512 bits, 64 at 256: nine short runs, one per tap), every output row
+// computing on a channel block while the next comes from memory — with the
+// whole reduction (9 x 512 x 32 floats) at once, memory idled while the
+// rows after the first computed from L2 (layer 4's 3x3 convs 1.41-1.51
+// against 1.64-1.72 ms).
 // CHECK-LABEL: func.func @panel_channel_blocks(
 // AVX512: scf.forall (%{{.*}}) in (16)
 // AVX2: scf.forall (%{{.*}}) in (32)
-// CHECK-NOT: step %c16
+// AVX512: scf.for %{{.*}} = %c0 to %c512 step %c16 iter_args
+// AVX2: scf.for %{{.*}} = %c0 to %c512 step %c64 iter_args
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c7 step %c1 iter_args
 // CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<
+// AVX512-NEXT: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (vector<
+// AVX2-NEXT: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<
 func.func @panel_channel_blocks(%x: tensor<1x9x9x512xf32>, %w: tensor<16x3x3x512x32xf32>, %b: tensor<512xf32>) -> tensor<1x7x7x512xf32> {
   %t = tosa.transpose %w {perms = array<i32: 0, 4, 1, 2, 3>} : (tensor<16x3x3x512x32xf32>) -> tensor<16x32x3x3x512xf32>
   %s = tosa.const_shape {values = dense<[512, 3, 3, 512]> : tensor<4xindex>} : () -> !tosa.shape<4>
