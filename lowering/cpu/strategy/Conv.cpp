@@ -102,20 +102,17 @@ int64_t channelBlock(linalg::LinalgOp op, int64_t KH, int64_t KW, int64_t C, int
   int64_t cbLimit =
       std::min<int64_t>(tuning.l1Bytes / (KH * KW * rt.n * 4), kFilterBlockSpanBytes / (KH * KW * spanF * 4));
   int64_t cb = blockOf(C, 1, std::max<int64_t>(1, cbLimit));
-  // A 1x1 conv's panel block reads its whole reduction where that slice
-  // stays in L2 while every output row reuses it: the panel is then read
-  // start to end in one run (ResNet-50's layer-4 stride-2 1x1 0.94x its
-  // time, kiln profile --serial, alternating). A 3x3 conv's keeps its
-  // channel blocks: with the whole reduction the panel came from memory
-  // during the first output row only, the other rows computing from L2
-  // while memory idled; in blocks of 16 channels (nine 2 KiB runs 64 KiB
-  // apart) every row computes on each block as it arrives. Layer 4's 3x3
-  // 512->512 convs 1.64-1.72 -> 1.41-1.51 ms (medians of 150 calls from
-  // kiln profile --serial's trace, three alternating runs; alone with the
-  // weight out of cache, as in the model, 1.65-1.82 -> 1.40-1.56 ms, and
-  // 0.995 ms with it in cache). (Means of fewer calls had said the
-  // opposite, 0.80-0.90x with the whole reduction.)
-  if (panel > 0 && KH * KW == 1 && C * rt.n * 4 <= kStreamedReductionBytes) cb = C;
+  // A block of a panel-stored (streamed) filter keeps its channel blocks
+  // too: reading its whole reduction at once, the panel came from memory
+  // during the first output row only while the other rows computed from
+  // L2 and memory idled; in channel blocks every output row computes on a
+  // block as it arrives. ResNet-50's layer-4 3x3 512->512 convs 1.64-1.72
+  // -> 1.41-1.51 ms, its layer-4 1x1s 6.02-6.49 -> 5.74-5.85 ms in all
+  // (medians of 150 calls from kiln profile --serial's trace, three
+  // alternating runs each; alone with the weight out of cache, as in the
+  // model, the 3x3 1.65-1.82 -> 1.40-1.56 ms, 0.995 ms with it in cache).
+  // (Means of fewer calls had said the opposite: 0.80-0.90x with the
+  // whole reduction.)
   return cb;
 }
 
@@ -222,7 +219,9 @@ public:
                    .str();
     }
     if (p.fc < F) out += llvm::formatv(", blocks of {0} filters", p.fc).str();
-    if (p.cb < C) out += llvm::formatv(", {0} channels at a time", p.cb).str();
+    // (Register tiles that compute the init and epilogue run the whole
+    // reduction in registers: no channel blocks.)
+    if (p.cb < C && !p.inRegisters) out += llvm::formatv(", {0} channels at a time", p.cb).str();
     if (int64_t panel = panelWidth(op)) out += llvm::formatv(", filter panels of {0}", panel).str();
     if (p.parallel) {
       const SmallVector<int64_t> &fs = p.forallSizes;

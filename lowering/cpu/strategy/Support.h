@@ -36,11 +36,6 @@ inline constexpr double kMatmulTileGain = 1.1;
 /// Most bytes the rows of one input-channel block of a conv filter span (see
 /// the conv strategy).
 inline constexpr int64_t kFilterBlockSpanBytes = 128 * 1024;
-/// Most bytes of a panel-stored filter block's whole reduction (KH x KW x C
-/// x one register tile of filters) that a thread keeps in L2 across output
-/// rows: AVX-512 hosts have 1 MiB or more of L2 per core, and AVX2's
-/// 16-wide tiles make half the slice (295 KiB for 3x3 x 512 channels).
-inline constexpr int64_t kStreamedReductionBytes = 640 * 1024;
 /// Most bytes of filter columns (reduction x register tile) a conv that
 /// computes its init and epilogue in its register tiles reads per tile.
 inline constexpr int64_t kRegisterFusedColumnBytes = 64 * 1024;
