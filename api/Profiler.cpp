@@ -147,6 +147,16 @@ std::string shortProvenance(const std::string &provenance, size_t maxLines) {
   return out;
 }
 
+double KernelProfile::medianMs() const {
+  if (callMs.empty()) return 0;
+  std::vector<double> v(callMs);
+  size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + long(mid), v.end());
+  if (v.size() % 2) return v[mid];
+  double upper = v[mid];
+  return (*std::max_element(v.begin(), v.begin() + long(mid)) + upper) / 2;
+}
+
 Profiler::Profiler(Runtime &runtime, bool measurePeaks) : runtime_(runtime) {
   if (measurePeaks) {
     auto [fma, bandwidth] = machinePeaks(runtime.options(), runtime.targetDescription());
@@ -179,6 +189,7 @@ Profile Profiler::stop() {
     KernelProfile &k = p.kernels[it->second];
     ++k.calls;
     k.totalMs += e.durationUs / 1000.0;
+    k.callMs.push_back(e.durationUs / 1000.0);
     p.stepMs += e.durationUs / 1000.0;
   }
   std::stable_sort(p.kernels.begin(), p.kernels.end(),
@@ -196,16 +207,17 @@ std::string Profile::table(size_t maxRows) const {
                                   }(),
                                   recordedMs, stepMs, peakGflops, threads, bandwidthGBs)
                         .str();
-  out += llvm::formatv("{0,6} {1,6} {2,9} {3,9} {4,8} {5,8} {6,6} {7,8}  {8,-18} {9}\n", "time%", "calls", "total ms",
-                       "mean ms", "GFLOP/s", "GB/s", "%peak", "MFLOP", "output", "kernel: ops")
+  out += llvm::formatv("{0,6} {1,6} {2,9} {3,9} {4,9} {5,8} {6,8} {7,6} {8,8}  {9,-18} {10}\n", "time%", "calls",
+                       "total ms", "mean ms", "median ms", "GFLOP/s", "GB/s", "%peak", "MFLOP", "output", "kernel: ops")
              .str();
   for (size_t i = 0; i < kernels.size() && i < maxRows; ++i) {
     const KernelProfile &k = kernels[i];
     std::string ops = k.ops.size() > 70 ? k.ops.substr(0, 67) + "..." : k.ops;
-    out += llvm::formatv("{0,6:f1} {1,6} {2,9:f3} {3,9:f4} {4,8:f1} {5,8:f1} {6,6:f1} {7,8:f1}  {8,-18} {9}: {10}\n",
-                         stepMs > 0 ? 100.0 * k.totalMs / stepMs : 0.0, k.calls, k.totalMs, k.meanMs(), k.gflops(),
-                         k.gbs(), peakGflops > 0 ? 100.0 * k.gflops() / peakGflops : 0.0, k.flopsPerCall / 1e6,
-                         k.outputType, k.name, ops)
+    out += llvm::formatv(
+               "{0,6:f1} {1,6} {2,9:f3} {3,9:f4} {4,9:f4} {5,8:f1} {6,8:f1} {7,6:f1} {8,8:f1}  {9,-18} {10}: {11}\n",
+               stepMs > 0 ? 100.0 * k.totalMs / stepMs : 0.0, k.calls, k.totalMs, k.meanMs(), k.medianMs(), k.gflops(),
+               k.gbs(), peakGflops > 0 ? 100.0 * k.gflops() / peakGflops : 0.0, k.flopsPerCall / 1e6, k.outputType,
+               k.name, ops)
                .str();
     if (!k.strategy.empty()) out += "         how: " + k.strategy + "\n";
   }
@@ -227,6 +239,7 @@ std::string Profile::tableJson() const {
                     {"calls", k.calls},
                     {"total_ms", k.totalMs},
                     {"mean_ms", k.meanMs()},
+                    {"median_ms", k.medianMs()},
                     {"gflops", k.gflops()},
                     {"gbs", k.gbs()},
                     {"percent_time", stepMs > 0 ? 100.0 * k.totalMs / stepMs : 0.0},
@@ -281,6 +294,7 @@ std::string Profile::htmlReport() const {
                            {"calls", k.calls},
                            {"totalMs", k.totalMs},
                            {"meanMs", k.meanMs()},
+                           {"medianMs", k.medianMs()},
                            {"gflops", k.gflops()},
                            {"gbs", k.gbs()},
                            {"flopsPerCall", k.flopsPerCall},
@@ -420,11 +434,11 @@ function roofline() {
   return s + "</svg>";
 }
 function table() {
-  let s = "<table><tr><th>time %</th><th>calls</th><th>total ms</th><th>mean ms</th><th>GFLOP/s</th><th>GB/s</th>" +
+  let s = "<table><tr><th>time %</th><th>calls</th><th>total ms</th><th>mean ms</th><th>median ms</th><th>GFLOP/s</th><th>GB/s</th>" +
           "<th>% peak</th><th class=l>strategy</th><th class=l>output</th><th class=l>kernel</th><th class=l>ops</th><th class=l>from</th></tr>";
   for (const k of D.kernels)
     s += `<tr><td>${(100 * k.totalMs / Math.max(1e-9, D.stepMs)).toFixed(1)}</td><td>${k.calls}</td><td>${k.totalMs.toFixed(3)}</td>` +
-         `<td>${k.meanMs.toFixed(4)}</td><td>${k.gflops.toFixed(1)}</td><td>${k.gbs.toFixed(1)}</td>` +
+         `<td>${k.meanMs.toFixed(4)}</td><td>${k.medianMs.toFixed(4)}</td><td>${k.gflops.toFixed(1)}</td><td>${k.gbs.toFixed(1)}</td>` +
          `<td>${D.peakGflops > 0 ? (100 * k.gflops / D.peakGflops).toFixed(1) : ""}</td>` +
          `<td class=s>${(k.strategy || "").split("; ").map(esc).join("<br>")}</td><td class=l>${esc(k.output)}</td>` +
          `<td class=l>${esc(k.name)}</td><td class=l>${esc(k.ops)}</td>` +

@@ -39,7 +39,11 @@ struct KernelProfile {
   int64_t calls = 0;
   double totalMs = 0;
   double flopsPerCall = 0, bytesPerCall = 0;
+  std::vector<double> callMs;  // each call's time, in the order recorded
   double meanMs() const { return calls ? totalMs / double(calls) : 0; }
+  /// The middle call's time: on a machine whose other tenants slow a few
+  /// calls a lot, the figure to compare (a mean carries those calls).
+  double medianMs() const;
   double gflops() const { return totalMs > 0 ? flopsPerCall * double(calls) / (totalMs * 1e6) : 0; }
   double gbs() const { return totalMs > 0 ? bytesPerCall * double(calls) / (totalMs * 1e6) : 0; }
 };

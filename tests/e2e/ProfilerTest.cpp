@@ -67,7 +67,16 @@ TEST(Profiler, RecordsStepsAndCompilesWithHandCountedFlops) {
   for (const KernelProfile &k : prof.kernels) {
     EXPECT_EQ(k.calls, calls) << k.name;
     EXPECT_GT(k.totalMs, 0) << k.name;
+    // Each call's time kept: the median is one of them (three calls).
+    ASSERT_EQ(k.callMs.size(), size_t(calls)) << k.name;
+    EXPECT_TRUE(llvm::is_contained(k.callMs, k.medianMs())) << k.name;
+    EXPECT_LE(*std::min_element(k.callMs.begin(), k.callMs.end()), k.medianMs());
+    EXPECT_GE(*std::max_element(k.callMs.begin(), k.callMs.end()), k.medianMs());
   }
+  EXPECT_NE(prof.table().find("median ms"), std::string::npos) << prof.table();
+  KernelProfile even;
+  even.callMs = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(even.medianMs(), 2.5);
   EXPECT_NE(prof.table().find("tosa.conv2d"), std::string::npos);
   // How each kernel computes: the JIT's strategy in its words (shapes,
   // register tiles), the handwritten kernel's reason; a line under each

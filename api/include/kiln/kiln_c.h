@@ -419,7 +419,7 @@ KILN_API kiln_status *kiln_profiler_stop(kiln_profiler *profiler, const char *tr
  * "peak_gflops", "bandwidth_gbs", "threads", "kernels": [{"name", "kind",
  * "ops", "provenance", "source", "strategy" (how the code computes: register
  * tiles, blocks, fused ops; or why a handwritten kernel), "output_type",
- * "calls", "total_ms", "mean_ms",
+ * "calls", "total_ms", "mean_ms", "median_ms" (the middle call's time),
  * "gflops", "gbs", "percent_time", "percent_peak", "flops_per_call",
  * "bytes_per_call"}, ...]}, slowest first. */
 KILN_API kiln_status *kiln_profiler_stop_json(kiln_profiler *profiler, const char *trace_path,
