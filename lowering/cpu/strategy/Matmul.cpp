@@ -45,13 +45,13 @@ public:
     p.batched = p.bounds.size() == 4;
     int64_t M = p.bounds[p.batched], N = p.bounds[p.batched + 1], K = p.bounds[p.batched + 2];
     int64_t B = p.batched ? p.bounds[0] : 1;
-    p.blocks = matmulBlocks(B, M, N, K, w.tuning());
-    if (int64_t whole = raggedMatmulColumns(B, M, N, K, w.tuning())) {
+    if (std::optional<MatmulBlocks> ragged = raggedMatmulBlocks(B, M, N, K, w.tuning())) {
       // Blocks and tiles of the whole vectors' columns, each block over
-      // every column (raggedMatmulColumns).
-      p.blocks = matmulBlocks(B, M, whole, K, w.tuning(), /*columnBlocks=*/false);
-      p.blocks.nc = N;
-      p.whole = whole;
+      // every column (raggedMatmulBlocks).
+      p.blocks = *ragged;
+      p.whole = N - N % w.lanes();
+    } else {
+      p.blocks = matmulBlocks(B, M, N, K, w.tuning());
     }
     const MatmulBlocks &mb = p.blocks;
     p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};

@@ -70,16 +70,17 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   return p;
 }
 
-int64_t raggedMatmulColumns(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
+std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
   const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
-  if (N <= lanes || N % lanes == 0) return 0;
+  if (N <= lanes || N % lanes == 0) return std::nullopt;
   MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning);
-  if (mb.rb.n >= lanes) return 0;
+  if (mb.rb.n >= lanes) return std::nullopt;
   // A few rows over many columns (a classifier at batch 8) keep their
   // narrow tiles in parallel column blocks.
-  int64_t whole = N - N % lanes;
-  MatmulBlocks ragged = matmulBlocks(B, M, whole, K, tuning, /*columnBlocks=*/false);
-  return !mb.parallel || (ragged.parallel && B * (M / ragged.mc) >= kParallelTasks) ? whole : 0;
+  MatmulBlocks ragged = matmulBlocks(B, M, N - N % lanes, K, tuning, /*columnBlocks=*/false);
+  if (mb.parallel && !(ragged.parallel && B * (M / ragged.mc) >= kParallelTasks)) return std::nullopt;
+  ragged.nc = N;
+  return ragged;
 }
 
 /// Parallel tiles for an elementwise op, fill or row reduction over at

@@ -12,6 +12,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln::lowering::strategy {
@@ -73,11 +74,12 @@ struct MatmulBlocks {
 MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
                           bool columnBlocks = true);
 /// Columns no vector divides whose dividing register tiles are narrower
-/// than a vector: the first N - N % lanes columns (tiles of whole vectors;
-/// the rest a tile of its own, every block over all N columns) where the
-/// threads get enough blocks of batches and rows or the matmul runs on one
-/// thread; else 0 (also for N a multiple of the vector).
-int64_t raggedMatmulColumns(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
+/// than a vector: the blocks of the first N - N % lanes columns (tiles of
+/// whole vectors; the rest a tile of its own), each block over all N
+/// columns (nc = N), where the threads get enough blocks of batches and
+/// rows or the matmul runs on one thread; else none (also for N a multiple
+/// of the vector).
+std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes (blocks of its outer loops); empty when it
 /// should stay on the calling thread.

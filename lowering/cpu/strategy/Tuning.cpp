@@ -68,8 +68,8 @@ int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tunin
   // 32-byte panel rows): the weight streams from memory from start to end
   // either way, where rows of N floats read 8 at a time ran at half the
   // speed. Not where the matmul takes whole-vector tiles and a tile of the
-  // rest (raggedMatmulColumns): those read B's rows as they are.
-  if (mb.rb.n < std::min<int64_t>(lanes, 8) || n % mb.rb.n || raggedMatmulColumns(1, m, n, k, tuning)) return 0;
+  // rest (raggedMatmulBlocks): those read B's rows as they are.
+  if (mb.rb.n < std::min<int64_t>(lanes, 8) || n % mb.rb.n || raggedMatmulBlocks(1, m, n, k, tuning)) return 0;
   return mb.rb.n;
 }
 
