@@ -44,11 +44,12 @@ Matrices matrices(int m) {
   return {};
 }
 
-int tileFor(int64_t oh, int64_t ow) {
+int tileFor(int64_t n, int64_t oh, int64_t ow) {
   for (int m : {4, 2}) {
     int64_t th = (oh + m - 1) / m, tw = (ow + m - 1) / m;
     double waste = double(th * m * tw * m) / double(oh * ow);
     if (th * tw >= kMinTiles && waste <= 1.15) return m;
+    if (m == 2 && n > 0 && n * th * tw >= kMinBatchTiles && waste <= 1.35) return m;
   }
   return 0;
 }

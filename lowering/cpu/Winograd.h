@@ -33,15 +33,24 @@ struct Matrices {
 /// F(m, 3) for m = 2 or 4; {} otherwise.
 Matrices matrices(int m);
 
-/// The tile size kiln uses for a 3x3 stride-1 conv with an OH x OW output
-/// (batch n): the largest m of {4, 2} with at least kMinTiles tiles per
-/// image and at most 15% of each tile wasted at the map's edges, or 0
-/// (direct conv). Few tiles means little reuse of the stored filter
-/// (a*a*C*F floats, streamed from memory once per call): below ~32 tiles
-/// per image the transformed filter costs more to read than the
-/// multiplies it saves (ResNet-50's 7x7 maps stay direct).
+/// The tile size kiln uses for a 3x3 stride-1 conv with a batch of n
+/// OH x OW outputs (n <= 0: a dynamic batch, taken as 1): the largest m of
+/// {4, 2} with at least kMinTiles tiles per image and at most 15% of each
+/// tile wasted at the map's edges, or 0 (direct conv). Few tiles means
+/// little reuse of the stored filter (a*a*C*F floats, streamed from memory
+/// once per call): below ~32 tiles per image the transformed filter costs
+/// more to read than the multiplies it saves (ResNet-50's 7x7 maps stay
+/// direct at batch 1).
 inline constexpr int64_t kMinTiles = 32;
-int tileFor(int64_t oh, int64_t ow);
+/// F(2x2) also where the whole batch has at least kMinBatchTiles tiles and
+/// at most 35% of them lies past the edges (odd maps: 7x7 31%, 9x9 23%).
+/// Measured with cold weights (`kiln profile --serial`, a 256 MiB op
+/// beside the conv, medians): 3x3 512->512 on 7x7 at batch 8 11.5-13.9 ->
+/// 7.3-7.4 ms, at batch 4 (64 tiles) 5.2-6.1 -> 4.1-4.5; 256->256 on 9x9 at
+/// batch 8 (200 tiles) 4.0 -> 3.3; but 256->256 on 7x7 at batch 4 and on
+/// 9x9 at batch 2 (50 tiles) 8-19% slower, at batch 8 even.
+inline constexpr int64_t kMinBatchTiles = 128;
+int tileFor(int64_t n, int64_t oh, int64_t ow);
 
 /// U = G g G^T for every (c, f): `fhwc` holds F x 3 x 3 x C floats, `u`
 /// receives a x a x C x F (computed in double, stored as float).

@@ -273,7 +273,7 @@ int winogradTileOf(Operation *op) {
         out.isDynamicDim(1) || out.isDynamicDim(2) || !llvm::all_of(conv.getStride(), [](int64_t s) { return s == 1; }) ||
         !llvm::all_of(conv.getDilation(), [](int64_t d) { return d == 1; }))
       return 0;
-    int m = winograd::tileFor(out.getDimSize(1), out.getDimSize(2));
+    int m = winograd::tileFor(out.getDimSize(0), out.getDimSize(1), out.getDimSize(2));
     if (m == 0 || (tile != -1 && m != tile)) return 0;
     tile = m;
   }

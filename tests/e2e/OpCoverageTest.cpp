@@ -1320,7 +1320,8 @@ std::vector<Case> sweepCases() {
   // 3x3 stride-1 convs on constant filters: hoisting stores the filters
   // Winograd-transformed and kiln-winograd-conv computes them in Winograd
   // form (F(4x4) and F(2x2) tiles, maps in whole tiles and not, a batch of
-  // two, the conv's padding or none, a folded clamp or none). The kernel
+  // two, a batch of eight 7x7 maps, the conv's padding or none, a folded
+  // clamp or none). The kernel
   // runtime runs the same graphs as direct convs.
   struct Wino {
     int64_t n, h, c, f;
@@ -1331,7 +1332,8 @@ std::vector<Case> sweepCases() {
                                          {1, 30, 8, 24, 1, false},    // F(4x4), edge tiles cut
                                          {2, 16, 16, 8, 1, true},     // F(2x2), batch 2
                                          {1, 34, 8, 16, 0, true},     // F(4x4), unpadded
-                                         {1, 16, 8, 64, 1, true}}) {  // F(2x2), filter rows padded
+                                         {1, 16, 8, 64, 1, true},     // F(2x2), filter rows padded
+                                         {8, 7, 16, 16, 1, true}}) {  // F(2x2) over a batch's 128 tiles, 7x7 maps
     int64_t oh = g.h + 2 * g.pad - 2;
     Case c;
     TensorType x = tt(F, {g.n, g.h, g.h, g.c}), w = tt(F, {g.f, 3, 3, g.c}), b = tt(F, {g.f}),

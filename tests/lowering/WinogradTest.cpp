@@ -73,11 +73,19 @@ TEST_P(WinogradTile, InverseRecoversTheFilter) {
 INSTANTIATE_TEST_SUITE_P(F, WinogradTile, ::testing::Values(2, 4));
 
 TEST(Winograd, TileChoice) {
-  EXPECT_EQ(winograd::tileFor(56, 56), 4);  // ResNet-50's stage 1: 196 tiles
-  EXPECT_EQ(winograd::tileFor(28, 28), 4);  // 49 tiles
-  EXPECT_EQ(winograd::tileFor(14, 14), 2);  // F(4x4) would cut 31% of its tiles away
-  EXPECT_EQ(winograd::tileFor(7, 7), 0);    // 16 tiles: the stored filter costs more than it saves
-  EXPECT_EQ(winograd::tileFor(30, 30), 4);  // 64 tiles, 14% of them past the edge
+  EXPECT_EQ(winograd::tileFor(1, 56, 56), 4);  // ResNet-50's stage 1: 196 tiles
+  EXPECT_EQ(winograd::tileFor(1, 28, 28), 4);  // 49 tiles
+  EXPECT_EQ(winograd::tileFor(1, 14, 14), 2);  // F(4x4) would cut 31% of its tiles away
+  EXPECT_EQ(winograd::tileFor(1, 7, 7), 0);    // 16 tiles: the stored filter costs more than it saves
+  EXPECT_EQ(winograd::tileFor(1, 30, 30), 4);  // 64 tiles, 14% of them past the edge
+  // A batch's tiles together: F(2x2) on odd maps from 128 tiles on.
+  EXPECT_EQ(winograd::tileFor(8, 7, 7), 2);   // 128 tiles, 31% past the edges
+  EXPECT_EQ(winograd::tileFor(4, 7, 7), 0);   // 64
+  EXPECT_EQ(winograd::tileFor(8, 9, 9), 2);   // 200, 23% past the edges
+  EXPECT_EQ(winograd::tileFor(2, 9, 9), 0);   // 50
+  EXPECT_EQ(winograd::tileFor(8, 5, 5), 0);   // 44% past the edges
+  EXPECT_EQ(winograd::tileFor(8, 14, 14), 2); // not F(4x4): 31% of its tiles cut away
+  EXPECT_EQ(winograd::tileFor(-1, 7, 7), 0);  // a dynamic batch counts as 1
   EXPECT_EQ(winograd::matrices(3).a, 0);
 }
 
