@@ -1084,7 +1084,11 @@ std::vector<Case> sweepCases() {
   // matmul, a reshape to 2-D, the bias, a reshape back and GELU (erf). Big
   // enough for parallel tiles, into which kiln-cpu-strategy fuses the bias
   // and the GELU (the matmul flattened to 2-D, the two epilogues fused).
-  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{64, 128, 256}, {32, 96, 384}}) {
+  // Over several k blocks (k = 600) each parallel block sums its products
+  // in a buffer of its own, read by the epilogue; 50 rows leave a tail of
+  // 2 after 6-row tiles (two FMA pipes), the row loop's peeled remainder.
+  for (auto [m, k, n] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{64, 128, 256}, {32, 96, 384}, {50, 600, 256}}) {
     Case c;
     TensorType a = tt(F, {1, m, k}), b = tt(F, {1, k, n}), bias = tt(F, {1, n}), o = tt(F, {1, m, n}),
                flat = tt(F, {m, n});

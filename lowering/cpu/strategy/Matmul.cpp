@@ -45,14 +45,11 @@ public:
     p.batched = p.bounds.size() == 4;
     int64_t M = p.bounds[p.batched], N = p.bounds[p.batched + 1], K = p.bounds[p.batched + 2];
     int64_t B = p.batched ? p.bounds[0] : 1;
-    if (std::optional<MatmulBlocks> ragged = raggedMatmulBlocks(B, M, N, K, w.tuning())) {
-      // Blocks and tiles of the whole vectors' columns, each block over
-      // every column (raggedMatmulBlocks).
-      p.blocks = *ragged;
-      p.whole = N - N % w.lanes();
-    } else {
-      p.blocks = matmulBlocks(B, M, N, K, w.tuning());
-    }
+    // (Ragged columns: blocks and tiles of the whole vectors' columns, each
+    // block over every column, raggedMatmulBlocks.)
+    bool ragged = false;
+    p.blocks = chosenMatmulBlocks(B, M, N, K, w.tuning(), &ragged);
+    if (ragged) p.whole = N - N % w.lanes();
     const MatmulBlocks &mb = p.blocks;
     p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};
     p.reduction = {0, 0, mb.kc == K ? 0 : mb.kc};
@@ -104,15 +101,27 @@ public:
     // (rows outside read the block's nc columns of B, from L2, for
     // each row tile; BERT-base's kernels took 1.04-1.06x the time).
     SmallVector<int64_t> colsOuter = batched ? SmallVector<int64_t>{0, 2, 1, 3} : SmallVector<int64_t>{1, 0, 2};
+    // Rows past the last whole register tile (rb.tail): the row-tile loop
+    // peeled, its remainder one static tile in the same k block and column
+    // tile. (Split into two ops inside the k loop, the parts' accumulators
+    // were hoisted out of it side by side and put back one into the other,
+    // which bufferization cannot prove disjoint: it copied the bigger part
+    // into a heap buffer and back on every block. Split before the k
+    // blocks, each part read B again: BERT-base's FFN matmuls 1.13x.)
+    h = schedule.tile(h, p.reduction);
     auto tiles = [&](const std::string &part, int64_t cols) {
-      w.registerTiles(
-          part, /*rowDim=*/batched ? 1 : 0, p.blocks.mc, rb,
-          [&](int64_t rows) {
-            SmallVector<int64_t> sizes = {rows, cols, 1};
-            if (batched) sizes.insert(sizes.begin(), 0);
-            return sizes;
-          },
-          /*decompose=*/false, colsOuter);
+      SmallVector<int64_t> sizes = {rb.m, cols, 1};
+      if (batched) sizes.insert(sizes.begin(), 0);
+      std::string t = schedule.tile(part, sizes, colsOuter);
+      if (!rb.tail) return schedule.vectorize(t);
+      // Loops: columns, rows, k. (Vector sizes given: the remainder's
+      // bounds fold to static ones after vectorization, no masks left.)
+      auto [full, tail] = schedule.peelLoop(t, /*index=*/1);
+      SmallVector<int64_t> vec = {rb.m, cols, 1};
+      if (batched) vec.insert(vec.begin(), 1);
+      schedule.vectorize(full, vec);
+      vec[batched] = rb.tail;
+      schedule.vectorize(tail, vec);
     };
     if (!p.whole) return tiles(h, rb.n);
     auto [whole, rest] = schedule.split(h, /*dim=*/batched ? 2 : 1, p.whole);

@@ -29,11 +29,16 @@ public:
   /// Peels the innermost loop of the tiling that produced `tiled` into full
   /// tiles and the remainder; returns the ops tiled inside each.
   std::pair<std::string, std::string> peelInnermost(const std::string &tiled, int loops) {
+    return peelLoop(tiled, loops - 1);
+  }
+  /// Peels loop `index` (0: outermost) of the tiling that produced `tiled`
+  /// into full tiles and the remainder; returns the ops tiled inside each.
+  std::pair<std::string, std::string> peelLoop(const std::string &tiled, int index) {
     std::string loop = fresh(), main = fresh(), rest = fresh();
     body += llvm::formatv("    {0} = transform.cast {1}_loops#{2} : !transform.any_op to !transform.op<\"scf.for\">\n"
                           "    {3}, {4} = transform.loop.peel {0} : (!transform.op<\"scf.for\">) "
                           "-> (!transform.any_op, !transform.any_op)\n",
-                          loop, tiled, loops - 1, main, rest)
+                          loop, tiled, index, main, rest)
                 .str();
     std::string a = fresh(), b = fresh();
     body += llvm::formatv("    {0} = transform.structured.match interface{{LinalgOp} in {1} : (!transform.any_op) -> !transform.any_op\n"

@@ -83,6 +83,12 @@ std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, 
   return ragged;
 }
 
+MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool *ragged) {
+  std::optional<MatmulBlocks> r = raggedMatmulBlocks(B, M, N, K, tuning);
+  if (ragged) *ragged = r.has_value();
+  return r ? *r : matmulBlocks(B, M, N, K, tuning);
+}
+
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes: blocks of its outer loops (never the innermost,
 /// whose vectors stay whole), the outermost with more than one iteration

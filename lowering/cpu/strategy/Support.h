@@ -80,6 +80,10 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
 /// rows or the matmul runs on one thread; else none (also for N a multiple
 /// of the vector).
 std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
+/// The blocks the matmul strategy takes: raggedMatmulBlocks where it gives
+/// some (`ragged` says so), else matmulBlocks.
+MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
+                                bool *ragged = nullptr);
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes (blocks of its outer loops); empty when it
 /// should stay on the calling thread.

@@ -20,7 +20,10 @@ void ScheduleWriter::fuseIntoAnchors(ModuleOp module) {
     Fused f = fusable(op);
     if (f.init) claimed_.insert(f.init);
     if (f.epilogue) {
-      f.epilogue = inPlaceEpilogue(f.epilogue, op->getResult(0));
+      if (accumulatesApart(op, f, tuning_))
+        accumulateApart(f.init);
+      else
+        f.epilogue = inPlaceEpilogue(f.epilogue, op->getResult(0));
       claimed_.insert(f.epilogue);
     }
     fused_[op] = f;
