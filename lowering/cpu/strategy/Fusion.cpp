@@ -35,15 +35,10 @@ Fused fusable(linalg::LinalgOp op) {
   return f;
 }
 
-bool accumulatesApart(linalg::LinalgOp op, const Fused &f, const CpuTuning &tuning) {
+bool canAccumulateApart(const Fused &f) {
   linalg::LinalgOp init = f.init;
-  auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
-  if (!mm || !f.epilogue || !init || !isa<linalg::FillOp>(init) ||
-      !init.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>())
-    return false;
-  SmallVector<int64_t> b = op.getStaticLoopRanges();  // m, n, k
-  MatmulBlocks mb = chosenMatmulBlocks(1, b[0], b[1], b[2], tuning);
-  return mb.parallel && mb.kc < b[2];
+  return f.epilogue && init && init.getNumDpsInits() == 1 &&
+         init.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>();
 }
 
 void accumulateApart(linalg::LinalgOp init) {

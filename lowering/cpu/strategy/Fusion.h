@@ -35,17 +35,13 @@ Fused fusable(linalg::LinalgOp op);
 /// the result as an input and a fresh output, bufferization copies, and
 /// fusing through both uses computes the tile twice.)
 linalg::GenericOp inPlaceEpilogue(linalg::GenericOp epilogue, Value result);
-/// Whether matmul `op` accumulates its parallel blocks apart from its
-/// output (`accumulateApart`): where it runs in parallel blocks over more
-/// than one k block with a fill as its init and an epilogue, each block's
-/// products are summed in a contiguous buffer of its own (the fill's), and
-/// the epilogue reads that and writes the output. In the output itself the
-/// block's rows lie N floats apart, and the k blocks load and store them
-/// again and again: BERT-base's 128x768x3072 matmuls 3.4 against 3.05 ms
-/// (kiln profile --serial; rows at 3 KiB strides share few L1 sets).
-bool accumulatesApart(linalg::LinalgOp op, const Fused &f, const CpuTuning &tuning);
-/// The fill `init` writes a tensor of its own (a fresh tensor.empty), not
-/// the output the epilogue writes.
+/// Whether `f`'s init can write a tensor of its own (accumulateApart): an
+/// epilogue finishes the output, and the init writes a tensor.empty.
+bool canAccumulateApart(const Fused &f);
+/// The init writes a tensor of its own (a fresh tensor.empty), not the
+/// output the epilogue writes: each parallel block of the anchor then sums
+/// into a buffer of its own (OpStrategy::accumulatesApart), which the
+/// epilogue reads to write the output.
 void accumulateApart(linalg::LinalgOp init);
 /// Whether conv `op` computes its fused init and epilogue (`f`) in its
 /// register tiles `reg` (`reduction` = KH * KW * C): a tile then runs the

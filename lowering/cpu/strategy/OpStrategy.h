@@ -46,6 +46,14 @@ public:
   virtual bool minor() const { return false; }
   /// Chooses `op`'s schedule and writes it (nothing when it stays on loops).
   virtual void schedule(linalg::LinalgOp op, ScheduleWriter &w) const = 0;
+  /// Whether anchor `op`'s parallel blocks sum their products over several
+  /// passes into a contiguous buffer of their own, read by the epilogue
+  /// (ScheduleWriter::fuseIntoAnchors): in the output itself a block's rows
+  /// lie a whole row of the output apart, and every pass loads and stores
+  /// them again. Matmuls over several k blocks; convs with channel blocks
+  /// outside their register tiles were tried (ResNet-50 at batch 1 and 8,
+  /// kiln profile --serial): no gain, they keep the output.
+  virtual bool accumulatesApart(linalg::LinalgOp op, const ScheduleWriter &w) const { return false; }
 };
 
 /// A strategy whose choice is a `Plan`: choose() decides (reads the IR and

@@ -1,5 +1,6 @@
 // The shared pieces of kiln-cpu-strategy's schedules (see Writer.h).
 #include "lowering/cpu/strategy/Writer.h"
+#include "lowering/cpu/strategy/OpStrategy.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
@@ -19,8 +20,16 @@ void ScheduleWriter::fuseIntoAnchors(ModuleOp module) {
   for (linalg::LinalgOp op : anchors) {
     Fused f = fusable(op);
     if (f.init) claimed_.insert(f.init);
+    // (The strategy decides with the fused ops known.)
+    fused_[op] = f;
     if (f.epilogue) {
-      if (accumulatesApart(op, f, tuning_))
+      const OpStrategy *owner = nullptr;
+      for (const OpStrategy *s : strategies())
+        if (s->recognize(op)) {
+          owner = s;
+          break;
+        }
+      if (canAccumulateApart(f) && owner && owner->accumulatesApart(op, *this))
         accumulateApart(f.init);
       else
         f.epilogue = inPlaceEpilogue(f.epilogue, op->getResult(0));
