@@ -21,6 +21,9 @@ struct CpuTuning {
   /// (AMD Zen 4 runs 512-bit FMAs as two 256-bit halves).
   int64_t fmaPipes = 1;
 
+  /// f32 lanes of the widest vector (at least 1).
+  int64_t lanes() const { return vectorBits >= 32 ? vectorBits / 32 : 1; }
+
   /// From an LLVM feature string ("+avx2,+avx512f,-sse4a,..."); at most
   /// `maxVectorBits` wide when that is > 0 (e.g. 256 on an AVX-512 host to
   /// run the AVX2 strategy).

@@ -71,7 +71,7 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
 }
 
 std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
-  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  const int64_t lanes = tuning.lanes();
   if (N <= lanes || N % lanes == 0) return std::nullopt;
   MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning);
   if (mb.rb.n >= lanes) return std::nullopt;

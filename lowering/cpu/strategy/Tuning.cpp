@@ -14,7 +14,7 @@ using namespace strategy;
 
 namespace strategy {
 double tileScore(int64_t mr, int64_t nr, const CpuTuning &tuning) {
-  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  const int64_t lanes = tuning.lanes();
   int64_t vecs = (nr + lanes - 1) / lanes;
   if (mr * vecs + vecs + 1 > tuning.vectorRegisters) return 0.0;
   double utilization = double(nr) / double(vecs * lanes);
@@ -30,7 +30,7 @@ double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &t
 
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail,
                                 double tailBelowScore) {
-  const int64_t lanes = std::max<int64_t>(1, tuning.vectorBits / 32);
+  const int64_t lanes = tuning.lanes();
   auto score = [&](int64_t mr, int64_t nr) { return tileScore(mr, nr, tuning); };
   RegisterTile best{1, 1}, bestTail{1, 1};
   double bestScore = -1, bestTailScore = -1;
@@ -63,7 +63,7 @@ int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tunin
   // (A vector times B, m = 1, reads each row of B once, whole: no panels.)
   if (tuning.vectorBits <= 0 || m < 4 || n <= 0 || k <= 0 || k * n * 4 <= tuning.l2Bytes) return 0;
   MatmulBlocks mb = matmulBlocks(1, m, n, k, tuning);
-  int64_t lanes = tuning.vectorBits / 32;
+  int64_t lanes = tuning.lanes();
   // Tiles of at least 8 columns (a classifier's 1000 at 512 bits: 8,
   // 32-byte panel rows): the weight streams from memory from start to end
   // either way, where rows of N floats read 8 at a time ran at half the

@@ -10,7 +10,7 @@
 namespace kiln::lowering::strategy {
 
 ScheduleWriter::ScheduleWriter(MLIRContext *context, const CpuTuning &tuning)
-    : tuning_(tuning), lanes_(std::max<int64_t>(1, tuning.vectorBits / 32)), builder_(context) {}
+    : tuning_(tuning), lanes_(tuning.lanes()), builder_(context) {}
 
 void ScheduleWriter::fuseIntoAnchors(ModuleOp module) {
   SmallVector<linalg::LinalgOp> anchors;
