@@ -87,8 +87,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     module.walk([&](linalg::LinalgOp op) {
       if (!op.hasPureTensorSemantics() || w.claimed(op)) return;
       if (allStatic(op))
-        for (const OpStrategy *strategy : strategies())
-          if (strategy->recognize(op)) return strategy->schedule(op, w);
+        if (const OpStrategy *strategy = strategyFor(op)) return strategy->schedule(op, w);
       op->setAttr(kOnLoopsAttr, UnitAttr::get(&getContext()));
     });
     if (w.tagged()) {

@@ -10,4 +10,10 @@ llvm::ArrayRef<const OpStrategy *> strategies() {
   return all;
 }
 
+const OpStrategy *strategyFor(linalg::LinalgOp op) {
+  for (const OpStrategy *strategy : strategies())
+    if (strategy->recognize(op)) return strategy;
+  return nullptr;
+}
+
 }  // namespace kiln::lowering::strategy

@@ -89,5 +89,8 @@ const OpStrategy &transposeStrategy();
 
 /// Every strategy, in the order they are tried.
 llvm::ArrayRef<const OpStrategy *> strategies();
+/// The strategy that owns `op`: the first in strategies() that recognizes
+/// it, or null.
+const OpStrategy *strategyFor(linalg::LinalgOp op);
 
 }  // namespace kiln::lowering::strategy

@@ -23,12 +23,7 @@ void ScheduleWriter::fuseIntoAnchors(ModuleOp module) {
     // (The strategy decides with the fused ops known.)
     fused_[op] = f;
     if (f.epilogue) {
-      const OpStrategy *owner = nullptr;
-      for (const OpStrategy *s : strategies())
-        if (s->recognize(op)) {
-          owner = s;
-          break;
-        }
+      const OpStrategy *owner = strategyFor(op);
       if (canAccumulateApart(f) && owner && owner->accumulatesApart(op, *this))
         accumulateApart(f.init);
       else

@@ -60,17 +60,15 @@ public:
   /// streams its share); returns the op's handle inside them and leaves
   /// `bounds` as the tile's.
   std::string parallelRows(const std::string &h, linalg::LinalgOp op, SmallVector<int64_t> &bounds);
-  /// The register tiles of `h` (a conv or matmul tile whose loop `rowDim`
-  /// has `rows` iterations): tiled by `sizes(rt.m)`, decomposed (convs) and
-  /// vectorized; with a tail the op is first split after the full tiles and
-  /// the last `rt.tail` rows get a tile of their own.
+  /// The register tiles of `h` (a conv tile whose loop `rowDim` has `rows`
+  /// iterations): tiled by `sizes(rt.m)`, decomposed and vectorized; with a
+  /// tail the op is first split after the full tiles and the last `rt.tail`
+  /// rows get a tile of their own. (Matmuls peel their row loop instead:
+  /// Matmul.cpp.)
   template <typename Sizes>
-  void registerTiles(const std::string &h, int64_t rowDim, int64_t rows, const RegisterTile &rt, Sizes sizes,
-                     bool decompose = true, llvm::ArrayRef<int64_t> interchange = {}) {
+  void registerTiles(const std::string &h, int64_t rowDim, int64_t rows, const RegisterTile &rt, Sizes sizes) {
     auto finish = [&](const std::string &part, int64_t tileRows) {
-      std::string t = schedule_.tile(part, sizes(tileRows), interchange);
-      if (decompose) t = schedule_.op("decompose", t);
-      schedule_.vectorize(t);
+      schedule_.vectorize(schedule_.op("decompose", schedule_.tile(part, sizes(tileRows))));
     };
     if (!rt.tail) return finish(h, rt.m);
     auto [full, tail] = schedule_.split(h, rowDim, rows - rt.tail);
