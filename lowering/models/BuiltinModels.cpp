@@ -247,15 +247,25 @@ BuiltinModel make(const char *name, const char *description, Writer_ write, bool
 std::vector<std::string> builtinModelNames() { return {"mlp", "cnn", "resnet50"}; }
 
 const BuiltinModel *findBuiltinModel(const std::string &name) {
-  static const BuiltinModel models[] = {
-      make("mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", &writeMlp),
-      make("cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32", &writeCnn),
-      make("resnet50",
-           "ResNet-50 v1.5, NHWC, batch norm folded, deterministic weights (25.6 M), input image: "
-           "1x224x224x3xf32, logits out",
-           &writeResnet50, /*withText=*/false)};
-  for (const BuiltinModel &m : models)
-    if (m.name == name) return &m;
+  // Each made on first use only: making the small models' text takes an
+  // MLIR context and ~10 ms, which every `kiln run model.mlir` paid in its
+  // load before asking for a file.
+  if (name == "mlp") {
+    static const BuiltinModel m = make("mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", &writeMlp);
+    return &m;
+  }
+  if (name == "cnn") {
+    static const BuiltinModel m =
+        make("cnn", "CNN: 2 conv + relu6 + max/avg pool + dense + softmax, input image: 1x16x16x3xf32", &writeCnn);
+    return &m;
+  }
+  if (name == "resnet50") {
+    static const BuiltinModel m = make("resnet50",
+                                       "ResNet-50 v1.5, NHWC, batch norm folded, deterministic weights (25.6 M), "
+                                       "input image: 1x224x224x3xf32, logits out",
+                                       &writeResnet50, /*withText=*/false);
+    return &m;
+  }
   return nullptr;
 }
 
