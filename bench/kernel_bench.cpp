@@ -319,6 +319,18 @@ static void BM_ResNet50Conv(benchmark::State &state) {
 }
 BENCHMARK(BM_ResNet50Conv)->DenseRange(0, 22)->Unit(benchmark::kMicrosecond);
 
+/// BM_ResNet50Conv's convolutions at batch 8 (the throughput case of
+/// bench/peers/run.py --batch 8): ms_per_inference is per batch of 8.
+static void BM_ResNet50ConvBatch8(benchmark::State &state) {
+  const auto &[b1, count] = resnet50Convs()[size_t(state.range(0))];
+  Case c = b1;
+  c.inputs[0].shape[0] = c.output.shape[0] = 8;
+  c.flops *= 8;
+  state.counters["ms_per_inference"] = 1e3 * timeOnConstantWeights(state, c) * count;
+  state.SetLabel(shapes(c.inputs) + " stride " + std::to_string(llvm::cantFail(c.attrs.getInts("stride"))[0]));
+}
+BENCHMARK(BM_ResNet50ConvBatch8)->DenseRange(0, 22)->Unit(benchmark::kMicrosecond);
+
 /// MobileNetV2's stem and pointwise convolutions, as BM_ResNet50Conv.
 static void BM_MobileNetV2Conv(benchmark::State &state) {
   const auto &[c, count] = mobilenetV2Convs()[size_t(state.range(0))];

@@ -1180,6 +1180,35 @@ std::vector<Case> sweepCases() {
     c.atol = 1e-4;
     cs.push_back(c);
   }
+  // Strided 1x1 convs over a batch (ResNet's downsampling projections at
+  // batch 8): at 512 bits a matmul over the pixels they read, copied into
+  // a tensor of their own first (convs1x1AsMatmuls); at narrower vectors
+  // convs that read them with their stride. One too small for threads, one
+  // in parallel blocks with a row tail.
+  for (auto [n, h, c0, f] : std::vector<std::array<int64_t, 4>>{{4, 13, 32, 64}, {8, 27, 64, 128}}) {
+    int64_t oh = (h - 1) / 2 + 1;
+    Case c;
+    TensorType x = tt(F, {n, h, h, c0}), w = tt(F, {f, 1, 1, c0}), b = tt(F, {f}), o = tt(F, {n, oh, oh, f});
+    c.name = "conv2d_strided_1x1_" + shapeToString(x.shape) + "_f" + std::to_string(f);
+    c.args = {x, w, b};
+    c.results = {o};
+    c.body = zeroConst("zp", F) +
+             "  %r0 = \"tosa.conv2d\"(%a0, %a1, %a2, %zp, %zp) <{acc_type = f32, pad = array<i64: 0, 0, 0, 0>, "
+             "stride = array<i64: 2, 2>, dilation = array<i64: 1, 1>}> : (" +
+             mt(x) + ", " + mt(w) + ", " + mt(b) + ", tensor<1xf32>, tensor<1xf32>) -> " + mt(o) + "\n";
+    c.ref = [x, w](const std::vector<Values> &in) {
+      const int64_t pad[4] = {0, 0, 0, 0}, st[2] = {2, 2}, dl[2] = {1, 1};
+      ref::Dims os;
+      ref::Vec y = ref::conv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                               ref::Vec(in[1].begin(), in[1].end()), ref::Dims(w.shape.begin(), w.shape.end()),
+                               ref::Vec(in[2].begin(), in[2].end()), pad, st, dl, os);
+      return std::vector<Values>{Values(y.begin(), y.end())};
+    };
+    c.ranges = {{-1, 1}, {-1, 1}, {-1, 1}};
+    c.rtol = 1e-4;
+    c.atol = 1e-4;
+    cs.push_back(c);
+  }
   // kiln's grouped conv (tosa.custom kiln.grouped_conv2d: what
   // kiln-raise-linalg makes of ResNeXt's and RegNet's grouped convs): JIT
   // code through kiln-grouped-conv-to-linalg, and its kernel. Groups of 8

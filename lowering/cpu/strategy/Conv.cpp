@@ -9,7 +9,7 @@
 // (inRegisters), in its register tiles: the bias starts the accumulator,
 // the epilogue finishes it, one store (the register phase).
 //
-// 1x1 stride-1 convs whose matmul tile is better became matmuls before
+// 1x1 convs (strided ones too) whose matmul tile is better became matmuls before
 // (Prepare.cpp); Winograd convs are a pass of their own (WinogradConv.cpp).
 //
 // Where every register tile waits on loads (AVX2 on 7-wide maps), the

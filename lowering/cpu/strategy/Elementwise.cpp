@@ -20,7 +20,7 @@ public:
   bool minor() const override { return true; }
 
   bool recognize(linalg::LinalgOp op) const override {
-    return (isa<linalg::FillOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op);
+    return (isa<linalg::FillOp, linalg::CopyOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op);
   }
 
   std::optional<ElementwisePlan> choose(linalg::LinalgOp, const ScheduleWriter &) const override {
@@ -29,7 +29,7 @@ public:
 
   std::string describe(linalg::LinalgOp op, const ElementwisePlan &, const ScheduleWriter &) const override {
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-    std::string out = isa<linalg::FillOp>(op) ? "fill" : "elementwise";
+    std::string out = isa<linalg::FillOp>(op) ? "fill" : isa<linalg::CopyOp>(op) ? "copy" : "elementwise";
     return out + (parallelRowBlocks(op, bounds).empty() ? "" : " in parallel");
   }
 

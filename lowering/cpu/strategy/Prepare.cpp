@@ -193,7 +193,15 @@ void hwcfFilters(ModuleOp module) {
   }
 }
 
-/// A 1x1 stride-1 conv (NHWC) is a matmul of its pixels, [N*H*W, C], by
+/// A conv's strides (h, w).
+static std::pair<int64_t, int64_t> convStrides(linalg::LinalgOp op) {
+  auto strides = op->getAttrOfType<DenseIntElementsAttr>("strides");
+  if (!strides) return {1, 1};
+  auto s = strides.getValues<int64_t>();
+  return {s[0], s[1]};
+}
+
+/// A 1x1 conv (NHWC) is a matmul of its pixels, [N*H*W, C], by
 /// its filter, [C, F]: it becomes a linalg.matmul on collapsed views, and
 /// its accumulator init and elementwise epilogue are collapsed with it
 /// (the reshapes between them fold), so that the matmul strategy tiles
@@ -201,6 +209,14 @@ void hwcfFilters(ModuleOp module) {
 /// the output width (4 x 64 on a 28-wide map); as a matmul they may take
 /// any number of pixels. Convs that stream their filter keep the conv
 /// strategy (and its panels).
+/// A strided 1x1 conv reads every s-th pixel: the matmul takes a copy of
+/// those ([N, OH, OW, C], a copy in parallel vector tiles). ResNet-50's
+/// downsampling projections at batch 8 (392 to 6272 pixels; at batch 1
+/// they stream their filters or keep the conv's tile): the 1x1 1024 ->
+/// 2048 on 7x7 12.7 -> 7.9 ms, 512 -> 1024 on 14x14 8.1 -> 7.6 ms
+/// (minimum of 18 calls in `kiln profile --serial`, alternating; alone,
+/// BM_ResNet50ConvBatch8/8, 14, 20: 0.91-0.96x). (At batch 1 the same
+/// copy before the conv strategy had measured no faster: docs/codegen-cpu.md.)
 void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
   SmallVector<linalg::LinalgOp> convs;
   module.walk([&](linalg::LinalgOp op) {
@@ -210,8 +226,11 @@ void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
     auto in = cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
     auto out = cast<RankedTensorType>(op->getResult(0).getType());
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();  // n, oh, ow, f, kh, kw, c
-    if (bounds[4] != 1 || bounds[5] != 1 || in.getDimSize(1) != out.getDimSize(1) ||
-        in.getDimSize(2) != out.getDimSize(2))
+    if (bounds[4] != 1 || bounds[5] != 1) return;
+    // A strided 1x1 conv (ResNet's downsampling projections) reads every
+    // s-th pixel: those are copied together first (convStrides).
+    auto [sh, sw] = convStrides(op);
+    if ((in.getDimSize(1) - 1) / sh + 1 != out.getDimSize(1) || (in.getDimSize(2) - 1) / sw + 1 != out.getDimSize(2))
       return;
     int64_t pixels = bounds[0] * bounds[1] * bounds[2], ow = bounds[2], f = bounds[3];
     if (streamingFilterBlock(1, 1, bounds[6], f, ow, pixels, tuning) > 0) return;
@@ -252,8 +271,24 @@ void convs1x1AsMatmuls(ModuleOp module, const CpuTuning &tuning) {
     }
     Value b = flat(filter);
     Value init = flat(op.getDpsInitOperand(0)->get());
-    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
-                                       ValueRange{flat(op.getDpsInputOperand(0)->get()), b}, ValueRange{init});
+    Value input = op.getDpsInputOperand(0)->get();
+    if (auto [sh, sw] = convStrides(op); sh != 1 || sw != 1) {
+      // The pixels the conv reads, copied into a tensor of their own (a
+      // strided view's rows cannot be collapsed into the matmul's).
+      auto type = cast<RankedTensorType>(input.getType());
+      auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+      SmallVector<int64_t> sizes = {outType.getDimSize(0), outType.getDimSize(1), outType.getDimSize(2),
+                                    type.getDimSize(3)};
+      auto sliceType = RankedTensorType::get(sizes, type.getElementType());
+      Value strided = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, input, ValueRange{}, ValueRange{},
+                                                     ValueRange{}, rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                                                     rewriter.getDenseI64ArrayAttr(sizes),
+                                                     rewriter.getDenseI64ArrayAttr({1, sh, sw, 1}));
+      Value empty = tensor::EmptyOp::create(rewriter, loc, sizes, type.getElementType());
+      input = linalg::CopyOp::create(rewriter, loc, strided, empty)->getResult(0);
+    }
+    auto mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()}, ValueRange{flat(input), b},
+                                       ValueRange{init});
     made.insert(mm);
     Value result = tensor::ExpandShapeOp::create(rewriter, loc, op->getResult(0).getType(), mm->getResult(0), pixels);
     rewriter.replaceOp(op, result);

@@ -26,8 +26,9 @@ void hwcfFilters(mlir::ModuleOp module);
 /// tensor.pad of static shapes with a constant value: the source copied
 /// into the interior of a new tensor, fills of the border only. (Pad.cpp)
 void decomposePads(mlir::ModuleOp module);
-/// 1x1 stride-1 convs whose matmul register tile is better as
-/// linalg.matmul on collapsed views, with their init and epilogue.
+/// 1x1 convs whose matmul register tile is better as linalg.matmul on
+/// collapsed views, with their init and epilogue (strided ones on a copy
+/// of the pixels they read).
 void convs1x1AsMatmuls(mlir::ModuleOp module, const CpuTuning &tuning);
 /// A batch-1 batch_matmul flattened for its elementwise epilogue as a 2-D
 /// matmul, and the elementwise op after the epilogue fused into it.
