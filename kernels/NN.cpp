@@ -551,8 +551,20 @@ bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> in) {
 }
 
 void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_t ld) {
-  for (int64_t f = 0; f < F; ++f)
-    for (int64_t q = 0; q < patch; ++q) out[q * ld + f] = w[f * patch + q];
+  // A transpose in blocks of 16 filters x 64 patch positions: each output
+  // row's 16 floats are one cache line written whole, each filter's 64 one
+  // run read in order. (Filter by filter, every write landed on a line of
+  // its own, ld floats from the last: ResNet-50's 100 MB of filters took
+  // ~0.1 s of its kernel plan's first call.)
+  constexpr int64_t kBlockF = 16, kBlockQ = 64;
+  for (int64_t f0 = 0; f0 < F; f0 += kBlockF) {
+    int64_t f1 = std::min(F, f0 + kBlockF);
+    for (int64_t q0 = 0; q0 < patch; q0 += kBlockQ) {
+      int64_t q1 = std::min(patch, q0 + kBlockQ);
+      for (int64_t q = q0; q < q1; ++q)
+        for (int64_t f = f0; f < f1; ++f) out[q * ld + f] = w[f * patch + q];
+    }
+  }
 }
 
 void registerNNKernels(KernelRegistry &r) {

@@ -2,10 +2,12 @@
 // variant the host can run matches a double-precision reference, at widths
 // that leave remainders at every vector length and row counts that leave a
 // remainder of the eight-row step.
+#include "kernels/MatmulPanels.h"
 #include "kernels/VectorKernels.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -35,6 +37,23 @@ TEST(VectorKernels, SumRowsMatchesReferenceAtEveryWidth) {
   }
   EXPECT_GE(ran, 1);  // the baseline always runs
   EXPECT_EQ(kiln::kernels::sumRowsFor(100), nullptr);
+}
+
+// The conv kernel's packed filter ([F, patch] stored as [patch, F] rows ld
+// floats apart, transposed in blocks): every element where it belongs for
+// sizes that leave partial blocks of filters and of patch positions, and
+// the padding columns of a wider ld untouched.
+TEST(VectorKernels, PackConvFilterIsTheFiltersTranspose) {
+  for (auto [F, patch, ld] : std::vector<std::array<int64_t, 3>>{
+           {16, 64, 16}, {20, 70, 32}, {1, 3, 1}, {48, 4608, 48}, {33, 129, 40}}) {
+    std::vector<float> w(size_t(F * patch)), out(size_t(patch * ld), -1.0f);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = float(i);
+    kiln::kernels::packConvFilter(w.data(), F, patch, out.data(), ld);
+    for (int64_t q = 0; q < patch; ++q)
+      for (int64_t f = 0; f < ld; ++f)
+        ASSERT_EQ(out[size_t(q * ld + f)], f < F ? w[size_t(f * patch + q)] : -1.0f)
+            << F << " filters x " << patch << " (ld " << ld << "): position " << q << ", filter " << f;
+  }
 }
 
 // Depthwise rows: channel counts below, at and past the 32-channel block
