@@ -1,4 +1,4 @@
-// Elementwise ops and fills (byte-sized elements; generics whose bodies
+// Elementwise ops, fills and copies (byte-sized elements; generics whose bodies
 // only compute): the innermost dimension in whole vectors, the remainder
 // peeled into one static tail (no masks), in parallel tiles of the outer
 // loops when they move at least kParallelMinBytes. The same tiles serve
@@ -20,7 +20,9 @@ public:
   bool minor() const override { return true; }
 
   bool recognize(linalg::LinalgOp op) const override {
-    return (isa<linalg::FillOp, linalg::CopyOp>(op) && byteSizedElements(op)) || isVectorizableElementwise(op);
+    // (A 0-d fill or copy has no loop to vectorize: left to loops.)
+    return (isa<linalg::FillOp, linalg::CopyOp>(op) && op.getNumLoops() > 0 && byteSizedElements(op)) ||
+           isVectorizableElementwise(op);
   }
 
   std::optional<ElementwisePlan> choose(linalg::LinalgOp, const ScheduleWriter &) const override {
