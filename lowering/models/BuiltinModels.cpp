@@ -248,8 +248,9 @@ std::vector<std::string> builtinModelNames() { return {"mlp", "cnn", "resnet50"}
 
 const BuiltinModel *findBuiltinModel(const std::string &name) {
   // Each made on first use only: making the small models' text takes an
-  // MLIR context and ~10 ms, which every `kiln run model.mlir` paid in its
-  // load before asking for a file.
+  // MLIR context and a GraphBuilder each (5% of the samples of MobileNetV2's
+  // kernels-only cold run, `perf record`), which every `kiln run model.mlir`
+  // paid in its load before asking for a file.
   if (name == "mlp") {
     static const BuiltinModel m = make("mlp", "MLP 64-128-10 with ReLU and softmax, input x: ?x64xf32", &writeMlp);
     return &m;
