@@ -25,6 +25,7 @@ std::string PlacementOptions::canonical() const {
   if (!winogradOn()) s += std::string(s.empty() ? "" : ",") + "winograd=off";
   if (!padRowsOn()) s += std::string(s.empty() ? "" : ",") + "padrows=off";
   if (!panelsOn()) s += std::string(s.empty() ? "" : ",") + "panels=off";
+  if (!attentionOn()) s += std::string(s.empty() ? "" : ",") + "attention=off";
   return s;
 }
 
@@ -34,6 +35,7 @@ void PlacementOptions::merge(const PlacementOptions &other) {
   if (other.winograd) winograd = other.winograd;
   if (other.padRows) padRows = other.padRows;
   if (other.panels) panels = other.panels;
+  if (other.attention) attention = other.attention;
 }
 
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
@@ -51,6 +53,7 @@ llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec) {
                                       : op == "winograd" ? &o.winograd
                                       : op == "padrows"  ? &o.padRows
                                       : op == "panels"   ? &o.panels
+                                      : op == "attention" ? &o.attention
                                                          : nullptr) {
       if (mode != "on" && mode != "off")
         return error(ErrorCode::kInvalidArgument, "op mode '%s': %s takes on or off", item.str().c_str(),

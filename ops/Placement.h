@@ -27,6 +27,11 @@
 // bigger than L2 in panels of the register tiles' columns
 // (lowering::WeightLayouts::panelMatmulWeights).
 //
+// Fused attention (`attention`, on unless "attention=off"): attention's
+// two matmuls (softmax(Q Kᵀ) x V, both of activations) in one cluster, run
+// by generated code as one loop over blocks of query rows
+// (lowering/cpu/strategy/Attention.cpp).
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -55,23 +60,27 @@ struct PlacementOptions {
   std::optional<bool> padRows;
   /// Streamed conv filters and matmul weights stored in panels (unset: on).
   std::optional<bool> panels;
+  /// Attention's matmuls and softmax fused (unset: on).
+  std::optional<bool> attention;
 
   bool measuring() const { return measure.value_or(true); }
   bool winogradOn() const { return winograd.value_or(true); }
   bool padRowsOn() const { return padRows.value_or(true); }
   bool panelsOn() const { return panels.value_or(true); }
+  bool attentionOn() const { return attention.value_or(true); }
 
   OpMode modeFor(llvm::StringRef op) const;
   /// "tosa.conv2d=kernel,*=jit" (sorted; ",measure=off", ",winograd=off",
-  /// ",padrows=off", ",panels=off" when off): the cache key's op-mode part.
+  /// ",padrows=off", ",panels=off", ",attention=off" when off): the cache
+  /// key's op-mode part.
   std::string canonical() const;
   bool empty() const { return modes.empty(); }
   /// `other`'s entries override this one's.
   void merge(const PlacementOptions &other);
 };
 
-/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off,padrows=off,panels=off" (also
-/// $KILN_OP_MODE).
+/// Parses "tosa.conv2d=kernel,tosa.gather=jit,*=auto,measure=off,winograd=off,padrows=off,panels=off,
+/// attention=off" (also $KILN_OP_MODE).
 llvm::Expected<PlacementOptions> parseOpModes(llvm::StringRef spec);
 
 }  // namespace kiln::ops

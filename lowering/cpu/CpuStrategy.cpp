@@ -29,8 +29,13 @@
 // schedule, the register phase, applied after the first and after the
 // panel reads). Register tiles: chooseRegisterTile (Tuning.cpp).
 //
+// Attention (Attention.cpp): softmax(Q Kᵀ) x V in one cluster becomes one
+// scf.forall over (head, block of query rows) with the softmax and Q Kᵀ
+// fused into its tiles, before the per-op strategies, which then schedule
+// the ops inside it on one thread each.
+//
 // Steps: the rewrites before the schedule (Rewrites.h: Prepare.cpp,
-// Pad.cpp); fused ops claimed by their anchors; each remaining static op
+// Pad.cpp, Attention.cpp); fused ops claimed by their anchors; each remaining static op
 // on tensors scheduled by the first strategy that recognizes it; the
 // schedule applied; panel reads (Panels.cpp); the register phase;
 // polynomial approximations of vector transcendentals.
@@ -81,6 +86,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     hwcfFilters(module);
     decomposePads(module);
     convs1x1AsMatmuls(module, tuning);
+    fuseAttention(module, tuning);
     flattenMatmulEpilogues(module);
     ScheduleWriter w(&getContext(), tuning);
     w.fuseIntoAnchors(module);

@@ -107,6 +107,64 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
     outline(module, body, g, *sorted, order);
   }
 
+  /// Attention's second matmul, softmax(Q Kᵀ) x V: a tosa.matmul whose
+  /// left operand comes, through reshapes, elementwise ops and reductions
+  /// of the last axis only, from the one anchor of JIT group `c`, itself a
+  /// tosa.matmul; both matmuls of activations. Returns that group (-1 for
+  /// any other op). Clustered together, kiln-cpu-strategy runs the pair as
+  /// one loop over (batch, row block) whose scores stay in cache
+  /// (lowering/cpu/strategy/Attention.cpp). A matmul on a weight, a layer
+  /// norm and a matmul on another weight is no attention: each row block
+  /// would read both weights again.
+  int attentionGroup(Operation *op, const Grouping &g) const {
+    // Weights are constants or (hoisted) arguments past the inputs (all
+    // arguments where the pass is not told how many are inputs), read
+    // through their layouts' views.
+    auto weight = [this](Operation *m) {
+      Value v = m->getOperand(1);
+      while (Operation *d = v.getDefiningOp()) {
+        if (isFreeOp(d)) return true;
+        if (!isa<tosa::ReshapeOp, tosa::TransposeOp, tosa::SliceOp, tosa::CustomOp>(d)) return false;
+        v = d->getOperand(0);
+      }
+      return inputs < 0 || int64_t(cast<BlockArgument>(v).getArgNumber()) >= inputs;
+    };
+    auto mm = dyn_cast<tosa::MatMulOp>(op);
+    if (!mm || weight(mm)) return -1;
+    Operation *def = mm->getOperand(0).getDefiningOp();
+    auto it = def ? g.groupOf.find(def) : g.groupOf.end();
+    if (it == g.groupOf.end()) return -1;
+    int c = it->second;
+    if (!g.groups[c].jit || g.groups[c].anchors != 1) return -1;
+    auto rowWise = [](Operation *o) {
+      if (isa<tosa::ReshapeOp, tosa::CastOp, tosa::MulOp>(o) || o->hasTrait<OpTrait::tosa::TosaElementwiseOperator>())
+        return true;
+      if (isa<tosa::ReduceMaxOp, tosa::ReduceSumOp>(o)) {
+        auto t = dyn_cast<RankedTensorType>(o->getOperand(0).getType());
+        auto axis = o->getAttrOfType<IntegerAttr>("axis");
+        return t && axis && axis.getInt() == t.getRank() - 1;
+      }
+      return false;
+    };
+    llvm::SmallVector<Operation *> work = {def};
+    llvm::DenseSet<Operation *> seen;
+    bool reached = false;
+    while (!work.empty()) {
+      Operation *o = work.pop_back_val();
+      if (!seen.insert(o).second) continue;
+      if (isa<tosa::MatMulOp>(o)) {
+        if (weight(o)) return -1;
+        reached = true;
+        continue;
+      }
+      if (!rowWise(o)) return -1;
+      for (Value v : o->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && !isFreeOp(d))
+          if (auto dt = g.groupOf.find(d); dt != g.groupOf.end() && dt->second == c) work.push_back(d);
+    }
+    return reached ? c : -1;
+  }
+
   /// Groups the ops of `body` (in `order`, numbered as they come): each
   /// kernel op alone, JIT ops into clusters of at most anchorsPerCluster
   /// anchors and maxOps ops, merged while the graph of groups stays acyclic.
@@ -187,12 +245,18 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
       }
       int anchor = isAnchorOp(&op) ? 1 : 0;
       int chosen = -1;
+      // Attention's x V joins the group of its scores (Q Kᵀ, softmax) as no
+      // anchor of its own (limit 1 only: that is what it is sized for).
+      if (int c = limit == 1 && attention ? attentionGroup(&op, g) : -1;
+          c >= 0 && llvm::is_contained(producers, c) && g.groups[c].ops.size() < opLimit && !depsExcept(c).test(c)) {
+        anchor = 0;
+        chosen = c;
+      }
       for (int c : producers)
-        if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && g.groups[c].ops.size() < opLimit &&
-            !depsExcept(c).test(c)) {
-          chosen = c;
-          break;
-        }
+        if (chosen < 0)
+          if (g.groups[c].jit && fits(g.groups[c].anchors + anchor) && g.groups[c].ops.size() < opLimit &&
+              !depsExcept(c).test(c))
+            chosen = c;
       if (chosen < 0) {
         int c = g.create(true, &op, depsExcept(-1));
         g.groups[c].anchors = anchor;

@@ -221,7 +221,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         // Clusters of kernels built around anchors (the host's) also stop at
         // kMaxClusterOps ops; a whole-graph cluster (a GPU's) does not.
         pm.addPass(createKilnOutlineClusters(
-            KilnOutlineClustersOptions{anchorsPerCluster, anchorsPerCluster > 0 ? kMaxClusterOps : 0}));
+            KilnOutlineClustersOptions{anchorsPerCluster, anchorsPerCluster > 0 ? kMaxClusterOps : 0,
+                                       int64_t(spec.inputTypes.size()), options.attentionOn()}));
         return pm.run(module);
       }))
     return std::move(err);

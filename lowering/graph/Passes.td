@@ -96,6 +96,10 @@ def KilnOutlineClusters : Pass<"kiln-outline-clusters", "mlir::ModuleOp"> {
            "most anchor ops (conv, matmul, pooling) in one cluster; 0 = no limit">,
     Option<"maxOps", "max-ops", "int64_t", "0",
            "most ops in one cluster; 0 = no limit">,
+    Option<"inputs", "inputs", "int64_t", "-1",
+           "how many of kiln_fn's leading arguments are inputs (the rest are weights); -1: all are weights">,
+    Option<"attention", "attention", "bool", "true",
+           "attention's x V in the cluster of its Q Kᵀ and softmax (anchors-per-cluster 1)">,
   ];
   let dependentDialects = ["mlir::func::FuncDialect"];
 }

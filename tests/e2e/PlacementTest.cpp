@@ -862,7 +862,7 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   ops::PlacementOptions merged = llvm::cantFail(ops::parseOpModes("measure=off"));
   merged.merge(llvm::cantFail(ops::parseOpModes("measure=on")));
   EXPECT_TRUE(merged.measuring());
-  // winograd, padrows and panels take on|off the same way: off in a spec
+  // winograd, padrows, panels and attention take on|off the same way: off in a spec
   // (canonical after the toggle written before it), on by default, any other
   // value refused, and off wins when merged.
   struct Toggle {
@@ -871,7 +871,8 @@ TEST(Placement, MeasureIsAnOptionOfTheOpModesAndKeysTheCache) {
   };
   for (const Toggle &t : {Toggle{"winograd", "measure", "fast", &ops::PlacementOptions::winogradOn},
                           Toggle{"padrows", "winograd", "1", &ops::PlacementOptions::padRowsOn},
-                          Toggle{"panels", "padrows", "yes", &ops::PlacementOptions::panelsOn}}) {
+                          Toggle{"panels", "padrows", "yes", &ops::PlacementOptions::panelsOn},
+                          Toggle{"attention", "panels", "fused", &ops::PlacementOptions::attentionOn}}) {
     SCOPED_TRACE(t.name);
     std::string name = t.name, before = t.before;
     auto toggledOff = llvm::cantFail(ops::parseOpModes(name + "=off," + before + "=off"));

@@ -48,7 +48,7 @@ public:
     // (Ragged columns: blocks and tiles of the whole vectors' columns, each
     // block over every column, raggedMatmulBlocks.)
     bool ragged = false;
-    p.blocks = chosenMatmulBlocks(B, M, N, K, w.tuning(), &ragged);
+    p.blocks = chosenMatmulBlocks(B, M, N, K, w.tuning(), &ragged, /*oneThread=*/insideParallelLoop(op));
     if (ragged) p.whole = N - N % w.lanes();
     const MatmulBlocks &mb = p.blocks;
     p.outer = {mb.mc == M ? 0 : mb.mc, mb.nc == N ? 0 : mb.nc, 0};

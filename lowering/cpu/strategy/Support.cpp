@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace kiln::lowering::strategy {
 
@@ -24,7 +25,8 @@ int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles) {
   return block;
 }
 
-MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool columnBlocks) {
+MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool columnBlocks,
+                          bool oneThread) {
   MatmulBlocks p;
   p.rt = chooseRegisterTile(M, N, tuning);
   // K blocks whose rows of one register tile's columns of B (kc x
@@ -44,7 +46,7 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // (Or a weight of at least kParallelMinBytes read by few rows: a
   // classifier's vector times its 4 MB weight is memory-bound, and two
   // cores read memory at twice one's rate.)
-  p.parallel = 2.0 * B * M * N * K >= kParallelMinFlops || B * K * N * 4 >= kParallelMinBytes;
+  p.parallel = !oneThread && (2.0 * B * M * N * K >= kParallelMinFlops || B * K * N * 4 >= kParallelMinBytes);
   if (p.parallel) {
     // Enough blocks for the threads to share: smaller column blocks
     // (B still read once), then smaller row blocks.
@@ -70,23 +72,25 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   return p;
 }
 
-std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning) {
+std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
+                                               bool oneThread) {
   const int64_t lanes = tuning.lanes();
   if (N <= lanes || N % lanes == 0) return std::nullopt;
-  MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning);
+  MatmulBlocks mb = matmulBlocks(B, M, N, K, tuning, /*columnBlocks=*/true, oneThread);
   if (mb.rb.n >= lanes) return std::nullopt;
   // A few rows over many columns (a classifier at batch 8) keep their
   // narrow tiles in parallel column blocks.
-  MatmulBlocks ragged = matmulBlocks(B, M, N - N % lanes, K, tuning, /*columnBlocks=*/false);
+  MatmulBlocks ragged = matmulBlocks(B, M, N - N % lanes, K, tuning, /*columnBlocks=*/false, oneThread);
   if (mb.parallel && !(ragged.parallel && B * (M / ragged.mc) >= kParallelTasks)) return std::nullopt;
   ragged.nc = N;
   return ragged;
 }
 
-MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool *ragged) {
-  std::optional<MatmulBlocks> r = raggedMatmulBlocks(B, M, N, K, tuning);
+MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning, bool *ragged,
+                                bool oneThread) {
+  std::optional<MatmulBlocks> r = raggedMatmulBlocks(B, M, N, K, tuning, oneThread);
   if (ragged) *ragged = r.has_value();
-  return r ? *r : matmulBlocks(B, M, N, K, tuning);
+  return r ? *r : matmulBlocks(B, M, N, K, tuning, /*columnBlocks=*/true, oneThread);
 }
 
 /// Parallel tiles for an elementwise op, fill or row reduction over at
@@ -95,6 +99,7 @@ MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, cons
 /// and, when that gives too few tiles, the next one too. Empty when it
 /// should stay on the calling thread.
 SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds) {
+  if (insideParallelLoop(op)) return {};
   double bytes = 0;  // no overflow on absurd shapes
   for (Value v : llvm::concat<Value>(op.getDpsInputs(), op->getResults()))  // inits are the results' buffers
     if (auto t = dyn_cast<ShapedType>(v.getType()); t && t.hasStaticShape())
@@ -117,6 +122,8 @@ SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64
   if (tiles == 1) return {};
   return blocks;
 }
+
+bool insideParallelLoop(Operation *op) { return op->getParentOfType<scf::ForallOp>() != nullptr; }
 
 bool allStatic(linalg::LinalgOp op) {
   for (Value v : op->getOperands())

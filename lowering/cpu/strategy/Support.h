@@ -70,24 +70,29 @@ struct MatmulBlocks {
   RegisterTile rb{1, 1};  // within an mc x nc block
 };
 /// With `columnBlocks` false every block spans all N columns (the threads
-/// share batches and row blocks only).
+/// share batches and row blocks only); with `oneThread` no block is split
+/// for threads (a matmul inside a parallel loop already: attention's).
 MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
-                          bool columnBlocks = true);
+                          bool columnBlocks = true, bool oneThread = false);
 /// Columns no vector divides whose dividing register tiles are narrower
 /// than a vector: the blocks of the first N - N % lanes columns (tiles of
 /// whole vectors; the rest a tile of its own), each block over all N
 /// columns (nc = N), where the threads get enough blocks of batches and
 /// rows or the matmul runs on one thread; else none (also for N a multiple
 /// of the vector).
-std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning);
+std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
+                                               bool oneThread = false);
 /// The blocks the matmul strategy takes: raggedMatmulBlocks where it gives
 /// some (`ragged` says so), else matmulBlocks.
 MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
-                                bool *ragged = nullptr);
+                                bool *ragged = nullptr, bool oneThread = false);
 /// Parallel tiles for an elementwise op, fill or row reduction over at
 /// least kParallelMinBytes (blocks of its outer loops); empty when it
 /// should stay on the calling thread.
 SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds);
+/// Whether `op` is inside an scf.forall already (attention's tiles,
+/// Attention.cpp): its own tiles then run on the calling thread.
+bool insideParallelLoop(Operation *op);
 /// Every operand and result has a static shape.
 bool allStatic(linalg::LinalgOp op);
 /// Every operand is f32.
