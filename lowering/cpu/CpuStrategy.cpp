@@ -29,13 +29,13 @@
 // schedule, the register phase, applied after the first and after the
 // panel reads). Register tiles: chooseRegisterTile (Tuning.cpp).
 //
-// Attention (Attention.cpp): softmax(Q Kᵀ) x V in one cluster becomes one
+// Attention (RowFusion.cpp): softmax(Q Kᵀ) x V in one cluster becomes one
 // scf.forall over (head, block of query rows) with the softmax and Q Kᵀ
 // fused into its tiles, before the per-op strategies, which then schedule
 // the ops inside it on one thread each.
 //
 // Steps: the rewrites before the schedule (Rewrites.h: Prepare.cpp,
-// Pad.cpp, Attention.cpp); fused ops claimed by their anchors; each remaining static op
+// Pad.cpp, RowFusion.cpp); fused ops claimed by their anchors; each remaining static op
 // on tensors scheduled by the first strategy that recognizes it; the
 // schedule applied; panel reads (Panels.cpp); the register phase;
 // polynomial approximations of vector transcendentals.
@@ -88,7 +88,15 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     convs1x1AsMatmuls(module, tuning);
     fuseAttention(module, tuning);
     flattenMatmulEpilogues(module);
+    fuseRowChains(module, tuning);
     ScheduleWriter w(&getContext(), tuning);
+    // The fused loops first: what the ops inside them run in.
+    module.walk([&](Operation *op) {
+      if (auto what = op->getAttrOfType<StringAttr>(kFusedRowsAttr)) {
+        w.describe(what.str());
+        op->removeAttr(kFusedRowsAttr);
+      }
+    });
     w.fuseIntoAnchors(module);
     module.walk([&](linalg::LinalgOp op) {
       if (!op.hasPureTensorSemantics() || w.claimed(op)) return;

@@ -113,7 +113,7 @@ struct OutlineClusters : impl::KilnOutlineClustersBase<OutlineClusters> {
   /// tosa.matmul; both matmuls of activations. Returns that group (-1 for
   /// any other op). Clustered together, kiln-cpu-strategy runs the pair as
   /// one loop over (batch, row block) whose scores stay in cache
-  /// (lowering/cpu/strategy/Attention.cpp). A matmul on a weight, a layer
+  /// (lowering/cpu/strategy/RowFusion.cpp). A matmul on a weight, a layer
   /// norm and a matmul on another weight is no attention: each row block
   /// would read both weights again.
   int attentionGroup(Operation *op, const Grouping &g) const {

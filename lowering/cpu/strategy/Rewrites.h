@@ -1,6 +1,6 @@
 // The rewrites kiln-cpu-strategy makes around its schedules (internal to
 // lowering/cpu). Before the schedule, in this order (Prepare.cpp, Pad.cpp,
-// Attention.cpp),
+// RowFusion.cpp),
 // so that the op strategies see the forms they schedule well; after it
 // (Panels.cpp), reads of panel-stored weights become slices of the panels.
 //
@@ -31,10 +31,18 @@ void decomposePads(mlir::ModuleOp module);
 /// collapsed views, with their init and epilogue (strided ones on a copy
 /// of the pixels they read).
 void convs1x1AsMatmuls(mlir::ModuleOp module, const CpuTuning &tuning);
+/// The loops fuseAttention and fuseRowChains make carry what they fused
+/// ("row chain in blocks of 4 rows, in parallel") for the strategy's
+/// description.
+inline constexpr llvm::StringLiteral kFusedRowsAttr = "kiln.fused_rows";
 /// Attention, softmax(Q Kᵀ) x V, as one scf.forall over (batch, blocks of
 /// query rows) with the softmax and Q Kᵀ fused into its tiles.
-/// (Attention.cpp)
+/// (RowFusion.cpp)
 void fuseAttention(mlir::ModuleOp module, const CpuTuning &tuning);
+/// Chains of row-wise ops with row reductions (layer norms, RMS norms, a
+/// softmax) as one loop over blocks of rows with the chain fused into it.
+/// (RowFusion.cpp)
+void fuseRowChains(mlir::ModuleOp module, const CpuTuning &tuning);
 /// A batch-1 batch_matmul flattened for its elementwise epilogue as a 2-D
 /// matmul, and the elementwise op after the epilogue fused into it.
 void flattenMatmulEpilogues(mlir::ModuleOp module);

@@ -91,7 +91,7 @@ MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, cons
 /// should stay on the calling thread.
 SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds);
 /// Whether `op` is inside an scf.forall already (attention's tiles,
-/// Attention.cpp): its own tiles then run on the calling thread.
+/// RowFusion.cpp): its own tiles then run on the calling thread.
 bool insideParallelLoop(Operation *op);
 /// Every operand and result has a static shape.
 bool allStatic(linalg::LinalgOp op);

@@ -7,13 +7,13 @@
 // softmax and x V while they stay in L1: both matmuls on one thread inside
 // it, no batch matmul over all heads and no reshape of the scores left.
 // (AVX2's 32 KiB L1: blocks of 32 rows.)
-// CHECK: kiln.strategy = "matmul 64x128x32: registers {{.*}}, one thread; row reduction of 128: vectors of 32 x2; matmul 64x32x128: registers {{.*}}, one thread; transpose 1x128x4x32:
+// CHECK: kiln.strategy = "attention in blocks of 64 query rows; matmul 64x128x32: registers {{.*}}, one thread; row reduction of 128: vectors of 32 x2; matmul 64x32x128: registers {{.*}}, one thread; transpose 1x128x4x32:
 // CHECK-LABEL: func.func @attention
 // CHECK-NOT: tensor.expand_shape
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (4, 128) step (1, 64)
 // CHECK-NOT: scf.forall (
 // CHECK: scf.forall.in_parallel
-// AVX2: kiln.strategy = "matmul 32x128x32: registers {{.*}}, one thread; {{.*}}matmul 32x32x128: registers {{.*}}, one thread;
+// AVX2: kiln.strategy = "attention in blocks of 32 query rows; matmul 32x128x32: registers {{.*}}, one thread; {{.*}}matmul 32x32x128: registers {{.*}}, one thread;
 // AVX2-LABEL: func.func @attention
 // AVX2: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (4, 128) step (1, 32)
 func.func @attention(%q: tensor<4x128x32xf32>, %kt: tensor<4x32x128xf32>, %v: tensor<4x128x32xf32>, %mask: tensor<1x1x128x128xf32>) -> tensor<1x128x4x32xf32> {
@@ -48,11 +48,11 @@ func.func @attention(%q: tensor<4x128x32xf32>, %kt: tensor<4x32x128xf32>, %v: te
 // blocks of 24 rows (a multiple of the 8-row register tile) in one loop,
 // the last 13 rows in a second, each with its own copy of the softmax,
 // the parts written into the result.
-// CHECK: kiln.strategy = "matmul 37x200x16: {{.*}}, one thread; {{.*}}matmul 37x16x200: {{.*}}, one thread;
+// CHECK: kiln.strategy = "attention in blocks of 37 query rows; matmul 37x200x16: {{.*}}, one thread; {{.*}}matmul 37x16x200: {{.*}}, one thread;
 // CHECK-LABEL: func.func @ragged
 // CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK-NOT: scf.forall (
-// AVX2: kiln.strategy = "matmul 24x200x16: {{.*}}, one thread; {{.*}}matmul 13x200x16: {{.*}}, one thread;
+// AVX2: kiln.strategy = "attention in blocks of 24 query rows; attention's last 13 query rows; matmul 24x200x16: {{.*}}, one thread; {{.*}}matmul 13x200x16: {{.*}}, one thread;
 // AVX2-LABEL: func.func @ragged
 // AVX2: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<2x24x16xf32>)
 // AVX2: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<2x13x16xf32>)

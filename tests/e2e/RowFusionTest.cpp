@@ -1,10 +1,15 @@
-// Attention, softmax(Q Kᵀ) x V, as the exporters write it: differential
-// tests of the fused form (kiln-outline-clusters puts both matmuls in one
+// Row-wise fusion (lowering/cpu/strategy/RowFusion.cpp), differential
+// tests against the handwritten kernels and a double-precision reference
+// at every vector width.
+//
+// Layer norms, RMS norms and softmaxes as the exporters write them: the
+// chain in blocks of rows, for widths that leave vector remainders.
+//
+// Attention, softmax(Q Kᵀ) x V, as the exporters write it: the fused form (kiln-outline-clusters puts both matmuls in one
 // cluster, kiln-cpu-strategy runs them as one loop over blocks of query
-// rows: lowering/cpu/strategy/Attention.cpp) against the unfused JIT code
-// (attention=off), the handwritten kernels and a double-precision
-// reference, at every vector width, for row counts that the row blocks
-// divide and that they do not (ViT's 197 tokens).
+// rows) against the unfused JIT code (attention=off) and the kernels, for
+// row counts that the row blocks divide and that they do not (ViT's 197
+// tokens).
 #include "jit/Compiler.h"
 #include "tests/TestRuntime.h"
 
@@ -223,5 +228,123 @@ INSTANTIATE_TEST_SUITE_P(
                       Attention{"heads2_seq197_safe", 2, 197, 197, 64, 64, true, true},  // ViT's
                       Attention{"onnx_heads4_seq48", 4, 48, 48, 16, 16, false}),
     [](const ::testing::TestParamInfo<Attention> &info) { return info.param.name; });
+
+/// A row chain: a norm or softmax over the last dimension of [1, S, C].
+struct RowChain {
+  std::string name;
+  int64_t S, C;
+  enum Kind { kLayerNormF64, kRmsNorm, kSoftmax } kind;
+};
+
+std::string rowChainMlir(const RowChain &c) {
+  std::string t = "tensor<" + shape({1, c.S, c.C}) + ">", r = "tensor<" + shape({1, c.S, 1}) + ">",
+              t64 = "tensor<1x" + std::to_string(c.S) + "x" + std::to_string(c.C) + "xf64>",
+              r64 = "tensor<1x" + std::to_string(c.S) + "x1xf64>", g = "tensor<" + shape({1, 1, c.C}) + ">";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "func.func @main(%x: " << t << ", %res: " << t << ", %g: " << g << ", %b: " << g << ") -> " << t << " {\n"
+     << "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
+     << "  %inv = \"tosa.const\"() <{values = dense<" << 1.0 / double(c.C)
+     << "> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+     << "  %eps = \"tosa.const\"() <{values = dense<1.0E-5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+     << "  %s = tosa.add %x, %res : (" << t << ", " << t << ") -> " << t << "\n";
+  switch (c.kind) {
+  case RowChain::kLayerNormF64:  // BERT's, as torch-mlir exports it
+    os << "  %inv64 = \"tosa.const\"() <{values = dense<" << 1.0 / double(c.C)
+       << "> : tensor<1x1x1xf64>}> : () -> tensor<1x1x1xf64>\n"
+       << "  %s64 = tosa.cast %s : (" << t << ") -> " << t64 << "\n"
+       << "  %sum64 = tosa.reduce_sum %s64 {axis = 2 : i32} : (" << t64 << ") -> " << r64 << "\n"
+       << "  %mean64 = tosa.mul %sum64, %inv64, %shift : (" << r64 << ", tensor<1x1x1xf64>, tensor<1xi8>) -> " << r64
+       << "\n"
+       << "  %d64 = tosa.sub %s64, %mean64 : (" << t64 << ", " << r64 << ") -> " << t64 << "\n"
+       << "  %sq = tosa.mul %d64, %d64, %shift : (" << t64 << ", " << t64 << ", tensor<1xi8>) -> " << t64 << "\n"
+       << "  %ssq = tosa.reduce_sum %sq {axis = 2 : i32} : (" << t64 << ") -> " << r64 << "\n"
+       << "  %var64 = tosa.mul %ssq, %inv64, %shift : (" << r64 << ", tensor<1x1x1xf64>, tensor<1xi8>) -> " << r64
+       << "\n"
+       << "  %var = tosa.cast %var64 : (" << r64 << ") -> " << r << "\n"
+       << "  %sum = tosa.reduce_sum %s {axis = 2 : i32} : (" << t << ") -> " << r << "\n"
+       << "  %mean = tosa.mul %sum, %inv, %shift : (" << r << ", tensor<1x1x1xf32>, tensor<1xi8>) -> " << r << "\n"
+       << "  %ve = tosa.add %var, %eps : (" << r << ", tensor<1x1x1xf32>) -> " << r << "\n"
+       << "  %rs = tosa.rsqrt %ve : (" << r << ") -> " << r << "\n"
+       << "  %d = tosa.sub %s, %mean : (" << t << ", " << r << ") -> " << t << "\n"
+       << "  %n = tosa.mul %d, %rs, %shift : (" << t << ", " << r << ", tensor<1xi8>) -> " << t << "\n"
+       << "  %ng = tosa.mul %n, %g, %shift : (" << t << ", " << g << ", tensor<1xi8>) -> " << t << "\n"
+       << "  %y = tosa.add %ng, %b : (" << t << ", " << g << ") -> " << t << "\n";
+    break;
+  case RowChain::kRmsNorm:  // T5's
+    os << "  %sq = tosa.mul %s, %s, %shift : (" << t << ", " << t << ", tensor<1xi8>) -> " << t << "\n"
+       << "  %ss = tosa.reduce_sum %sq {axis = 2 : i32} : (" << t << ") -> " << r << "\n"
+       << "  %ms = tosa.mul %ss, %inv, %shift : (" << r << ", tensor<1x1x1xf32>, tensor<1xi8>) -> " << r << "\n"
+       << "  %e = tosa.add %ms, %eps : (" << r << ", tensor<1x1x1xf32>) -> " << r << "\n"
+       << "  %rs = tosa.rsqrt %e : (" << r << ") -> " << r << "\n"
+       << "  %n = tosa.mul %s, %rs, %shift : (" << t << ", " << r << ", tensor<1xi8>) -> " << t << "\n"
+       << "  %y = tosa.mul %n, %g, %shift : (" << t << ", " << g << ", tensor<1xi8>) -> " << t << "\n";
+    break;
+  case RowChain::kSoftmax:
+    os << "  %mx = tosa.reduce_max %s {axis = 2 : i32} : (" << t << ") -> " << r << "\n"
+       << "  %d = tosa.sub %s, %mx : (" << t << ", " << r << ") -> " << t << "\n"
+       << "  %e = tosa.exp %d : (" << t << ") -> " << t << "\n"
+       << "  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (" << t << ") -> " << r << "\n"
+       << "  %rs = tosa.reciprocal %sum : (" << r << ") -> " << r << "\n"
+       << "  %y = tosa.mul %e, %rs, %shift : (" << t << ", " << r << ", tensor<1xi8>) -> " << t << "\n";
+    break;
+  }
+  os << "  return %y : " << t << "\n}\n";
+  return s;
+}
+
+std::vector<double> rowChainReference(const RowChain &c, const std::vector<Tensor> &in) {
+  std::vector<double> x = test::asDoubles(in[0]), res = test::asDoubles(in[1]), g = test::asDoubles(in[2]),
+                      b = test::asDoubles(in[3]);
+  std::vector<double> out(x.size());
+  for (int64_t i = 0; i < c.S; ++i) {
+    std::vector<double> s(size_t(c.C));
+    for (int64_t j = 0; j < c.C; ++j) s[j] = x[i * c.C + j] + res[i * c.C + j];
+    double mean = 0, sq = 0, mx = -INFINITY, sum = 0;
+    for (double v : s) mean += v / double(c.C), sq += v * v / double(c.C), mx = std::max(mx, v);
+    double var = 0;
+    for (double v : s) var += (v - mean) * (v - mean) / double(c.C);
+    for (double v : s) sum += std::exp(v - mx);
+    for (int64_t j = 0; j < c.C; ++j) {
+      double &o = out[i * c.C + j];
+      if (c.kind == RowChain::kLayerNormF64) o = (s[j] - mean) / std::sqrt(var + 1e-5) * g[j] + b[j];
+      else if (c.kind == RowChain::kRmsNorm) o = s[j] / std::sqrt(sq + 1e-5) * g[j];
+      else o = std::exp(s[j] - mx) / sum;
+    }
+  }
+  return out;
+}
+
+class RowChainCase : public ::testing::TestWithParam<RowChain> {};
+
+// Blocked and fused by default at every vector width, and on the kernels.
+TEST_P(RowChainCase, MatchesReference) {
+  const RowChain &c = GetParam();
+  std::string text = rowChainMlir(c);
+  for (auto [modes, bits] : {std::pair<std::string, int>{"", 0}, {"", 256}, {"", 128}, {"*=kernel", 0}}) {
+    SCOPED_TRACE(modes + " at " + std::to_string(bits) + " bits");
+    auto module = KILN_TAKE(runtimeFor(modes, bits).loadModule(text, c.name + ".mlir"));
+    if (!module) continue;
+    std::vector<Tensor> in = {test::randomTensor({1, c.S, c.C}, 21), test::randomTensor({1, c.S, c.C}, 22),
+                              test::randomTensor({1, 1, c.C}, 23), test::randomTensor({1, 1, c.C}, 24)};
+    auto out = KILN_TAKE(module->call("main", in));
+    ASSERT_EQ(out.size(), 1u) << text;
+    EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), rowChainReference(c, in), 1e-4, 1e-5)) << text;
+    std::vector<TensorType> types;
+    for (const Tensor &t : in) types.push_back(t.type());
+    auto fn = KILN_TAKE(module->compile("main", types));
+    if (!fn || !modes.empty()) continue;
+    std::string strategies;
+    for (const StepDesc &step : fn->executable->steps()) strategies += step.strategy + "\n";
+    EXPECT_NE(strategies.find("row chain in blocks of"), std::string::npos) << strategies;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RowChainCase,
+                         ::testing::Values(RowChain{"layer_norm_f64_37x100", 37, 100, RowChain::kLayerNormF64},
+                                           RowChain{"layer_norm_f64_256x384", 256, 384, RowChain::kLayerNormF64},
+                                           RowChain{"rms_norm_64x128", 64, 128, RowChain::kRmsNorm},
+                                           RowChain{"softmax_50x77", 50, 77, RowChain::kSoftmax}),
+                         [](const ::testing::TestParamInfo<RowChain> &info) { return info.param.name; });
 
 }  // namespace

@@ -1,15 +1,21 @@
-// Attention as one loop: softmax(Q Kᵀ) x V (what torch-mlir's and the ONNX
-// route's multi-head attention become: batch_matmul, a scale, a mask, a
-// row max, exp, a row sum, a normalization, batch_matmul) tiled over
-// (batch x heads, blocks of query rows) with everything between the two
-// matmuls and the first matmul fused into each tile. A tile computes its
-// rows' scores against all keys, their softmax and their x V while the
-// scores (rows x keys) stay in L1 — before, the scores of all heads went
-// to memory between the passes (QKᵀ, then max, exp, sum and the
-// normalization as passes of their own, then x V in another kernel).
-// kiln-outline-clusters puts the two matmuls in one cluster.
+// Row-wise fusion: chains of ops that compute a row from rows (softmax,
+// layer norm, RMS norm: row reductions and elementwise ops over the last
+// dimension) tiled over blocks of rows, every op of the chain fused into
+// the tile, so that a block's rows stay in L1 from the first pass to the
+// last instead of each pass streaming the whole tensor (a layer norm in
+// f64, as torch exports BERT's: five passes over 0.4-0.8 MB).
 //
-// Inside the loop the ops keep their strategies (matmul register tiles,
+// Attention, softmax(Q Kᵀ) x V (what torch-mlir's and the ONNX route's
+// multi-head attention become: batch_matmul, a scale, a mask, a row max,
+// exp, a row sum, a normalization, batch_matmul), the same way with both
+// matmuls in the tile: x V tiled over (batch x heads, blocks of query
+// rows), Q Kᵀ and the softmax fused in. A tile computes its rows' scores
+// against all keys, their softmax and their x V while the scores (rows x
+// keys) stay in L1 — before, the scores of all heads went to memory
+// between the passes and x V ran as another kernel. kiln-outline-clusters
+// puts the two matmuls in one cluster.
+//
+// Inside the loops the ops keep their strategies (matmul register tiles,
 // row reductions in vectors, elementwise ops in vectors), on one thread
 // each: the loop is the parallel one.
 #include "lowering/cpu/strategy/Rewrites.h"
@@ -27,6 +33,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace kiln::lowering::strategy {
 namespace {
@@ -174,15 +181,16 @@ int64_t rowBlock(int64_t B, int64_t M, int64_t N, int64_t D, const CpuTuning &tu
   return r;
 }
 
-/// `out` (rows of its batch_matmul) tiled by [1, rows], the chain fused
-/// into the tiles; the loop, or null where tiling failed.
-Operation *tileAndFuse(IRRewriter &rewriter, linalg::BatchMatmulOp out, int64_t rows,
-                       const llvm::DenseSet<Operation *> &fusable) {
-  MLIRContext *ctx = out->getContext();
-  rewriter.setInsertionPoint(out);
+/// `op` tiled by `sizes` (in an scf.forall where `parallel`, else an
+/// scf.for), the ops of `fusable` it reads (transitively) fused into the
+/// tiles; the loop, or null where tiling failed.
+Operation *tileAndFuse(IRRewriter &rewriter, TilingInterface op, llvm::ArrayRef<int64_t> sizes, bool parallel,
+                       const llvm::DenseSet<Operation *> &fusable, llvm::StringRef what) {
+  MLIRContext *ctx = op->getContext();
+  rewriter.setInsertionPoint(op);
   scf::SCFTilingOptions tiling;
-  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-  tiling.setTileSizes(getAsIndexOpFoldResult(ctx, {1, rows, 0, 0}));
+  tiling.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp : scf::SCFTilingOptions::LoopType::ForOp);
+  tiling.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
   scf::SCFTileAndFuseOptions options;
   options.setTilingOptions(tiling);
   options.setFusionControlFn([&fusable](tensor::ExtractSliceOp, OpResult producer, bool)
@@ -195,10 +203,9 @@ Operation *tileAndFuse(IRRewriter &rewriter, linalg::BatchMatmulOp out, int64_t 
   RewritePatternSet cleanup(ctx);
   tensor::populateMergeConsecutiveInsertExtractSlicePatterns(cleanup);
   options.cleanupPatterns = FrozenRewritePatternSet(std::move(cleanup));
-  FailureOr<scf::SCFTileAndFuseResult> tiled =
-      scf::tileConsumerAndFuseProducersUsingSCF(rewriter, cast<TilingInterface>(out.getOperation()), options);
+  FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(rewriter, op, options);
   if (failed(tiled)) return nullptr;
-  rewriter.replaceOp(out, tiled->replacements[out->getResult(0)]);
+  rewriter.replaceOp(op, tiled->replacements[op->getResult(0)]);
   // (Fusion leaves the slices of the originals it read, unused.)
   Operation *loop = tiled->loops.front().getOperation();
   SmallVector<tensor::ExtractSliceOp> slices;
@@ -206,11 +213,101 @@ Operation *tileAndFuse(IRRewriter &rewriter, linalg::BatchMatmulOp out, int64_t 
     if (s->use_empty()) slices.push_back(s);
   });
   for (tensor::ExtractSliceOp s : slices) rewriter.eraseOp(s);
-  // The exp read by both the row sum and the normalization was fused once
-  // for each: the copies merge.
+  // An op read twice in the chain (the exp read by both the row sum and
+  // the normalization) was fused once for each read: the copies merge.
   DominanceInfo dom(loop);
   eliminateCommonSubExpressions(rewriter, dom, loop);
+  loop->setAttr(kFusedRowsAttr, rewriter.getStringAttr(what));
   return loop;
+}
+
+/// Erases `ops` as they become unused (and the unused slices taken of
+/// them).
+void eraseDead(IRRewriter &rewriter, SmallVector<Operation *> dead) {
+  SmallVector<Operation *> slices;
+  for (Operation *o : dead)
+    for (Operation *u : o->getUsers())
+      if (isa<tensor::ExtractSliceOp>(u) && u->use_empty()) slices.push_back(u);
+  for (Operation *u : slices) rewriter.eraseOp(u);
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&o : dead)
+      if (o && o->use_empty()) {
+        rewriter.eraseOp(o);
+        o = nullptr;
+        erased = true;
+      }
+  }
+}
+
+/// A chain of row-wise ops ending in `root`, an elementwise op: the ops
+/// it reads through row-wise generics, last-axis reductions, fills and
+/// reshapes between them, none of which is read outside the chain. It
+/// stops at ops that read an anchor's result (a matmul's or conv's
+/// epilogue, fused into the anchor's own tiles) and at values used
+/// elsewhere too (a transformer's residual stream), which the tiles read
+/// as they are.
+struct RowChain {
+  linalg::GenericOp root;
+  llvm::SetVector<Operation *> ops;  // not the root
+  bool reshapes = false, reduces = false;
+};
+
+/// Whether `op` is an anchor the strategies fuse epilogues into, or an op
+/// that no row-wise chain computes.
+bool chainable(Operation *op) {
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  auto r = dyn_cast<linalg::ReduceOp>(op);
+  if (!(g && rowWiseGeneric(g) && g.getNumDpsInits() == 1) && !(r && rowWiseReduce(r) && r.getNumDpsInits() == 1) &&
+      !isa<linalg::FillOp>(op))
+    return false;
+  if (auto l = dyn_cast<linalg::LinalgOp>(op); !allStatic(l)) return false;
+  // An anchor's epilogue stays the anchor's.
+  for (Value v : op->getOperands())
+    if (auto d = v.getDefiningOp<linalg::LinalgOp>(); d && !isa<linalg::GenericOp, linalg::ReduceOp, linalg::FillOp>(d))
+      return false;
+  return true;
+}
+
+std::optional<RowChain> findRowChain(linalg::GenericOp root) {
+  if (!chainable(root) || root.getNumReductionLoops() != 0 || root.getNumLoops() < 2) return std::nullopt;
+  RowChain c;
+  c.root = root;
+  SmallVector<Value> work(root->getOperands());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *d = v.getDefiningOp();
+    if (!d || c.ops.contains(d)) continue;
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(d)) {
+      Operation *src = d->getOperand(0).getDefiningOp();
+      if (!src || !chainable(src)) continue;  // a view of an input of the chain
+    } else if (!chainable(d)) {
+      continue;
+    }
+    c.ops.insert(d);
+    for (Value o : d->getOperands()) work.push_back(o);
+  }
+  // Values read outside the chain are computed outside it.
+  for (bool pruned = true; pruned;) {
+    pruned = false;
+    for (Operation *o : SmallVector<Operation *>(c.ops.begin(), c.ops.end()))
+      if (llvm::any_of(o->getUsers(), [&](Operation *u) { return u != root && !c.ops.contains(u); })) {
+        c.ops.remove(o);
+        pruned = true;
+      }
+  }
+  for (Operation *o : c.ops) {
+    c.reshapes |= isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(o);
+    if (auto l = dyn_cast<linalg::LinalgOp>(o)) c.reduces |= l.getNumReductionLoops() > 0;
+  }
+  if (!c.reduces) return std::nullopt;
+  return c;
+}
+
+/// Rows of a row chain's tile: the most (a divisor of the rows) whose
+/// widest intermediate (rows x N elements of `bytes`) fills half of L1.
+int64_t chainRowBlock(int64_t M, int64_t N, int64_t bytes, const CpuTuning &tuning) {
+  return blockOf(M, 1, std::max<int64_t>(1, tuning.l1Bytes / 2 / (N * bytes)));
 }
 
 }  // namespace
@@ -239,7 +336,9 @@ void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
     IRRewriter rewriter(module.getContext());
     int64_t whole = M - M % r;
     if (whole == M) {
-      if (!tileAndFuse(rewriter, out, r, fusable)) continue;
+      std::string what = llvm::formatv("attention in blocks of {0} query rows", r).str();
+      if (!tileAndFuse(rewriter, cast<TilingInterface>(out.getOperation()), {1, r, 0, 0}, true, fusable, what))
+        continue;
     } else {
       // Rows no tile divides (ViT's 197 tokens): the whole tiles' rows and
       // the rest as two parts of x V, each tiled (the rest in one tile per
@@ -267,27 +366,120 @@ void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
                                                getAsIndexOpFoldResult(module.getContext(), {0, row, 0}),
                                                getAsIndexOpFoldResult(module.getContext(), {B, rows, D}), ones);
       rewriter.replaceOp(out, result);
-      if (!tileAndFuse(rewriter, head, r, fusable) || !tileAndFuse(rewriter, tail, M - whole, fusable)) continue;
+      std::string what = llvm::formatv("attention in blocks of {0} query rows", r).str();
+      std::string rest = llvm::formatv("attention's last {0} query rows", M - whole).str();
+      if (!tileAndFuse(rewriter, cast<TilingInterface>(head.getOperation()), {1, r, 0, 0}, true, fusable, what) ||
+          !tileAndFuse(rewriter, cast<TilingInterface>(tail.getOperation()), {1, M - whole, 0, 0}, true, fusable,
+                       rest))
+        continue;
     }
-    // The untiled chain is dead now (but for the unused slices the parts
-    // took of it).
+    // The untiled chain is dead now.
     SmallVector<Operation *> dead(c->ops.begin(), c->ops.end());
     dead.push_back(c->scores);
     if (Operation *d = c->scores.getDpsInits()[0].getDefiningOp()) dead.push_back(d);
-    SmallVector<Operation *> slices;
-    for (Operation *o : dead)
-      for (Operation *u : o->getUsers())
-        if (isa<tensor::ExtractSliceOp>(u) && u->use_empty()) slices.push_back(u);
-    for (Operation *u : slices) rewriter.eraseOp(u);
-    for (bool erased = true; erased;) {
-      erased = false;
-      for (Operation *&o : dead)
-        if (o && o->use_empty()) {
-          rewriter.eraseOp(o);
-          o = nullptr;
-          erased = true;
-        }
+    eraseDead(rewriter, dead);
+  }
+}
+
+void fuseRowChains(ModuleOp module, const CpuTuning &tuning) {
+  auto roots = [&] {
+    SmallVector<linalg::GenericOp> out;
+    module.walk([&](linalg::GenericOp g) {
+      // (Not the softmax inside attention's loop: its rows are blocked already.)
+      for (Operation *p = g->getParentOp(); p; p = p->getParentOp())
+        if (p->hasAttr(kFusedRowsAttr)) return;
+      if (g.hasPureTensorSemantics()) out.push_back(g);
+    });
+    std::reverse(out.begin(), out.end());  // consumers first: a chain's last op is its root
+    return out;
+  };
+  // Chains through reshapes (torch's [1, S, C] layer norms, their row sums
+  // read back as [1, S, 1]) lose their unit loops before the last first.
+  llvm::DenseSet<Operation *> targets;
+  llvm::DenseSet<Operation *> seen;
+  for (linalg::GenericOp root : roots()) {
+    if (seen.contains(root)) continue;
+    std::optional<RowChain> c = findRowChain(root);
+    if (!c) continue;
+    for (Operation *o : c->ops) seen.insert(o);
+    if (!c->reshapes) continue;
+    targets.insert(root);
+    for (Operation *o : c->ops)
+      if (isa<linalg::LinalgOp>(o)) targets.insert(o);
+  }
+  if (!targets.empty()) {
+    MLIRContext *ctx = module.getContext();
+    IRRewriter rewriter(ctx);
+    llvm::DenseSet<Operation *> generics;
+    for (Operation *o : targets) {
+      if (auto r = dyn_cast<linalg::ReduceOp>(o)) {
+        rewriter.setInsertionPoint(r);
+        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(o));
+        if (succeeded(g)) o = *g;
+      }
+      generics.insert(o);
     }
+    linalg::ControlDropUnitDims options;
+    options.controlFn = [&generics](Operation *op) -> SmallVector<unsigned> {
+      auto g = dyn_cast<linalg::GenericOp>(op);
+      if (!g || !generics.contains(op)) return {};
+      SmallVector<int64_t> bounds = g.getStaticLoopRanges();
+      int64_t L = int64_t(bounds.size());
+      // (All rows in one: no rows to block, nothing dropped.)
+      if (llvm::all_of(llvm::ArrayRef(bounds).drop_back(), [](int64_t b) { return b == 1; })) return {};
+      // (Non-unit loops named too: the operands' unit dims read at 0 go.)
+      SmallVector<unsigned> dims;
+      for (int64_t i = 0; i < L; ++i)
+        if (bounds[i] != 1 || i + 1 < L) dims.push_back(unsigned(i));
+      return dims;
+    };
+    RewritePatternSet patterns(ctx);
+    linalg::populateFoldUnitExtentDimsPatterns(patterns, options);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    SmallVector<Operation *> ops(generics.begin(), generics.end());
+    for (Operation *o : generics)
+      for (Value v : o->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(d))
+          ops.push_back(d);
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+    (void)applyOpPatternsGreedily(ops, FrozenRewritePatternSet(std::move(patterns)), config);
+  }
+  seen.clear();
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp root : roots()) {
+    if (seen.contains(root)) continue;
+    std::optional<RowChain> c = findRowChain(root);
+    if (!c || c->reshapes) continue;
+    for (Operation *o : c->ops) seen.insert(o);
+    SmallVector<int64_t> bounds = root.getStaticLoopRanges();
+    int64_t L = int64_t(bounds.size()), N = bounds.back(), M = bounds[L - 2];
+    int64_t others = 1;
+    for (int64_t i = 0; i + 2 < L; ++i) others *= bounds[i];
+    if (others * M < 2) continue;
+    // The widest element of the chain (f64 where torch computes a norm's
+    // variance in double).
+    int64_t bytes = 4;
+    SmallVector<Operation *> all(c->ops.begin(), c->ops.end());
+    all.push_back(root);
+    for (Operation *o : all)
+      for (Type t : o->getResultTypes())
+        if (auto s = dyn_cast<ShapedType>(t)) bytes = std::max<int64_t>(bytes, llvm::divideCeil(s.getElementTypeBitWidth(), 8));
+    int64_t r = chainRowBlock(M, N, bytes, tuning);
+    SmallVector<int64_t> sizes(L, 1);
+    sizes[L - 2] = r;
+    sizes[L - 1] = 0;
+    // Threads where the chain moves enough memory to pay for them.
+    auto type = cast<ShapedType>(root->getResult(0).getType());
+    bool parallel = !insideParallelLoop(root) && others * (M / r) > 1 &&
+                    type.getNumElements() * bytes * 2 >= kParallelMinBytes / 2;
+    llvm::DenseSet<Operation *> fusable(c->ops.begin(), c->ops.end());
+    std::string what = llvm::formatv("row chain in blocks of {0} rows{1}", r, parallel ? ", in parallel" : "").str();
+    if (!tileAndFuse(rewriter, cast<TilingInterface>(root.getOperation()), sizes, parallel, fusable, what)) continue;
+    eraseDead(rewriter, SmallVector<Operation *>(c->ops.begin(), c->ops.end()));
   }
 }
 
