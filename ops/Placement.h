@@ -30,7 +30,7 @@
 // Fused attention (`attention`, on unless "attention=off"): attention's
 // two matmuls (softmax(Q Kᵀ) x V, both of activations) in one cluster, run
 // by generated code as one loop over blocks of query rows
-// (lowering/cpu/strategy/Attention.cpp).
+// (lowering/cpu/strategy/RowFusion.cpp).
 //
 // Thread-safety: plain values.
 #pragma once
