@@ -304,10 +304,10 @@ std::optional<RowChain> findRowChain(linalg::GenericOp root) {
   return c;
 }
 
-/// Rows of a row chain's tile: the most (a divisor of the rows) whose
-/// widest intermediate (rows x N elements of `bytes`) fills half of L1.
-int64_t chainRowBlock(int64_t M, int64_t N, int64_t bytes, const CpuTuning &tuning) {
-  return blockOf(M, 1, std::max<int64_t>(1, tuning.l1Bytes / 2 / (N * bytes)));
+/// Most rows of a row chain's tile: those whose widest intermediate
+/// (rows x N elements of `bytes`) fills half of L1.
+int64_t chainRowLimit(int64_t N, int64_t bytes, const CpuTuning &tuning) {
+  return std::max<int64_t>(1, tuning.l1Bytes / 2 / (N * bytes));
 }
 
 }  // namespace
@@ -468,7 +468,15 @@ void fuseRowChains(ModuleOp module, const CpuTuning &tuning) {
     for (Operation *o : all)
       for (Type t : o->getResultTypes())
         if (auto s = dyn_cast<ShapedType>(t)) bytes = std::max<int64_t>(bytes, llvm::divideCeil(s.getElementTypeBitWidth(), 8));
-    int64_t r = chainRowBlock(M, N, bytes, tuning);
+    int64_t limit = chainRowLimit(N, bytes, tuning), r = blockOf(M, 1, std::min(M, limit));
+    // Rows that no block near the limit divides (a prime count: blocks of
+    // one row, a task each) go in whole where other loops give the tiles
+    // (a [heads, 197, 197] softmax: one block per head, in L2), else the
+    // chain stays as it is.
+    if (r < 8 && r * 2 <= std::min(M, limit)) {
+      if (others < 2) continue;
+      r = M;
+    }
     SmallVector<int64_t> sizes(L, 1);
     sizes[L - 2] = r;
     sizes[L - 1] = 0;

@@ -66,3 +66,38 @@ func.func @matmul_rms_norm(%x: tensor<1x256x256xf32>, %w: tensor<1x256x512xf32>,
   %y = tosa.mul %n, %g, %shift : (tensor<1x256x512xf32>, tensor<1x1x512xf32>, tensor<1xi8>) -> tensor<1x256x512xf32>
   return %y : tensor<1x256x512xf32>
 }
+
+// -----
+
+// A softmax over 97 rows (prime: no block near the 16 rows of 256 floats
+// that fill half of L1 divides them) of 4 heads: a block of all 97 rows
+// per head. With one head there would be no other loop to share out: the
+// chain stays as it was (next case).
+// CHECK: kiln.strategy = "row chain in blocks of 97 rows, in parallel;
+// CHECK-LABEL: func.func @softmax_prime_rows
+// CHECK: scf.forall (%{{.*}}) in (4)
+func.func @softmax_prime_rows(%x: tensor<4x97x256xf32>) -> tensor<4x97x256xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %mx = tosa.reduce_max %x {axis = 2 : i32} : (tensor<4x97x256xf32>) -> tensor<4x97x1xf32>
+  %d = tosa.sub %x, %mx : (tensor<4x97x256xf32>, tensor<4x97x1xf32>) -> tensor<4x97x256xf32>
+  %e = tosa.exp %d : (tensor<4x97x256xf32>) -> tensor<4x97x256xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<4x97x256xf32>) -> tensor<4x97x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<4x97x1xf32>) -> tensor<4x97x1xf32>
+  %y = tosa.mul %e, %r, %shift : (tensor<4x97x256xf32>, tensor<4x97x1xf32>, tensor<1xi8>) -> tensor<4x97x256xf32>
+  return %y : tensor<4x97x256xf32>
+}
+
+// -----
+
+// CHECK-NOT: row chain
+// CHECK-LABEL: func.func @softmax_prime_rows_one_head
+func.func @softmax_prime_rows_one_head(%x: tensor<1x97x256xf32>) -> tensor<1x97x256xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %mx = tosa.reduce_max %x {axis = 2 : i32} : (tensor<1x97x256xf32>) -> tensor<1x97x1xf32>
+  %d = tosa.sub %x, %mx : (tensor<1x97x256xf32>, tensor<1x97x1xf32>) -> tensor<1x97x256xf32>
+  %e = tosa.exp %d : (tensor<1x97x256xf32>) -> tensor<1x97x256xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<1x97x256xf32>) -> tensor<1x97x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<1x97x1xf32>) -> tensor<1x97x1xf32>
+  %y = tosa.mul %e, %r, %shift : (tensor<1x97x256xf32>, tensor<1x97x1xf32>, tensor<1xi8>) -> tensor<1x97x256xf32>
+  return %y : tensor<1x97x256xf32>
+}
