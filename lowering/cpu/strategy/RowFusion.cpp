@@ -111,34 +111,36 @@ std::optional<Chain> findChain(linalg::BatchMatmulOp out) {
   return c;
 }
 
-/// The chain's generics (linalg.reduce generalized first) without the
-/// unit loops in front of the last three (torch-mlir's [1, heads, q, k]
-/// scores around a [heads, q, k] batch_matmul), and the reshapes between
-/// them folded: the chain in the batch_matmuls' own rank.
-void dropLeadingUnitLoops(Chain &c) {
-  MLIRContext *ctx = c.out->getContext();
+/// `ops` (linalg.reduce generalized first) without their unit loops before
+/// the last `keep`, at least two loops left, and the reshapes between them
+/// folded (torch-mlir's [1, heads, q, k] scores around a [heads, q, k]
+/// batch_matmul, its [1, S, C] layer norms with row sums read back as
+/// [1, S, 1]): the ops in the rank of the ops around them.
+void dropUnitLoops(MLIRContext *ctx, llvm::ArrayRef<Operation *> ops, int64_t keep) {
   IRRewriter rewriter(ctx);
-  llvm::DenseSet<Operation *> targets;
-  for (Operation *o : c.ops.takeVector()) {
+  llvm::DenseSet<Operation *> generics;
+  for (Operation *o : ops) {
     if (auto r = dyn_cast<linalg::ReduceOp>(o)) {
       rewriter.setInsertionPoint(r);
       FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(o));
       if (succeeded(g)) o = *g;
     }
-    targets.insert(o);
+    if (isa<linalg::GenericOp>(o)) generics.insert(o);
   }
   linalg::ControlDropUnitDims options;
-  options.controlFn = [&targets](Operation *op) -> SmallVector<unsigned> {
+  options.controlFn = [&generics, keep](Operation *op) -> SmallVector<unsigned> {
     auto g = dyn_cast<linalg::GenericOp>(op);
-    if (!g || !targets.contains(op)) return {};
-    SmallVector<unsigned> dims;
+    if (!g || !generics.contains(op)) return {};
     SmallVector<int64_t> bounds = g.getStaticLoopRanges();
-    // (Batch, rows, keys: the loops before them are the batch's too.) The
-    // loops that are not unit are named too: none of them is dropped, but
-    // the operands' unit dims read at 0 (a row max broadcast over the
-    // keys, [B, M, 1]) are, also where no loop goes.
-    for (int64_t i = 0; i < int64_t(bounds.size()); ++i)
-      if (bounds[i] != 1 || i + 3 < int64_t(bounds.size())) dims.push_back(unsigned(i));
+    int64_t L = int64_t(bounds.size()), dropped = 0;
+    for (int64_t i = 0; i + keep < L; ++i) dropped += bounds[i] == 1;
+    if (L - dropped < 2) return {};
+    // The loops that are not unit are named too: none of them is dropped,
+    // but the operands' unit dims read at 0 (a row max broadcast over the
+    // row, [B, M, 1]) are, also where no loop goes.
+    SmallVector<unsigned> dims;
+    for (int64_t i = 0; i < L; ++i)
+      if (bounds[i] != 1 || i + keep < L) dims.push_back(unsigned(i));
     return dims;
   };
   RewritePatternSet patterns(ctx);
@@ -148,16 +150,19 @@ void dropLeadingUnitLoops(Chain &c) {
   // (Inits: a reshaped fill is a fill of the reshaped empty tensor.)
   linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
   tensor::populateFoldTensorEmptyPatterns(patterns);
-  SmallVector<Operation *> ops(targets.begin(), targets.end());
-  // The reshapes around the chain's ends fold with the ones the drops add.
-  for (Operation *o : targets)
+  SmallVector<Operation *> worklist(generics.begin(), generics.end());
+  // The reshapes between them and around them fold with the ones the
+  // drops add.
+  for (Operation *o : generics) {
     for (Value v : o->getOperands())
       if (Operation *d = v.getDefiningOp(); d && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(d))
-        ops.push_back(d);
-  for (Operation *u : c.scores->getUsers()) ops.push_back(u);
+        worklist.push_back(d);
+    for (Operation *u : o->getUsers())
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(u)) worklist.push_back(u);
+  }
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-  (void)applyOpPatternsGreedily(ops, FrozenRewritePatternSet(std::move(patterns)), config);
+  (void)applyOpPatternsGreedily(worklist, FrozenRewritePatternSet(std::move(patterns)), config);
 }
 
 /// Rows of a tile: the most whose scores (rows x N keys) fill at most two
@@ -321,7 +326,8 @@ void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
     std::optional<Chain> c = findChain(out);
     if (!c) continue;
     if (c->reshapes) {
-      dropLeadingUnitLoops(*c);
+      // (Batch, rows, keys: the loops before them are the batch's too.)
+      dropUnitLoops(module.getContext(), SmallVector<Operation *>(c->ops.begin(), c->ops.end()), /*keep=*/3);
       c = findChain(out);
       if (!c || c->reshapes) continue;
     }
@@ -407,47 +413,8 @@ void fuseRowChains(ModuleOp module, const CpuTuning &tuning) {
     for (Operation *o : c->ops)
       if (isa<linalg::LinalgOp>(o)) targets.insert(o);
   }
-  if (!targets.empty()) {
-    MLIRContext *ctx = module.getContext();
-    IRRewriter rewriter(ctx);
-    llvm::DenseSet<Operation *> generics;
-    for (Operation *o : targets) {
-      if (auto r = dyn_cast<linalg::ReduceOp>(o)) {
-        rewriter.setInsertionPoint(r);
-        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(o));
-        if (succeeded(g)) o = *g;
-      }
-      generics.insert(o);
-    }
-    linalg::ControlDropUnitDims options;
-    options.controlFn = [&generics](Operation *op) -> SmallVector<unsigned> {
-      auto g = dyn_cast<linalg::GenericOp>(op);
-      if (!g || !generics.contains(op)) return {};
-      SmallVector<int64_t> bounds = g.getStaticLoopRanges();
-      int64_t L = int64_t(bounds.size());
-      // (All rows in one: no rows to block, nothing dropped.)
-      if (llvm::all_of(llvm::ArrayRef(bounds).drop_back(), [](int64_t b) { return b == 1; })) return {};
-      // (Non-unit loops named too: the operands' unit dims read at 0 go.)
-      SmallVector<unsigned> dims;
-      for (int64_t i = 0; i < L; ++i)
-        if (bounds[i] != 1 || i + 1 < L) dims.push_back(unsigned(i));
-      return dims;
-    };
-    RewritePatternSet patterns(ctx);
-    linalg::populateFoldUnitExtentDimsPatterns(patterns, options);
-    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
-    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
-    linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
-    tensor::populateFoldTensorEmptyPatterns(patterns);
-    SmallVector<Operation *> ops(generics.begin(), generics.end());
-    for (Operation *o : generics)
-      for (Value v : o->getOperands())
-        if (Operation *d = v.getDefiningOp(); d && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(d))
-          ops.push_back(d);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-    (void)applyOpPatternsGreedily(ops, FrozenRewritePatternSet(std::move(patterns)), config);
-  }
+  if (!targets.empty())
+    dropUnitLoops(module.getContext(), SmallVector<Operation *>(targets.begin(), targets.end()), /*keep=*/1);
   seen.clear();
   IRRewriter rewriter(module.getContext());
   for (linalg::GenericOp root : roots()) {
