@@ -267,6 +267,12 @@ bool chainable(Operation *op) {
       !isa<linalg::FillOp>(op))
     return false;
   if (auto l = dyn_cast<linalg::LinalgOp>(op); !allStatic(l)) return false;
+  // Floats (and masks) only: a gather's index arithmetic has row sums too,
+  // over rows of two indices.
+  for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (auto s = dyn_cast<ShapedType>(t); s && !isa<FloatType>(s.getElementType()) &&
+                                           !s.getElementType().isInteger(1))
+      return false;
   // An anchor's epilogue stays the anchor's.
   for (Value v : op->getOperands())
     if (auto d = v.getDefiningOp<linalg::LinalgOp>(); d && !isa<linalg::GenericOp, linalg::ReduceOp, linalg::FillOp>(d))
