@@ -76,7 +76,9 @@ func.func @batched_conv(%x: tensor<4x56x56x256xf32>, %hwcf: tensor<1x1x256x128xf
 
 // -----
 
-// AVX512: kiln.strategy = "row reduction of 1000: vectors of {{[0-9]+}}{{.*}}; elementwise{{.*}} x{{[0-9]+}}
+// A softmax over rows of 1000 floats: one row chain (the whole softmax in
+// each block of 4 rows, which fill half of L1), its reductions in vectors.
+// AVX512: kiln.strategy = "row chain in blocks of 4 rows; row reduction of 1000: vectors of {{[0-9]+}}{{.*}}; elementwise{{.*}} x{{[0-9]+}}
 func.func @softmax(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x1000xf32>) -> tensor<4x1xf32>
   %s = tosa.sub %x, %m : (tensor<4x1000xf32>, tensor<4x1xf32>) -> tensor<4x1000xf32>
