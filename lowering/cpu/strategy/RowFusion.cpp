@@ -324,9 +324,12 @@ int64_t chainRowLimit(int64_t N, int64_t bytes, const CpuTuning &tuning) {
 }  // namespace
 
 void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
+  // (Only x V matmuls: fusing one erases its Q Kᵀ, which must not be in the
+  // list. Each chain is found again when its turn comes: the fusions before
+  // it rewrite the IR.)
   SmallVector<linalg::BatchMatmulOp> outs;
   module.walk([&](linalg::BatchMatmulOp op) {
-    if (std::optional<Chain> c = findChain(op)) outs.push_back(op);
+    if (findChain(op)) outs.push_back(op);
   });
   for (linalg::BatchMatmulOp out : outs) {
     std::optional<Chain> c = findChain(out);
@@ -339,7 +342,8 @@ void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
     }
     auto shape = cast<RankedTensorType>(c->scores->getResult(0).getType()).getShape();
     int64_t B = shape[0], M = shape[1], N = shape[2];
-    int64_t r = rowBlock(B, M, N, cast<RankedTensorType>(out->getResult(0).getType()).getDimSize(2), tuning);
+    int64_t D = cast<RankedTensorType>(out->getResult(0).getType()).getDimSize(2);
+    int64_t r = rowBlock(B, M, N, D, tuning);
     if (B * llvm::divideCeil(M, r) < 2) continue;  // one tile: nothing to gain over the two ops
     llvm::DenseSet<Operation *> fusable(c->ops.begin(), c->ops.end());
     fusable.insert(c->scores);
@@ -357,7 +361,6 @@ void fuseAttention(ModuleOp module, const CpuTuning &tuning) {
       // batch), written into the result.
       rewriter.setInsertionPoint(out);
       Location loc = out.getLoc();
-      int64_t D = cast<RankedTensorType>(out->getResult(0).getType()).getDimSize(2);
       auto tiling = cast<TilingInterface>(out.getOperation());
       SmallVector<OpFoldResult> zero = getAsIndexOpFoldResult(module.getContext(), {0, 0, 0, 0});
       SmallVector<OpFoldResult> fullSizes = getAsIndexOpFoldResult(module.getContext(), {B, M, D, N});
