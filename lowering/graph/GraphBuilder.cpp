@@ -304,9 +304,23 @@ GraphBuilder::op(llvm::StringRef name, llvm::ArrayRef<Value> operands, const ops
     return error(ErrorCode::kInvalidArgument, "%s: %zu operands given, the op takes %zu", opName.c_str(),
                  operands.size(), next);
 
-  llvm::SmallVector<NamedAttribute> named;
+  llvm::SmallVector<NamedAttribute> named, discardable;
   for (const auto &[k, v] : props.all()) {
     if (k == "to") continue;  // cast's target comes from its result type
+    if (opName == "tosa.custom" && !spec->attr(k)) {
+      // A custom op's own attributes (kiln.grouped_conv2d's stride, pad,
+      // dilation) are discardable attributes beside its properties, in
+      // the form kiln's importers write them.
+      if (auto *l = std::get_if<std::vector<int64_t>>(&v))
+        discardable.push_back(I.b->getNamedAttr(k, I.b->getDenseI64ArrayAttr(*l)));
+      else if (auto *i = std::get_if<int64_t>(&v))
+        discardable.push_back(I.b->getNamedAttr(k, I.b->getI64IntegerAttr(*i)));
+      else if (auto *d = std::get_if<double>(&v))
+        discardable.push_back(I.b->getNamedAttr(k, I.b->getF32FloatAttr(float(*d))));
+      else
+        discardable.push_back(I.b->getNamedAttr(k, I.b->getStringAttr(std::get<std::string>(v))));
+      continue;
+    }
     auto a = I.property(*spec, k, v, elem);
     if (!a) return a.takeError();
     named.push_back(I.b->getNamedAttr(k, *a));
@@ -316,6 +330,7 @@ GraphBuilder::op(llvm::StringRef name, llvm::ArrayRef<Value> operands, const ops
   for (const TensorType &t : results) state.addTypes(I.tensor(t));
   auto op = I.create(state, I.b->getDictionaryAttr(named));
   if (!op) return op.takeError();
+  for (const NamedAttribute &d : discardable) (*op)->setDiscardableAttr(d.getName(), d.getValue());
   ++I.ops;
   std::vector<Value> out;
   for (size_t r = 0; r < results.size(); ++r) out.push_back(I.add((*op)->getResult(r), results[r]));

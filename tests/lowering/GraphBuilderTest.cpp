@@ -78,6 +78,35 @@ TEST(GraphBuilder, ConstantsOfEveryKindAndCustomOps) {
   EXPECT_NEAR(out[0].data<float>()[1], 2 * 0.5 * (1 + std::erf(2 / std::sqrt(2.0))), 1e-5);
 }
 
+// A custom op's own attributes (kiln.grouped_conv2d's stride and pad: not
+// in the op table's tosa.custom row) become the discardable attributes the
+// importers write, so the placement tuner can build such an op alone to time
+// it against its kernel (before, "tosa.custom has no attribute 'dilation'"
+// kept every grouped conv on JIT code untimed).
+TEST(GraphBuilder, CustomOpsKeepTheirOwnAttributes) {
+  GraphBuilder g("main", "test:grouped");
+  auto x = g.argument({DType::f32, {1, 3, 3, 2, 1}});
+  auto w = g.argument({DType::f32, {2, 1, 1, 1, 1}});
+  ops::AttrMap a;
+  a.set("stride", std::vector<int64_t>{2, 2});
+  a.set("dilation", std::vector<int64_t>{1, 1});
+  a.set("pad", std::vector<int64_t>{0, 0, 0, 0});
+  auto y = KILN_TAKE(g.op("tosa.custom:kiln.grouped_conv2d", {x, w}, a, {{DType::f32, {1, 2, 2, 2, 1}}}));
+  std::string text = g.str();
+  EXPECT_NE(text.find("stride = array<i64: 2, 2>"), std::string::npos) << text;
+  EXPECT_NE(text.find("dilation = array<i64: 1, 1>"), std::string::npos) << text;
+  auto p = KILN_TAKE(g.finish(y));
+  auto mod = KILN_TAKE(test::sharedRuntime().loadProgram(std::move(p)));
+  std::vector<float> xs(18);
+  for (int i = 0; i < 18; ++i) xs[size_t(i)] = float(i);
+  auto out = KILN_TAKE(mod->call("main", {Tensor::fromVector<float>(DType::f32, {1, 3, 3, 2, 1}, xs),
+                                          Tensor::fromVector<float>(DType::f32, {2, 1, 1, 1, 1}, {2, -1})}));
+  ASSERT_EQ(out.size(), 1u);
+  // Stride 2 over the 3x3 map: positions (0,0), (0,2), (2,0), (2,2); group 0 x2, group 1 x-1.
+  const float want[] = {0, -1, 8, -5, 24, -13, 32, -17};
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(out[0].data<float>()[i], want[i]) << i;
+}
+
 TEST(GraphBuilder, BadOpsAreErrorsNamingTheOp) {
   GraphBuilder g("main", "test:bad");
   auto x = g.argument({DType::f32, {4}});
