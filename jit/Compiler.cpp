@@ -5,6 +5,7 @@
 
 #include "kernels/KernelRegistry.h"
 #include "kernels/MatmulPanels.h"
+#include "kernels/VectorKernels.h"
 #include "runtime/Clock.h"
 #include "runtime/Error.h"
 #include "runtime/Executor.h"
@@ -415,13 +416,34 @@ llvm::Error Compiler::link(CompiledFunction &out) {
   return buildExecutable(out);
 }
 
+Shape Compiler::packedShape(const TensorType &type, PackedLayout layout) {
+  if (type.dtype != DType::f32) return {};
+  switch (layout) {
+  case PackedLayout::kMatmulPanels:
+    return type.shape.size() == 3 ? type.shape : Shape();
+  case PackedLayout::kConvFilter:
+    return type.shape.size() == 4 && type.shape[0] % 16 == 0 ? type.shape : Shape();
+  case PackedLayout::kGroupedFilter:
+    return kernels::groupedConvPackedShape(type);
+  }
+  return {};
+}
+
+const char *Compiler::packedAttr(PackedLayout layout) {
+  return layout == PackedLayout::kMatmulPanels ? kernels::kMatmulPackedB
+         : layout == PackedLayout::kConvFilter ? kernels::kConvPackedFilter
+                                               : kernels::kGroupedPackedFilter;
+}
+
 Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
-  if (weight.dtype() != DType::f32) return Tensor();
-  if (layout == PackedLayout::kMatmulPanels ? weight.rank() != 3 : weight.rank() != 4 || weight.shape()[0] % 16)
-    return Tensor();
+  // The packed tensor's shape: the weight's (the same elements in another
+  // order), or the grouped filter's vectors of groups.
+  const Shape shape = packedShape(weight.type(), layout);
+  if (shape.empty()) return Tensor();
+  const TensorType packedType{DType::f32, shape};
   auto key = std::make_tuple(weight.buffer().get(), weight.byteOffset(), int(layout));
   auto cached = [&]() -> Tensor {
-    if (auto it = packed_.find(key); it != packed_.end() && it->second.packed.type() == weight.type())
+    if (auto it = packed_.find(key); it != packed_.end() && it->second.packed.type() == packedType)
       return it->second.packed;
     return Tensor();
   };
@@ -431,7 +453,7 @@ Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
   }
   // Packed outside the lock: plans pack their weights in parallel
   // (packWeights); the first to finish a weight is kept.
-  auto packed = Tensor::allocate(DType::f32, weight.shape(), "a weight in a kernel's packed order");
+  auto packed = Tensor::allocate(DType::f32, shape, "a weight in a kernel's packed order");
   if (!packed) {
     llvm::consumeError(packed.takeError());
     return Tensor();
@@ -439,20 +461,25 @@ Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
   llvm::ArrayRef<int64_t> s = weight.shape();
   if (layout == PackedLayout::kMatmulPanels)
     kernels::packMatmulB(weight.data<float>(), s[0], s[1], s[2], packed->data<float>());
-  else
+  else if (layout == PackedLayout::kConvFilter)
     kernels::packConvFilter(weight.data<float>(), s[0], s[1] * s[2] * s[3], packed->data<float>());
+  else
+    kernels::packGroupedFilter(weight.data<float>(), s[0], s[1], s[2], s[3], s[4], shape[4], packed->data<float>());
   std::lock_guard<std::mutex> lock(packedMu_);
   if (Tensor t = cached(); t.valid()) return t;
   packed_[key] = {weight.buffer(), *packed};
   return *packed;
 }
 
-std::optional<Compiler::PackedLayout> Compiler::packedLayoutOf(const lowering::PlanStep &step,
-                                                                const std::vector<TensorType> &inTypes) {
+std::optional<Compiler::PackedLayout> Compiler::packedLayoutOf(llvm::StringRef op,
+                                                                llvm::ArrayRef<TensorType> inTypes) {
   // A matmul on a weight reads it in the kernel's panel order, stored
   // once (not copied panel by panel on every call). So does a conv's filter.
-  if (step.op == "tosa.matmul" && kernels::matmulReadsPanels(inTypes)) return PackedLayout::kMatmulPanels;
-  if (step.op == "tosa.conv2d" && kernels::conv2dReadsPackedFilter(inTypes)) return PackedLayout::kConvFilter;
+  if (op == "tosa.matmul" && kernels::matmulReadsPanels(inTypes)) return PackedLayout::kMatmulPanels;
+  if (op == "tosa.conv2d" && kernels::conv2dReadsPackedFilter(inTypes)) return PackedLayout::kConvFilter;
+  if (op == "tosa.custom:kiln.grouped_conv2d" && inTypes.size() == 2 &&
+      !kernels::groupedConvPackedShape(inTypes[1]).empty())
+    return PackedLayout::kGroupedFilter;
   return std::nullopt;
 }
 
@@ -572,8 +599,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
         Tensor weight = constantData(out, folded, step.inputs[1]);
         if (Tensor packed = weight.valid() ? packedWeight(weight, *layout) : Tensor(); packed.valid()) {
           inputIds[1] = b.addConstant(packed);
-          attrs.set(*layout == PackedLayout::kMatmulPanels ? kernels::kMatmulPackedB : kernels::kConvPackedFilter,
-                    int64_t(1));
+          attrs.set(packedAttr(*layout), int64_t(1));
         }
       }
       fn = [def, attrs = std::move(attrs), inTypes, outTypes](const StepContext &ctx) -> llvm::Error {

@@ -149,6 +149,27 @@ public:
   /// up to threads - 1 spawned tasks); returns when every job has finished.
   void runParallel(size_t n, llvm::function_ref<void(size_t)> job) const { runShared(n, threads_ - 1, job); }
 
+  /// Weights stored in the order a kernel reads them (kernels/MatmulPanels.h):
+  /// tosa.matmul's B ([N, C, W] f32) in panels, tosa.conv2d's filter
+  /// ([F, KH, KW, C] f32, F a multiple of 16) as [KH*KW*C, F], or
+  /// kiln.grouped_conv2d's filter in vectors of several groups
+  /// (kernels::groupedConvPackedShape); packed once per weight
+  /// (packedWeight) and shared by every plan that reads it (kernel plans of
+  /// each new sequence length).
+  enum class PackedLayout { kMatmulPanels, kConvFilter, kGroupedFilter };
+  /// The packed layout kernel step `step` (inputs of `inTypes`) reads its
+  /// weight operand in, if any.
+  static std::optional<PackedLayout> packedLayoutOf(const lowering::PlanStep &step,
+                                                    const std::vector<TensorType> &inTypes) {
+    return packedLayoutOf(step.op, inTypes);
+  }
+  static std::optional<PackedLayout> packedLayoutOf(llvm::StringRef op, llvm::ArrayRef<TensorType> inTypes);
+  /// The packed tensor's shape of a weight of `type` in `layout` (the
+  /// same for all but the grouped filter); empty when it does not fit.
+  static Shape packedShape(const TensorType &type, PackedLayout layout);
+  /// The attribute that tells the kernel its weight operand is packed.
+  static const char *packedAttr(PackedLayout layout);
+
 private:
   /// Runs job(0..n-1) on this thread and on up to `helpers` spawned tasks;
   /// returns when every job has finished.
@@ -166,18 +187,10 @@ private:
   std::function<std::shared_ptr<TraceRecorder>()> trace_;
   std::shared_ptr<PlacementTuner> tuner_;
   std::shared_ptr<HostExecutor> executor_;
-  /// `weight` in the order a kernel reads it (kernels/MatmulPanels.h):
-  /// tosa.matmul's B ([N, C, W] f32) in panels, or tosa.conv2d's filter
-  /// ([F, KH, KW, C] f32, F a multiple of 16) as [KH*KW*C, F]; packed once
-  /// per weight and shared by every plan that reads it (kernel plans of
-  /// each new sequence length); null when memory runs out (the kernel then
-  /// packs per call) or the weight does not fit the layout.
-  enum class PackedLayout { kMatmulPanels, kConvFilter };
+  /// `weight` in `layout`, packed once and shared; null when memory runs
+  /// out (the kernel then packs per call) or the weight does not fit the
+  /// layout.
   Tensor packedWeight(const Tensor &weight, PackedLayout layout) const;
-  /// The packed layout kernel step `step` (inputs of `inTypes`) reads its
-  /// weight operand in, if any.
-  static std::optional<PackedLayout> packedLayoutOf(const lowering::PlanStep &step,
-                                                    const std::vector<TensorType> &inTypes);
   /// Packs every weight `out`'s kernel steps read packed, on the compile
   /// threads, ahead of buildExecutable's steps (which then find them).
   void packWeights(const CompiledFunction &out, const std::map<int, Tensor> &folded,

@@ -131,19 +131,27 @@ private:
   std::vector<Tensor> keep_;
 };
 
-/// The kernel of `alt` on zero-filled operands.
+/// The kernel of `alt` on zero-filled operands; a weight operand the plan
+/// would store packed for it (Compiler::packedLayoutOf) in that form, as
+/// the plan's step runs it (packing per call would count against it).
 class KernelRunner {
 public:
   KernelRunner(const kernels::KernelDef &def, const lowering::PlanStep::Alternative &alt, HostExecutor &executor)
-      : def_(def), alt_(alt), executor_(executor) {
-    for (const TensorType &t : alt.inputs) in_.push_back(zeros(t));
+      : def_(def), alt_(alt), attrs_(alt.attrs), executor_(executor) {
+    std::optional<Compiler::PackedLayout> layout;
+    if (alt.constantInputs.size() > 1 && alt.constantInputs[1]) layout = Compiler::packedLayoutOf(alt.op, alt.inputs);
+    for (size_t i = 0; i < alt.inputs.size(); ++i) {
+      Shape packed = i == 1 && layout ? Compiler::packedShape(alt.inputs[i], *layout) : Shape();
+      in_.push_back(zeros(packed.empty() ? alt.inputs[i] : TensorType{alt.inputs[i].dtype, packed}));
+      if (!packed.empty()) attrs_.set(Compiler::packedAttr(*layout), int64_t(1));
+    }
     for (const TensorType &t : alt.results) out_.push_back(zeros(t));
     for (const Tensor &t : in_) inPtrs_.push_back(t.rawData());
     for (const Tensor &t : out_) outPtrs_.push_back(t.rawData());
   }
   void operator()() {
     if (llvm::Error err = def_.run(
-            kernels::KernelArgs{inPtrs_, alt_.inputs, outPtrs_, alt_.results, alt_.attrs, executor_}))
+            kernels::KernelArgs{inPtrs_, alt_.inputs, outPtrs_, alt_.results, attrs_, executor_}))
       failure_ = toStatus(std::move(err)).message;
   }
   /// Why a run failed ("" when none did).
@@ -152,6 +160,7 @@ public:
 private:
   const kernels::KernelDef &def_;
   const lowering::PlanStep::Alternative &alt_;
+  ops::AttrMap attrs_;
   HostExecutor &executor_;
   std::vector<Tensor> in_, out_;
   std::vector<const void *> inPtrs_;

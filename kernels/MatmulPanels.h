@@ -12,6 +12,7 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::kernels {
 
@@ -41,5 +42,15 @@ void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_
 inline void packConvFilter(const float *w, int64_t F, int64_t patch, float *out) {
   packConvFilter(w, F, patch, out, F);
 }
+
+/// kiln.grouped_conv2d's f32 kernel reads its filter ([G, F, KH, KW, C]) as
+/// vectors of several groups' filters (packGroupedFilter at the host's
+/// widest vectors) where its groups are narrower than a vector: the
+/// packed filter's shape [ceil(G / P), KH, KW, C, lanes], or empty where
+/// the kernel reads the filter as it is. A plan stores a weight filter in
+/// that order once and marks the step with kGroupedPackedFilter
+/// (integer 1).
+constexpr const char *kGroupedPackedFilter = "kiln.packed_grouped_filter";
+Shape groupedConvPackedShape(const TensorType &filter);
 
 }  // namespace kiln::kernels

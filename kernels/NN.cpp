@@ -441,9 +441,39 @@ llvm::Error groupedConvCompute(const KernelArgs &k) {
   if (!geometry) return geometry.takeError();
   const ConvGeometry &g = geometry->conv;
   const int64_t G = geometry->G, patch = g.KH * g.KW * g.C, xs = G * g.C, ys = G * g.F;
-  const int64_t Fp = (g.F + 15) / 16 * 16;
   const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
   float *y = static_cast<float *>(k.outputs[0]);
+  const int bits = hostVectorBits();
+  if (const int64_t lanes = groupedRowLanes(bits, G, g.F, g.C)) {
+    // Groups narrower than a vector: several groups per vector, straight
+    // from the input (no patches), rows in parallel; the filter packed
+    // once by the plan (kGroupedPackedFilter) or here per call.
+    const int64_t P = lanes / g.F;
+    std::vector<float> packed;
+    const float *wp = w;
+    if (k.attrs.getIntOr(kGroupedPackedFilter, 0) == 0) {
+      packed.resize(size_t((G + P - 1) / P * patch * lanes));
+      packGroupedFilter(w, G, g.F, g.KH, g.KW, g.C, lanes, packed.data());
+      wp = packed.data();
+    }
+    GroupedRowFn row = groupedRowFor(bits);
+    // Rows in parallel; a map of few rows (RegNet's last stage: 7) split
+    // into runs of group vectors too, so that every thread gets a share.
+    const int64_t rows = g.N * g.OH, blocks = (G + P - 1) / P;
+    const int64_t parts = std::min(blocks, std::max<int64_t>(1, (32 + rows - 1) / rows));
+    parallel(k.executor, rows * parts, 1, [&](int64_t s, int64_t e) {
+      for (int64_t t = s; t < e; ++t) {
+        const int64_t r = t / parts, part = t % parts, n = r / g.OH;
+        GroupedRow a{x + n * g.H * g.W * xs, wp, y + r * g.OW * ys, g.H, g.W, G, g.C, g.F, g.KH, g.KW, g.OW,
+                     r % g.OH, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw};
+        a.block0 = blocks * part / parts;
+        a.block1 = blocks * (part + 1) / parts;
+        row(a);
+      }
+    });
+    return llvm::Error::success();
+  }
+  const int64_t Fp = (g.F + 15) / 16 * 16;
   std::vector<float> wp(size_t(G * patch * Fp), 0.0f);
   parallel(k.executor, G, 4, [&](int64_t g0, int64_t g1) {
     for (int64_t grp = g0; grp < g1; ++grp)
@@ -543,6 +573,15 @@ void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t j0 = 0; j0 < W; j0 += kMatmulPanel)
       copyPanel(b + n * C * W, C, W, j0, std::min<int64_t>(kMatmulPanel, W - j0), out + n * C * W + j0 * C);
+}
+
+Shape groupedConvPackedShape(const TensorType &w) {
+  if (w.dtype != DType::f32 || w.shape.size() != 5) return {};
+  const int64_t G = w.shape[0], F = w.shape[1], C = w.shape[4];
+  const int64_t lanes = groupedRowLanes(hostVectorBits(), G, F, C);
+  if (!lanes) return {};
+  const int64_t P = lanes / F;
+  return {(G + P - 1) / P, w.shape[2], w.shape[3], C, lanes};
 }
 
 bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> in) {

@@ -312,6 +312,152 @@ KILN_REDUCE_VARIANTS(reduceMax, VectorReduce::kMax)
 KILN_REDUCE_VARIANTS(reduceMin, VectorReduce::kMin)
 #undef KILN_REDUCE_VARIANTS
 
+/// Stores R (or `rc`) output columns `ldo` floats apart, `nout` floats each
+/// (Full: V).
+template <typename Vec, int V, int R, bool Full>
+inline __attribute__((always_inline)) void groupedStore(const Vec *acc, int64_t rc, float *out, int64_t ldo,
+                                                       int64_t nout) {
+#pragma GCC unroll 64
+  for (int r = 0; r < R; ++r) {
+    if (r >= rc) break;
+    if (Full) __builtin_memcpy(out + r * ldo, &acc[r], sizeof(Vec));
+    else
+      for (int64_t l = 0; l < nout; ++l) out[r * ldo + l] = acc[r][l];
+  }
+}
+
+/// R output columns from ow0 of one group block, a window KW_ wide at
+/// stride SW_ (dilation 1): each input column the tile reads is loaded and
+/// permuted once per channel and used for every tap that meets it (3
+/// taps at stride 1: one permute per 3 FMAs). Checked: some of those
+/// columns may lie outside the image.
+template <typename Vec, typename IVec, int V, int R, int KW_, int SW_, bool Full, bool Checked>
+inline __attribute__((always_inline)) void groupedTileReuse(const GroupedRow &d, const float *wg, IVec base,
+                                                           int64_t off, int64_t ow0, float *out, int64_t ldo,
+                                                           int64_t nout) {
+  constexpr int Q = (R - 1) * SW_ + KW_;
+  Vec acc[R];
+#pragma GCC unroll 64
+  for (int r = 0; r < R; ++r) acc[r] = Vec{};
+  const int64_t iw0 = ow0 * SW_ - d.pl, pix = d.G * d.C;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    const int64_t ih = d.oh * d.sh - d.pt + kh * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    const float *xr = d.x + (ih * d.W + iw0) * pix + off;
+    const float *wk = wg + kh * KW_ * d.C * V;
+    for (int64_t c = 0; c < d.C; ++c) {
+      const IVec idx = base + int32_t(c);
+      Vec wv[KW_];
+#pragma GCC unroll 64
+      for (int kw = 0; kw < KW_; ++kw) __builtin_memcpy(&wv[kw], wk + (kw * d.C + c) * V, sizeof(Vec));
+#pragma GCC unroll 64
+      for (int q = 0; q < Q; ++q) {
+        if (Checked && (iw0 + q < 0 || iw0 + q >= d.W)) continue;
+        Vec v;
+        __builtin_memcpy(&v, xr + q * pix, sizeof v);
+        v = __builtin_shuffle(v, idx);
+#pragma GCC unroll 64
+        for (int kw = 0; kw < KW_; ++kw) {
+          const int t = q - kw;
+          if (t >= 0 && t % SW_ == 0 && t / SW_ < R) acc[t / SW_] += v * wv[kw];
+        }
+      }
+    }
+  }
+  groupedStore<Vec, V, R, Full>(acc, R, out, ldo, nout);
+}
+
+/// Up to R output columns (`rc`) from ow0 of one group block, any window,
+/// stride and dilation: one permute per FMA.
+template <typename Vec, typename IVec, int V, int R, bool Full>
+inline __attribute__((always_inline)) void groupedTileAny(const GroupedRow &d, const float *wg, IVec base,
+                                                         int64_t off, int64_t ow0, int64_t rc, float *out,
+                                                         int64_t ldo, int64_t nout) {
+  Vec acc[R];
+#pragma GCC unroll 64
+  for (int r = 0; r < R; ++r) acc[r] = Vec{};
+  const int64_t pix = d.G * d.C;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    const int64_t ih = d.oh * d.sh - d.pt + kh * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    const float *xr = d.x + ih * d.W * pix + off;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      const float *wk = wg + (kh * d.KW + kw) * d.C * V;
+      for (int64_t c = 0; c < d.C; ++c) {
+        const IVec idx = base + int32_t(c);
+        Vec wv;
+        __builtin_memcpy(&wv, wk + c * V, sizeof wv);
+#pragma GCC unroll 64
+        for (int r = 0; r < R; ++r) {
+          if (r >= rc) break;
+          const int64_t iw = (ow0 + r) * d.sw - d.pl + kw * d.dw;
+          if (iw < 0 || iw >= d.W) continue;
+          Vec v;
+          __builtin_memcpy(&v, xr + iw * pix, sizeof v);
+          acc[r] += __builtin_shuffle(v, idx) * wv;
+        }
+      }
+    }
+  }
+  groupedStore<Vec, V, R, Full>(acc, rc, out, ldo, nout);
+}
+
+/// One group block's row: tiles of R output columns (then R / 2, then
+/// the rest); tiles whose input columns all lie inside the image
+/// without bounds checks.
+template <typename Vec, typename IVec, int V, int R, int SW_, bool Full>
+inline __attribute__((always_inline)) void groupedReuseRow(const GroupedRow &d, const float *wg, IVec base,
+                                                          int64_t off, float *yo, int64_t nout, int64_t &ow) {
+  const int64_t ldo = d.G * d.F;
+  auto inside = [&](int64_t o, int64_t r) { return o * SW_ - d.pl >= 0 && (o + r - 1) * SW_ - d.pl + 2 < d.W; };
+  for (; ow + R <= d.OW; ow += R)
+    if (inside(ow, R)) groupedTileReuse<Vec, IVec, V, R, 3, SW_, Full, false>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+    else groupedTileReuse<Vec, IVec, V, R, 3, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+  for (; ow + R / 2 <= d.OW; ow += R / 2)
+    groupedTileReuse<Vec, IVec, V, R / 2, 3, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+}
+
+template <typename Vec, typename IVec, int V, int R, bool Full>
+inline __attribute__((always_inline)) void groupedBlockRow(const GroupedRow &d, const float *wg, IVec base,
+                                                          int64_t off, float *yo, int64_t nout) {
+  int64_t ow = 0;
+  if (d.KW == 3 && d.dw == 1 && d.sw == 1) groupedReuseRow<Vec, IVec, V, R, 1, Full>(d, wg, base, off, yo, nout, ow);
+  else if (d.KW == 3 && d.dw == 1 && d.sw == 2) groupedReuseRow<Vec, IVec, V, R, 2, Full>(d, wg, base, off, yo, nout, ow);
+  const int64_t ldo = d.G * d.F;
+  for (; ow < d.OW; ow += R)
+    groupedTileAny<Vec, IVec, V, R, Full>(d, wg, base, off, ow, std::min<int64_t>(R, d.OW - ow), yo + ow * ldo, ldo,
+                                          nout);
+}
+
+/// GroupedRow (VectorKernels.h) in vectors of V floats, tiles of R output
+/// columns. Every load is a whole vector inside the pixel's G x C
+/// channels: the last block, when the groups do not fill it, loads the
+/// pixel's last V channels and shifts its permutes to match (lanes of the
+/// groups past G read other groups' channels against zero weights and are
+/// not stored).
+template <typename Vec, typename IVec, int V, int R>
+inline __attribute__((always_inline)) void groupedRowBody(const GroupedRow &d) {
+  const int64_t P = V / d.F, blocks = d.block1 > 0 ? d.block1 : (d.G + P - 1) / P, pix = d.G * d.C;
+  for (int64_t gb = d.block0; gb < blocks; ++gb) {
+    const int64_t groups = std::min(P, d.G - gb * P);
+    const int64_t off = std::min(gb * P * d.C, pix - V), nout = groups * d.F;
+    IVec base;
+    for (int l = 0; l < V; ++l) base[l] = int32_t(l / d.F * d.C + gb * P * d.C - off);
+    const float *wg = d.w + gb * d.KH * d.KW * d.C * V;
+    float *yo = d.y + gb * P * d.F;
+    if (nout == V) groupedBlockRow<Vec, IVec, V, R, true>(d, wg, base, off, yo, nout);
+    else groupedBlockRow<Vec, IVec, V, R, false>(d, wg, base, off, yo, nout);
+  }
+}
+
+__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void groupedRow512(const GroupedRow &d) {
+  groupedRowBody<Floats16, Ints16, 16, 14>(d);
+}
+__attribute__((target("avx2,fma"))) void groupedRow256(const GroupedRow &d) {
+  groupedRowBody<Floats8, Ints8, 8, 7>(d);
+}
+void groupedRow128(const GroupedRow &d) { groupedRowBody<Floats4, Ints4, 4, 7>(d); }
+
 /// The widest of 512, 256 and 128 the host runs.
 int hostWidest() { return hostRuns(512) ? 512 : hostRuns(256) ? 256 : 128; }
 
@@ -340,6 +486,31 @@ DepthwiseRowFn depthwiseRowFor(int vectorBits) {
 DepthwiseRowFn depthwiseRow() {
   static const DepthwiseRowFn widest = depthwiseRowFor(hostWidest());
   return widest;
+}
+
+int hostVectorBits() { return hostWidest(); }
+
+GroupedRowFn groupedRowFor(int vectorBits) {
+  return variantFor(vectorBits, &groupedRow512, &groupedRow256, &groupedRow128);
+}
+
+int64_t groupedRowLanes(int vectorBits, int64_t G, int64_t F, int64_t C) {
+  const int64_t lanes = vectorBits / 32;
+  if (F <= 0 || C <= 0 || lanes % F || lanes / F * C > lanes || G * C < lanes) return 0;
+  return lanes;
+}
+
+void packGroupedFilter(const float *w, int64_t G, int64_t F, int64_t KH, int64_t KW, int64_t C, int64_t lanes,
+                       float *out) {
+  const int64_t P = lanes / F, blocks = (G + P - 1) / P;
+  std::fill(out, out + blocks * KH * KW * C * lanes, 0.0f);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t f = 0; f < F; ++f)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          for (int64_t c = 0; c < C; ++c)
+            out[((((g / P) * KH + kh) * KW + kw) * C + c) * lanes + (g % P) * F + f] =
+                w[(((g * F + f) * KH + kh) * KW + kw) * C + c];
 }
 
 ClampFn clampFor(int vectorBits) { return variantFor(vectorBits, &clamp512, &clamp256, &clamp128); }

@@ -60,6 +60,41 @@ using GemmFn = void (*)(const float *a, int64_t lda, const float *b, int64_t ldb
 GemmFn gemmFor(int vectorBits);
 GemmFn gemm();
 
+/// One output row (image n, row oh) of a grouped conv whose groups are
+/// narrower than a vector (RegNet's and ResNeXt's 8 or 4 filters per
+/// group): input x [H][W][G][C] (image n), y the row [OW][G][F], the filter
+/// packed by packGroupedFilter. One vector holds P = lanes / F groups' F
+/// filters each (lane p * F + f), so the FMAs run at full width where one
+/// group per vector would fill half of it; the input a lane needs
+/// (channel c of its group) comes from one load of the P groups' channels
+/// and a permute, reused for every filter tap it meets along the row
+/// (stride 1 and 2, 3-wide windows; other windows one permute per FMA).
+/// Positions outside the image are zero padding.
+struct GroupedRow {
+  const float *x, *w;
+  float *y;
+  int64_t H, W, G, C, F, KH, KW, OW, oh;
+  int64_t sh, sw, pt, pl, dh, dw;
+  /// Only the vectors of groups [block0, block1) (P groups each); block1 0:
+  /// to the last.
+  int64_t block0 = 0, block1 = 0;
+};
+using GroupedRowFn = void (*)(const GroupedRow &row);
+/// The variant for `vectorBits`, or null when the host cannot run it.
+GroupedRowFn groupedRowFor(int vectorBits);
+/// The widest vectors the host runs (512, 256 or 128 bits): the width the
+/// kernels without a ...For(bits) choice use.
+int hostVectorBits();
+/// Lanes of `vectorBits` vectors whose groups a row of a grouped conv with
+/// G groups of F filters and C channels can pack (lanes % F == 0, the
+/// groups of a vector have at most a vector of channels, and a pixel's
+/// G x C channels fill at least one); 0 when it cannot.
+int64_t groupedRowLanes(int vectorBits, int64_t G, int64_t F, int64_t C);
+/// filter [G][F][KH][KW][C] -> [ceil(G / P)][KH][KW][C][lanes] with
+/// P = lanes / F (lane p * F + f: group gp * P + p, filter f; zeros past G).
+void packGroupedFilter(const float *w, int64_t G, int64_t F, int64_t KH, int64_t KW, int64_t C, int64_t lanes,
+                       float *out);
+
 /// y[i] = f(x[i]) for i < n, f32, with a polynomial exp (Cephes' degree-6
 /// minimax on [-ln2/2, ln2/2] after the split into 2^k: within 2 ulp of
 /// libm's expf on [-87.3, 88.7], 0 below, +inf above; NaN stays NaN):

@@ -102,6 +102,73 @@ TEST(VectorKernels, DepthwiseRowMatchesReferenceAtEveryWidth) {
   EXPECT_EQ(kiln::kernels::depthwiseRowFor(100), nullptr);
 }
 
+// Grouped conv rows (several narrow groups per vector): RegNet's groups of
+// 8 (a last block the groups do not fill, tiles of 14 and 7 columns and
+// the rest, padding on every side), stride 2, groups of 4 and of 2 with
+// fewer channels than filters, windows the permute reuse does not take
+// (5 wide, dilation 2); the output's other bytes untouched.
+TEST(VectorKernels, GroupedRowMatchesReferenceAtEveryWidth) {
+  struct Shape {
+    int64_t h, w, g, c, f, k, s, d, pad;
+  };
+  int ran = 0;
+  for (int bits : {512, 256, 128}) {
+    kiln::kernels::GroupedRowFn fn = kiln::kernels::groupedRowFor(bits);
+    if (!fn) continue;
+    ++ran;
+    int shapes = 0;
+    for (const Shape &g : std::vector<Shape>{{6, 30, 13, 8, 8, 3, 1, 1, 1},
+                                             {9, 31, 5, 8, 8, 3, 2, 1, 1},
+                                             {7, 9, 8, 4, 4, 3, 1, 1, 1},
+                                             {5, 17, 12, 1, 2, 3, 1, 1, 0},
+                                             {8, 11, 6, 8, 8, 5, 1, 1, 2},
+                                             {8, 12, 7, 4, 4, 3, 1, 2, 2}}) {
+      const int64_t lanes = kiln::kernels::groupedRowLanes(bits, g.g, g.f, g.c);
+      if (!lanes) continue;
+      ++shapes;
+      const int64_t oh = (g.h + 2 * g.pad - (g.k - 1) * g.d - 1) / g.s + 1;
+      const int64_t ow = (g.w + 2 * g.pad - (g.k - 1) * g.d - 1) / g.s + 1;
+      const int64_t P = lanes / g.f, guard = 16;
+      std::vector<float> x(size_t(g.h * g.w * g.g * g.c)), w(size_t(g.g * g.f * g.k * g.k * g.c)),
+          wp(size_t((g.g + P - 1) / P * g.k * g.k * g.c * lanes), -1.0f), y(size_t(oh * ow * g.g * g.f + guard), 123.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i + 1));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * float(i));
+      kiln::kernels::packGroupedFilter(w.data(), g.g, g.f, g.k, g.k, g.c, lanes, wp.data());
+      for (int64_t r = 0; r < oh; ++r)
+        fn(kiln::kernels::GroupedRow{x.data(), wp.data(), y.data() + r * ow * g.g * g.f, g.h, g.w, g.g, g.c, g.f, g.k,
+                                     g.k, ow, r, g.s, g.s, g.pad, g.pad, g.d, g.d});
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q)
+          for (int64_t grp = 0; grp < g.g; ++grp)
+            for (int64_t f = 0; f < g.f; ++f) {
+              double want = 0;
+              for (int64_t kh = 0; kh < g.k; ++kh)
+                for (int64_t kw = 0; kw < g.k; ++kw) {
+                  int64_t ih = r * g.s - g.pad + kh * g.d, iw = q * g.s - g.pad + kw * g.d;
+                  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                  for (int64_t c = 0; c < g.c; ++c)
+                    want += double(x[size_t(((ih * g.w + iw) * g.g + grp) * g.c + c)]) *
+                            double(w[size_t((((grp * g.f + f) * g.k + kh) * g.k + kw) * g.c + c)]);
+                }
+              ASSERT_NEAR(y[size_t(((r * ow + q) * g.g + grp) * g.f + f)], want, 1e-5 * (1 + std::abs(want)))
+                  << bits << " bits, " << g.h << "x" << g.w << " " << g.g << " groups of " << g.c << " -> " << g.f
+                  << " k" << g.k << " s" << g.s << " d" << g.d << ", output (" << r << ", " << q << ", group " << grp
+                  << ", filter " << f << ")";
+            }
+      for (int64_t i = 0; i < guard; ++i) ASSERT_EQ(y[y.size() - 1 - size_t(i)], 123.0f) << "written past the output";
+    }
+    EXPECT_GE(shapes, 3) << bits << " bits";
+  }
+  EXPECT_GE(ran, 1);
+  EXPECT_EQ(kiln::kernels::groupedRowFor(100), nullptr);
+  // Groups it cannot pack: wider than a vector, more channels per vector
+  // than it holds, fewer channels in all than one vector.
+  EXPECT_EQ(kiln::kernels::groupedRowLanes(256, 4, 16, 16), 0);
+  EXPECT_EQ(kiln::kernels::groupedRowLanes(512, 4, 8, 16), 0);
+  EXPECT_EQ(kiln::kernels::groupedRowLanes(512, 1, 8, 8), 0);
+  EXPECT_EQ(kiln::kernels::groupedRowLanes(512, 13, 8, 8), 16);
+}
+
 // Dot products: row and column counts around the 4 x 4 tiles, k around
 // every vector length, accumulating into y and not.
 TEST(VectorKernels, DotProductsMatchReferenceAtEveryWidth) {
