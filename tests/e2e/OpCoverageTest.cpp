@@ -1337,10 +1337,11 @@ std::vector<Case> sweepCases() {
   // once by the plan in vectors of several groups (kGroupedPackedFilter;
   // RegNet's 13 groups of 8 leave the last vector half empty at 512 bits),
   // the JIT code as it is.
-  for (auto [h, groups, ch, s] : std::vector<std::array<int64_t, 4>>{{14, 13, 8, 1}, {15, 8, 4, 2}}) {
+  // (The second a batch of two: the kernel's rows of both images.)
+  for (auto [n, h, groups, ch, s] : std::vector<std::array<int64_t, 5>>{{1, 14, 13, 8, 1}, {2, 15, 8, 4, 2}}) {
     const int64_t oh = (h + 2 - 3) / s + 1;
     Case c;
-    TensorType x = tt(F, {1, h, h, groups, ch}), w = tt(F, {groups, ch, 3, 3, ch}), o = tt(F, {1, oh, oh, groups, ch});
+    TensorType x = tt(F, {n, h, h, groups, ch}), w = tt(F, {groups, ch, 3, 3, ch}), o = tt(F, {n, oh, oh, groups, ch});
     c.name = "grouped_conv2d_const_filter_" + shapeToString(x.shape) + "_s" + std::to_string(s);
     c.args = {x};
     c.results = {o};
@@ -1350,23 +1351,24 @@ std::vector<Case> sweepCases() {
              "  %r0 = \"tosa.custom\"(%a0, %w) <{domain_name = \"kiln\", implementation_attrs = \"\", "
              "operator_name = \"grouped_conv2d\"}> {pad = array<i64: 1, 1, 1, 1>, stride = array<i64: " + st + ", " + st +
              ">, dilation = array<i64: 1, 1>} : (" + mt(x) + ", " + mt(w) + ") -> " + mt(o) + "\n";
-    c.ref = [h, groups, ch, s, oh, filter](const std::vector<Values> &in) {
-      Values y(size_t(oh * oh * groups * ch), 0.0);
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < oh; ++j)
-          for (int64_t g = 0; g < groups; ++g)
-            for (int64_t f = 0; f < ch; ++f) {
-              double acc = 0;
-              for (int64_t kh = 0; kh < 3; ++kh)
-                for (int64_t kw = 0; kw < 3; ++kw) {
-                  int64_t ih = i * s - 1 + kh, iw = j * s - 1 + kw;
-                  if (ih < 0 || ih >= h || iw < 0 || iw >= h) continue;
-                  for (int64_t cc = 0; cc < ch; ++cc)
-                    acc += in[0][size_t(((ih * h + iw) * groups + g) * ch + cc)] *
-                           filter[size_t((((g * ch + f) * 3 + kh) * 3 + kw) * ch + cc)];
-                }
-              y[size_t(((i * oh + j) * groups + g) * ch + f)] = acc;
-            }
+    c.ref = [n, h, groups, ch, s, oh, filter](const std::vector<Values> &in) {
+      Values y(size_t(n * oh * oh * groups * ch), 0.0);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < oh; ++j)
+            for (int64_t g = 0; g < groups; ++g)
+              for (int64_t f = 0; f < ch; ++f) {
+                double acc = 0;
+                for (int64_t kh = 0; kh < 3; ++kh)
+                  for (int64_t kw = 0; kw < 3; ++kw) {
+                    int64_t ih = i * s - 1 + kh, iw = j * s - 1 + kw;
+                    if (ih < 0 || ih >= h || iw < 0 || iw >= h) continue;
+                    for (int64_t cc = 0; cc < ch; ++cc)
+                      acc += in[0][size_t((((b * h + ih) * h + iw) * groups + g) * ch + cc)] *
+                             filter[size_t((((g * ch + f) * 3 + kh) * 3 + kw) * ch + cc)];
+                  }
+                y[size_t((((b * oh + i) * oh + j) * groups + g) * ch + f)] = acc;
+              }
       return std::vector<Values>{y};
     };
     c.ranges = {{-1, 1}};
