@@ -131,6 +131,21 @@ func.func @ragged_filters(%x: tensor<1x28x28x116xf32>, %w: tensor<1x1x116x116xf3
 
 // -----
 
+// 40 filters (RegNet's blocks of 40): on AVX-512 tiles of two vectors and
+// one of the other 8 (32 + 8, not 16 + 16 + 8); AVX2's 8 lanes divide 40.
+// AVX512: kiln.strategy = "conv 1x1 256->40 on 28x28: registers 7x32 (+ 7x8 for the last 8 filters), 14 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 256->40 on 28x28: registers 7x8, 14 parallel blocks + fill in registers"
+func.func @ragged_filters_two_vectors(%x: tensor<1x28x28x256xf32>, %w: tensor<1x1x256x40xf32>) -> tensor<1x28x28x40xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x40xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x40xf32>) -> tensor<1x28x28x40xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x28x28x256xf32>, tensor<1x1x256x40xf32>) outs(%f : tensor<1x28x28x40xf32>) -> tensor<1x28x28x40xf32>
+  return %y : tensor<1x28x28x40xf32>
+}
+
+// -----
+
 // A filter count that no register tile of 4 or more divides (ShuffleNet's
 // 58): tiles of whole vectors and one of the rest, not loops.
 // AVX512: kiln.strategy = "conv 1x1 58->58 on 28x28: registers 7x16 (+ 7x10 for the last 10 filters), 14 parallel blocks + fill"
