@@ -50,6 +50,20 @@ struct ConvPlan {
   bool raggedF = false;
 };
 
+/// A tile of whole vectors over a block of fc filters no vector divides,
+/// two vectors wide where the filters left after whole two-vector tiles
+/// are the same as after one-vector tiles (40: 32 + 8, not 16 + 16 + 8;
+/// ShuffleNet's 232; not 116 or 88) and the registers hold the 2 x rows
+/// accumulators (not AVX2's 16 with 7 rows): half the broadcasts per FMA
+/// and twice the accumulator chains. RegNetY-400MF's 1x1 440 -> 440 on 7x7
+/// (blocks of 40), one thread, a one-op model: 0.35 -> 0.27-0.28 ms.
+RegisterTile twoVectorsWhereTheRestStays(RegisterTile t, int64_t fc, const CpuTuning &tuning) {
+  const int64_t lanes = tuning.lanes();
+  if (t.n == lanes && fc >= 2 * lanes && fc % (2 * lanes) == fc % lanes && 2 * t.m + 3 <= tuning.vectorRegisters)
+    t.n = 2 * lanes;
+  return t;
+}
+
 /// The register tiles a conv computes its init and epilogue in: `reg`,
 /// or where its vectors would be partly empty (24 filters: 3 tiles of 8
 /// lanes of 16), tiles of whole vectors and one of the rest (16 + 8;
@@ -64,13 +78,7 @@ RegisterTile registerColumns(const RegisterTile &reg, int64_t OW, int64_t F, int
     cols = chooseRegisterTile(OW, lanes, tuning);
     peel = cols.n == lanes && OW % cols.m == 0;
     if (!peel) cols = reg;
-    // Two vectors a tile where the rest stays the same (40 filters: 32 +
-    // 8, not 16 + 16 + 8) and the registers hold both (not AVX2's 16 with 7
-    // rows): half the broadcasts per FMA and twice the accumulator chains.
-    // RegNetY-400MF's 1x1 440 -> 440 on 7x7 (blocks of 40), one thread, a
-    // one-op model: 0.35 -> 0.285 ms.
-    if (peel && fc >= 2 * lanes && fc % (2 * lanes) == fc % lanes && 2 * cols.m + 3 <= tuning.vectorRegisters)
-      cols.n = 2 * lanes;
+    if (peel) cols = twoVectorsWhereTheRestStays(cols, fc, tuning);
   } else if (reduction * reg.n * 4 > kRegisterFusedColumnBytes && reg.n / 2 >= lanes) {
     // Narrower tiles where the tile's filter columns would not fit
     // (1x1 convs over 512 channels on 28-wide maps: 7 x 32, not
@@ -150,7 +158,7 @@ public:
       // split off: write); no register tile divides F, so no filter
       // blocks or panels either.
       p.fc = F;
-      p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
+      p.reg = twoVectorsWhereTheRestStays(chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true), F, tuning);
     } else {
       int64_t filterRowBytes = KH * KW * C * 4;
       // A conv that streams its filter (streamingFilterBlock): blocks of
@@ -179,7 +187,8 @@ public:
       if (p.reg.n < w.lanes() && p.fc > w.lanes() && p.fc % w.lanes()) {
         rt = p.reg;
         p.raggedF = true;
-        p.reg = chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true);
+        p.reg = twoVectorsWhereTheRestStays(chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true), p.fc,
+                                            tuning);
       }
     }
     p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;

@@ -146,6 +146,21 @@ func.func @ragged_filters_two_vectors(%x: tensor<1x28x28x256xf32>, %w: tensor<1x
 
 // -----
 
+// The same on one thread (MobileNetV3's 240 -> 40 on 14x14: too small for
+// parallel blocks): 7x32 + 7x8 tiles.
+// AVX512: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), one thread"
+// AVX2: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x8, one thread"
+func.func @ragged_filters_two_vectors_one_thread(%x: tensor<1x14x14x240xf32>, %w: tensor<1x1x240x40xf32>) -> tensor<1x14x14x40xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x14x14x40xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x14x14x40xf32>) -> tensor<1x14x14x40xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x14x14x240xf32>, tensor<1x1x240x40xf32>) outs(%f : tensor<1x14x14x40xf32>) -> tensor<1x14x14x40xf32>
+  return %y : tensor<1x14x14x40xf32>
+}
+
+// -----
+
 // A filter count that no register tile of 4 or more divides (ShuffleNet's
 // 58): tiles of whole vectors and one of the rest, not loops.
 // AVX512: kiln.strategy = "conv 1x1 58->58 on 28x28: registers 7x16 (+ 7x10 for the last 10 filters), 14 parallel blocks + fill"
