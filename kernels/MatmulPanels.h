@@ -12,7 +12,6 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
-#include <vector>
 
 namespace kiln::kernels {
 

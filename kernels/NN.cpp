@@ -443,23 +443,23 @@ llvm::Error groupedConvCompute(const KernelArgs &k) {
   const int64_t G = geometry->G, patch = g.KH * g.KW * g.C, xs = G * g.C, ys = G * g.F;
   const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
   float *y = static_cast<float *>(k.outputs[0]);
-  const int bits = hostVectorBits();
-  if (const int64_t lanes = groupedRowLanes(bits, G, g.F, g.C)) {
+  if (const Shape packedShape = groupedConvPackedShape(k.inputTypes[1]); !packedShape.empty()) {
     // Groups narrower than a vector: several groups per vector, straight
     // from the input (no patches), rows in parallel; the filter packed
-    // once by the plan (kGroupedPackedFilter) or here per call.
-    const int64_t P = lanes / g.F;
+    // once by the plan (kGroupedPackedFilter) or here per call, in the
+    // shape groupedConvPackedShape gives both.
+    const int64_t blocks = packedShape[0], lanes = packedShape[4];
     std::vector<float> packed;
     const float *wp = w;
     if (k.attrs.getIntOr(kGroupedPackedFilter, 0) == 0) {
-      packed.resize(size_t((G + P - 1) / P * patch * lanes));
+      packed.resize(size_t(blocks * patch * lanes));
       packGroupedFilter(w, G, g.F, g.KH, g.KW, g.C, lanes, packed.data());
       wp = packed.data();
     }
-    GroupedRowFn row = groupedRowFor(bits);
+    GroupedRowFn row = groupedRowFor(hostVectorBits());
     // Rows in parallel; a map of few rows (RegNet's last stage: 7) split
     // into runs of group vectors too, so that every thread gets a share.
-    const int64_t rows = g.N * g.OH, blocks = (G + P - 1) / P;
+    const int64_t rows = g.N * g.OH;
     const int64_t parts = std::min(blocks, std::max<int64_t>(1, (32 + rows - 1) / rows));
     parallel(k.executor, rows * parts, 1, [&](int64_t s, int64_t e) {
       for (int64_t t = s; t < e; ++t) {

@@ -402,21 +402,27 @@ inline __attribute__((always_inline)) void groupedTileAny(const GroupedRow &d, c
   groupedStore<Vec, V, R, Full>(acc, rc, out, ldo, nout);
 }
 
-/// One group block's row: tiles of R output columns (then R / 2, then
-/// the rest); tiles whose input columns all lie inside the image
-/// without bounds checks.
+/// One group block's row, a 3-wide window at stride SW_, from output
+/// column `ow` on: tiles of R output columns, then R / 2; tiles whose
+/// input columns all lie inside the image without bounds checks.
 template <typename Vec, typename IVec, int V, int R, int SW_, bool Full>
 inline __attribute__((always_inline)) void groupedReuseRow(const GroupedRow &d, const float *wg, IVec base,
                                                           int64_t off, float *yo, int64_t nout, int64_t &ow) {
+  constexpr int KW = 3;
   const int64_t ldo = d.G * d.F;
-  auto inside = [&](int64_t o, int64_t r) { return o * SW_ - d.pl >= 0 && (o + r - 1) * SW_ - d.pl + 2 < d.W; };
+  auto inside = [&](int64_t o, int64_t r) { return o * SW_ - d.pl >= 0 && (o + r - 1) * SW_ - d.pl + KW - 1 < d.W; };
   for (; ow + R <= d.OW; ow += R)
-    if (inside(ow, R)) groupedTileReuse<Vec, IVec, V, R, 3, SW_, Full, false>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
-    else groupedTileReuse<Vec, IVec, V, R, 3, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+    if (inside(ow, R))
+      groupedTileReuse<Vec, IVec, V, R, KW, SW_, Full, false>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+    else
+      groupedTileReuse<Vec, IVec, V, R, KW, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
   for (; ow + R / 2 <= d.OW; ow += R / 2)
-    groupedTileReuse<Vec, IVec, V, R / 2, 3, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
+    groupedTileReuse<Vec, IVec, V, R / 2, KW, SW_, Full, true>(d, wg, base, off, ow, yo + ow * ldo, ldo, nout);
 }
 
+/// One group block's row: the 3-wide windows at stride 1 or 2 in
+/// groupedReuseRow's tiles, the rest (other windows, the last columns) in
+/// groupedTileAny's.
 template <typename Vec, typename IVec, int V, int R, bool Full>
 inline __attribute__((always_inline)) void groupedBlockRow(const GroupedRow &d, const float *wg, IVec base,
                                                           int64_t off, float *yo, int64_t nout) {

@@ -1224,24 +1224,13 @@ std::vector<Case> sweepCases() {
              "operator_name = \"grouped_conv2d\"}> {pad = array<i64: " + list(g.pad) + ">, stride = array<i64: " +
              list({g.s, g.s}) + ">, dilation = array<i64: " + list({g.d, g.d}) + ">} : (" + mt(x) + ", " + mt(w) +
              ") -> " + mt(o) + "\n";
-    c.ref = [g, oh, ow](const std::vector<Values> &in) {
-      Values y(size_t(oh * ow * g.g * g.f), 0.0);
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j)
-          for (int64_t grp = 0; grp < g.g; ++grp)
-            for (int64_t f = 0; f < g.f; ++f) {
-              double acc = 0;
-              for (int64_t kh = 0; kh < g.k; ++kh)
-                for (int64_t kw = 0; kw < g.k; ++kw) {
-                  int64_t ih = i * g.s - g.pad[0] + kh * g.d, iw = j * g.s - g.pad[2] + kw * g.d;
-                  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-                  for (int64_t ch = 0; ch < g.c; ++ch)
-                    acc += in[0][size_t(((ih * g.w + iw) * g.g + grp) * g.c + ch)] *
-                           in[1][size_t((((grp * g.f + f) * g.k + kh) * g.k + kw) * g.c + ch)];
-                }
-              y[size_t(((i * ow + j) * g.g + grp) * g.f + f)] = acc;
-            }
-      return std::vector<Values>{y};
+    c.ref = [g, x, w](const std::vector<Values> &in) {
+      const int64_t st[2] = {g.s, g.s}, dl[2] = {g.d, g.d};
+      ref::Dims os;
+      ref::Vec y = ref::groupedConv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                                      ref::Vec(in[1].begin(), in[1].end()), ref::Dims(w.shape.begin(), w.shape.end()),
+                                      g.pad.data(), st, dl, os);
+      return std::vector<Values>{Values(y.begin(), y.end())};
     };
     c.ranges = {{-1, 1}, {-1, 1}};
     c.rtol = 1e-4;
@@ -1351,25 +1340,12 @@ std::vector<Case> sweepCases() {
              "  %r0 = \"tosa.custom\"(%a0, %w) <{domain_name = \"kiln\", implementation_attrs = \"\", "
              "operator_name = \"grouped_conv2d\"}> {pad = array<i64: 1, 1, 1, 1>, stride = array<i64: " + st + ", " + st +
              ">, dilation = array<i64: 1, 1>} : (" + mt(x) + ", " + mt(w) + ") -> " + mt(o) + "\n";
-    c.ref = [n, h, groups, ch, s, oh, filter](const std::vector<Values> &in) {
-      Values y(size_t(n * oh * oh * groups * ch), 0.0);
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t i = 0; i < oh; ++i)
-          for (int64_t j = 0; j < oh; ++j)
-            for (int64_t g = 0; g < groups; ++g)
-              for (int64_t f = 0; f < ch; ++f) {
-                double acc = 0;
-                for (int64_t kh = 0; kh < 3; ++kh)
-                  for (int64_t kw = 0; kw < 3; ++kw) {
-                    int64_t ih = i * s - 1 + kh, iw = j * s - 1 + kw;
-                    if (ih < 0 || ih >= h || iw < 0 || iw >= h) continue;
-                    for (int64_t cc = 0; cc < ch; ++cc)
-                      acc += in[0][size_t((((b * h + ih) * h + iw) * groups + g) * ch + cc)] *
-                             filter[size_t((((g * ch + f) * 3 + kh) * 3 + kw) * ch + cc)];
-                  }
-                y[size_t((((b * oh + i) * oh + j) * groups + g) * ch + f)] = acc;
-              }
-      return std::vector<Values>{y};
+    c.ref = [s, x, w, filter](const std::vector<Values> &in) {
+      const int64_t pad[4] = {1, 1, 1, 1}, st[2] = {s, s}, dl[2] = {1, 1};
+      ref::Dims os;
+      ref::Vec y = ref::groupedConv2d(ref::Vec(in[0].begin(), in[0].end()), ref::Dims(x.shape.begin(), x.shape.end()),
+                                      filter, ref::Dims(w.shape.begin(), w.shape.end()), pad, st, dl, os);
+      return std::vector<Values>{Values(y.begin(), y.end())};
     };
     c.ranges = {{-1, 1}};
     c.rtol = 1e-4;

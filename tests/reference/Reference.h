@@ -79,6 +79,37 @@ inline Vec depthwiseConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dim
   return y;
 }
 
+/// kiln.grouped_conv2d: input [N, H, W, G, C], filter [G, F, KH, KW, C]
+/// (group g's F outputs read only its C inputs), output [N, OH, OW, G, F];
+/// pad = {top, bottom, left, right}.
+inline Vec groupedConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const int64_t pad[4],
+                         const int64_t stride[2], const int64_t dil[2], Dims &outShape) {
+  int64_t N = xs[0], H = xs[1], W = xs[2], G = xs[3], C = xs[4];
+  int64_t F = ws[1], KH = ws[2], KW = ws[3];
+  int64_t OH = (H + pad[0] + pad[1] - (KH - 1) * dil[0] - 1) / stride[0] + 1;
+  int64_t OW = (W + pad[2] + pad[3] - (KW - 1) * dil[1] - 1) / stride[1] + 1;
+  outShape = {N, OH, OW, G, F};
+  Vec y(size_t(N * OH * OW * G * F));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t f = 0; f < F; ++f) {
+            double acc = 0;
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+                int64_t iw = ow * stride[1] - pad[2] + kw * dil[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                for (int64_t c = 0; c < C; ++c)
+                  acc += double(x[(((n * H + ih) * W + iw) * G + g) * C + c]) *
+                         w[(((g * F + f) * KH + kh) * KW + kw) * C + c];
+              }
+            y[(((n * OH + oh) * OW + ow) * G + g) * F + f] = float(acc);
+          }
+  return y;
+}
+
 /// [N,H,C] x [N,C,W] -> [N,H,W]
 inline Vec matmul(const Vec &a, const Vec &b, int64_t N, int64_t H, int64_t C, int64_t W) {
   Vec y(size_t(N * H * W));

@@ -77,8 +77,7 @@ RegisterTile registerColumns(const RegisterTile &reg, int64_t OW, int64_t F, int
   if (reg.n < lanes && fc > lanes && fc % lanes) {
     cols = chooseRegisterTile(OW, lanes, tuning);
     peel = cols.n == lanes && OW % cols.m == 0;
-    if (!peel) cols = reg;
-    if (peel) cols = twoVectorsWhereTheRestStays(cols, fc, tuning);
+    cols = peel ? twoVectorsWhereTheRestStays(cols, fc, tuning) : reg;
   } else if (reduction * reg.n * 4 > kRegisterFusedColumnBytes && reg.n / 2 >= lanes) {
     // Narrower tiles where the tile's filter columns would not fit
     // (1x1 convs over 512 channels on 28-wide maps: 7 x 32, not
