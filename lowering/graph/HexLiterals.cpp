@@ -32,6 +32,11 @@ namespace {
 /// Literals smaller than this stay as they are: small constants (shapes,
 /// scalars, tables) are read as DenseElementsAttr by folders.
 constexpr size_t kMinLiftBytes = 64 * 1024;
+/// A resource is a blob whoever decodes it, so smaller ones are lifted too:
+/// a model's per-channel parameters (RegNetY-400MF: 286 resources under
+/// 64 KiB, 3 MB of hex) cost MLIR's lexer 20 ms a character at a time.
+/// Tiny ones (scalars) stay the parser's: not worth a blob and a task.
+constexpr size_t kMinLiftResourceBytes = 256;
 /// Decoded bytes per task (a big literal is many tasks).
 constexpr size_t kDecodeChunk = 1 << 20;
 
@@ -197,7 +202,8 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
       std::string key = section.takeBuiltinKey();
       if (key.empty() || source[quote] != '"' || source[next - 1] != '"') continue;
       llvm::StringRef literal = source.slice(quote + 1, next - 1);
-      if (!literal.starts_with("0x") || literal.size() < 10 + 2 * kMinLiftBytes || literal.size() % 2) continue;
+      if (!literal.starts_with("0x") || literal.size() < 10 + 2 * kMinLiftResourceBytes || literal.size() % 2)
+        continue;
       uint8_t a[4];
       if (!decodeHex(literal.data() + 2, reinterpret_cast<char *>(a), 4)) continue;
       uint32_t alignment = uint32_t(a[0]) | uint32_t(a[1]) << 8 | uint32_t(a[2]) << 16 | uint32_t(a[3]) << 24;

@@ -255,12 +255,14 @@ TEST(Models, BigHexLiteralsDecodedInPiecesLandWhereTheyBelong) {
 }
 
 // torch-mlir's form: weights as dense_resources in the file's resource
-// section. Big ones are decoded outside MLIR's parser too (the parser
-// reads an empty blob of their alignment); small ones, and other sections,
-// are the parser's. A bad digit is still MLIR's error at its line.
+// section. Those of 256 bytes or more are decoded outside MLIR's parser
+// too (the parser reads an empty blob of their alignment); tiny ones, and
+// other sections, are the parser's. A bad digit is still MLIR's error at
+// its line, in a big blob or a small one.
 TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
-  // y = x (1x1x128) @ w (1x128x128) + b: w's columns alternate 1.0 and 0.5,
-  // b (small: the parser's) is 0, 1, 2, ...
+  // y = x (1x1x128) @ w (1x128x128) + b * s: w's columns alternate 1.0 and
+  // 0.5, b (512 bytes: lifted too) is 0, 1, 2, ..., s (4 bytes: the
+  // parser's) is 2.
   std::string w = "10000000";  // alignment 16
   for (int i = 0; i < 128 * 128 / 2; ++i) w += "0000803F0000003F";
   std::string b = "04000000";
@@ -272,44 +274,53 @@ TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
     std::snprintf(hex, sizeof hex, "%02X%02X%02X%02X", bits & 0xFF, (bits >> 8) & 0xFF, (bits >> 16) & 0xFF, bits >> 24);
     b += hex;
   }
-  auto model = [&](const std::string &wHex) {
+  auto model = [&](const std::string &wHex, const std::string &bHex) {
     return "func.func @main(%x: tensor<1x1x128xf32>) -> tensor<1x1x128xf32> {\n"
            "  %w = \"tosa.const\"() <{values = dense_resource<torch_tensor_w.f32> : tensor<1x128x128xf32>}> : () -> "
            "tensor<1x128x128xf32>\n"
            "  %b = \"tosa.const\"() <{values = dense_resource<bias> : tensor<1x1x128xf32>}> : () -> tensor<1x1x128xf32>\n"
+           "  %s = \"tosa.const\"() <{values = dense_resource<scale> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+           "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
+           "  %bs = tosa.mul %b, %s, %shift : (tensor<1x1x128xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x1x128xf32>\n"
            "  %zp = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n"
            "  %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x1x128xf32>, tensor<1x128x128xf32>, tensor<1xf32>, "
            "tensor<1xf32>) -> tensor<1x1x128xf32>\n"
-           "  %r = tosa.add %y, %b : (tensor<1x1x128xf32>, tensor<1x1x128xf32>) -> tensor<1x1x128xf32>\n"
+           "  %r = tosa.add %y, %bs : (tensor<1x1x128xf32>, tensor<1x1x128xf32>) -> tensor<1x1x128xf32>\n"
            "  return %r : tensor<1x1x128xf32>\n}\n"
            "{-#\n  dialect_resources: {\n    builtin: {\n"
            "      torch_tensor_w.f32: \"0x" + wHex + "\",\n"
-           "      bias: \"0x" + b + "\"\n"
+           "      bias: \"0x" + bHex + "\",\n"
+           "      scale: \"0x0400000000000040\"\n"
            "    }\n  }\n#-}\n";
   };
   Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, 128}, std::vector<float>(128, 1.0f));
   // Loads and computes with the resource's values.
   auto loadsRight = [&](const std::string &weights, const char *name) {
     SCOPED_TRACE(name);
-    auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(weights), name));
+    auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(weights, b), name));
     ASSERT_TRUE(m);
     auto y = KILN_TAKE(m->call("main", {ones}));
     ASSERT_EQ(y.size(), 1u);
-    EXPECT_EQ(y[0].data<float>()[4], 128.0f + 4.0f);
-    EXPECT_EQ(y[0].data<float>()[5], 64.0f + 5.0f);
+    EXPECT_EQ(y[0].data<float>()[4], 128.0f + 2 * 4.0f);
+    EXPECT_EQ(y[0].data<float>()[5], 64.0f + 2 * 5.0f);
+    EXPECT_EQ(y[0].data<float>()[127], 64.0f + 2 * 127.0f);
   };
   loadsRight(w, "resources");
 
   std::string bad = w;
   bad[5000] = 'z';
-  std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad), "bad-resource"));
-  EXPECT_NE(err.find("bad-resource:12:"), std::string::npos) << err;
+  std::string err = test::errorOf(test::sharedRuntime().loadModule(model(bad, b), "bad-resource"));
+  EXPECT_NE(err.find("bad-resource:15:"), std::string::npos) << err;
+  std::string badBias = b;
+  badBias[300] = 'q';
+  err = test::errorOf(test::sharedRuntime().loadModule(model(w, badBias), "bad-small-resource"));
+  EXPECT_NE(err.find("bad-small-resource:16:"), std::string::npos) << err;
 
   // Alignments kiln leaves to the parser: beyond a page (still loads, the
   // same values), not a power of two (MLIR's error, at its line).
   loadsRight("00200000" + w.substr(8), "wide-alignment");  // 8192
-  err = test::errorOf(test::sharedRuntime().loadModule(model("03000000" + w.substr(8)), "odd-alignment"));
-  EXPECT_NE(err.find("odd-alignment:12:"), std::string::npos) << err.substr(0, 300);
+  err = test::errorOf(test::sharedRuntime().loadModule(model("03000000" + w.substr(8), b), "odd-alignment"));
+  EXPECT_NE(err.find("odd-alignment:15:"), std::string::npos) << err.substr(0, 300);
   EXPECT_NE(err.find("non-power-of-2 value: 3"), std::string::npos) << err.substr(0, 300);
 }
 
