@@ -212,8 +212,18 @@ llvm::Expected<std::vector<TensorType>> conv2dShape(llvm::ArrayRef<TensorType> i
 /// first channel to read, whose pixels lie `pixelStride` floats apart (C,
 /// or a grouped conv's G*C with `x` at its group's channels).
 void im2colPatch(const ConvGeometry &g, const float *x, int64_t pixelStride, int64_t oh, int64_t ow, float *p) {
+  const int64_t iw0 = ow * g.sw - g.pl;
+  // Taps next to each other in the image (dilation 1, the window's row
+  // inside it, pixels C apart) are one run of KW * C floats: a stem's
+  // 7x7 window over 3 channels is 7 copies, not 49 of 12 bytes.
+  const bool rowRuns = g.dw == 1 && pixelStride == g.C && iw0 >= 0 && iw0 + g.KW <= g.W;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+    if (rowRuns && ih >= 0 && ih < g.H) {
+      std::memcpy(p, x + (ih * g.W + iw0) * pixelStride, size_t(g.KW * g.C) * 4);
+      p += g.KW * g.C;
+      continue;
+    }
     for (int64_t kw = 0; kw < g.KW; ++kw, p += g.C) {
       const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
       if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::fill(p, p + g.C, 0.0f);
@@ -272,28 +282,50 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
       });
       wp = wpCopy.data();
     }
+    // The patch matrix: the input itself where a 1x1 conv reads every
+    // pixel (stride 1, no padding: its rows are the pixels); else, where
+    // several workers share a block's rows (column chunks), the whole
+    // map's, made once before the GEMMs (ResNet-50's layer-4 maps were
+    // copied four times, once per chunk); else each block's own, made by
+    // the worker that computes it.
+    const bool direct = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 &&
+                        g.pl == 0 && g.pr == 0;
+    std::vector<float> shared;
+    if (!direct && colChunks > 1) {
+      shared.resize(size_t(rows * g.OW * patch));
+      parallel(k.executor, rows, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t n = r / g.OH, oh = r % g.OH;
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, shared.data() + (r * g.OW + ow) * patch);
+        }
+      });
+    }
     parallel(k.executor, blocks * colChunks, 1, [&](int64_t s, int64_t e) {
       std::vector<float> yt(packed && !prePacked ? size_t(rowsPerBlock * g.OW * Fp) : 0);
-      RowMat P(rowsPerBlock * g.OW, patch);  // im2col of a block of output rows
+      // im2col of a block of output rows, when it is the worker's to make
+      std::vector<float> own(direct || !shared.empty() ? 0 : size_t(rowsPerBlock * g.OW * patch));
       for (int64_t item = s; item < e; ++item) {
         const int64_t blk = item / colChunks, c0 = (item % colChunks) * chunkCols;
         const int64_t c1 = std::min(g.F, c0 + chunkCols);
         const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t n = r / g.OH, oh = r % g.OH;
-          for (int64_t ow = 0; ow < g.OW; ++ow)
-            im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, P.row((r - r0) * g.OW + ow).data());
-        }
+        const float *A = direct ? x + r0 * g.OW * g.C : shared.empty() ? own.data() : shared.data() + r0 * g.OW * patch;
+        if (!own.empty())
+          for (int64_t r = r0; r < r1; ++r) {
+            int64_t n = r / g.OH, oh = r % g.OH;
+            for (int64_t ow = 0; ow < g.OW; ++ow)
+              im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, own.data() + ((r - r0) * g.OW + ow) * patch);
+          }
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
         if (prePacked) {
-          gemmFn(P.data(), patch, wp + c0, Fp, Y.data() + c0, g.F, m, c1 - c0, patch);
+          gemmFn(A, patch, wp + c0, Fp, Y.data() + c0, g.F, m, c1 - c0, patch);
         } else if (packed) {
-          gemmFn(P.data(), patch, wp, Fp, yt.data(), Fp, m, g.F, patch);
+          gemmFn(A, patch, wp, Fp, yt.data(), Fp, m, g.F, patch);
           for (int64_t i = 0; i < m; ++i) std::memcpy(&Y(i, 0), yt.data() + i * Fp, size_t(g.F) * 4);
         } else if (patch >= kDotMinPatch)
-          dot(P.data(), patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
-        else Y.noalias() = P.topRows(m) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
+          dot(A, patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
+        else Y.noalias() = Eigen::Map<const RowMat>(A, m, patch) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
         for (int64_t i = 0; i < m; ++i)
           for (int64_t f = c0; f < c1; ++f) Y(i, f) += bias[biasScalar ? 0 : f];
       }
