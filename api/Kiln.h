@@ -27,6 +27,7 @@
 #include "llvm/Support/Error.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -232,10 +233,14 @@ private:
   /// from the range code if it measures faster.
   void finishHotSize(const std::string &function, const std::vector<TensorType> &types, size_t event,
                      std::chrono::steady_clock::time_point start);
+  /// `keepGate`: where a first call on a kernel plan hands the gate of the
+  /// compile it queued, instead of opening it when it answers (an item of
+  /// a range call: the compile waits for the whole batch).
   std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                     bool inlineFirstStep,
                                                     std::shared_ptr<CancellationToken> cancel,
-                                                    std::vector<Tensor> outputs);
+                                                    std::vector<Tensor> outputs,
+                                                    std::function<void(std::shared_ptr<RunGate>)> keepGate = {});
   std::unique_ptr<Impl> impl_;
 };
 
