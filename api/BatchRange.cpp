@@ -69,10 +69,6 @@ struct Module::RangeCall {
   int chains = 0;                 // under mu: chains still running
   std::optional<Status> failure;  // under mu: the error of the lowest item that failed
   int64_t failedItem = -1;        // under mu: that item
-  /// Under mu: the gate of the compile item 0's first call queued (opened
-  /// once the whole call has answered), and whether it has.
-  std::shared_ptr<RunGate> gate;
-  bool answered = false;
 
   std::optional<Status> prepareOutputs(const std::vector<TensorType> &itemTypes);
   /// Chains of items to run at once: one per executor thread, at most one per item.
@@ -187,15 +183,9 @@ void Module::runItem(const std::shared_ptr<RangeCall> &call, int64_t item) {
   if (call->outputsReady)
     for (size_t r = 0; r < call->outputs.size(); ++r)
       outputs.push_back(itemOf(call->outputs[r], s.batch.results[r], call->batch, item));
-  auto keepGate = [call](std::shared_ptr<RunGate> gate) {
-    {
-      std::lock_guard<std::mutex> lock(call->mu);
-      if (!call->answered) return void(call->gate = std::move(gate));
-    }
-    gate->open();
-  };
+  // A compile this item's first call queues waits for the whole call's answer.
   auto results =
-      startUnlimited(s.name, inputs, /*inlineFirstStep=*/false, call->cancel, std::move(outputs), keepGate);
+      startUnlimited(s.name, inputs, /*inlineFirstStep=*/false, call->cancel, std::move(outputs), call->results);
   whenAllAvailable(results, [this, call, item, results] { itemDone(call, item, results); });
 }
 
@@ -272,13 +262,6 @@ void Module::finishRange(const std::shared_ptr<RangeCall> &call) {
     if (call->failure) call->results[r]->setError(*call->failure);
     else call->results[r]->emplace(call->outputs[r]);
   }
-  std::shared_ptr<RunGate> gate;  // the compile item 0 queued starts now
-  {
-    std::lock_guard<std::mutex> lock(call->mu);
-    call->answered = true;
-    gate = std::move(call->gate);
-  }
-  if (gate) gate->open();
   if (event != SIZE_MAX) compileInBackground(s.name, types, event, /*hotSize=*/true);
 }
 

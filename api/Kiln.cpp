@@ -460,7 +460,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
                                                           bool inlineFirstStep,
                                                           std::shared_ptr<CancellationToken> cancel,
                                                           std::vector<Tensor> outputs,
-                                                          std::function<void(std::shared_ptr<RunGate>)> keepGate) {
+                                                          std::vector<AsyncValueRef<Tensor>> answer) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].valid())
       return errorValues(1, Status{ErrorCode::kInvalidArgument,
@@ -508,7 +508,7 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
   llvm::unique_function<void()> firstCall = [this, fn = function.str(),
                                               args = std::vector<Tensor>(inputs.begin(), inputs.end()),
                                               types = std::move(types), results, opts,
-                                              keepGate = std::move(keepGate)]() mutable {
+                                              answer = std::move(answer)]() mutable {
     auto done = llvm::scope_exit([this] { impl_->leave(); });
     std::shared_ptr<RunGate> gate;
     auto compiled = firstCode(fn, types, opts.cancel.get(), &gate);  // the call's deadline bounds its compile too
@@ -532,12 +532,10 @@ std::vector<AsyncValueRef<Tensor>> Module::startUnlimited(llvm::StringRef functi
       });
     }
     // Once the caller has its answer (the results, not `outs`: an
-    // AsyncValue runs its waiters last-registered first); an item of a
-    // range call hands it to the range, which opens it once every item
-    // has answered (ResNet-50's first call at batch 15 ran its 14 other
-    // items beside the compile: 140 ms an item, 74 alone).
-    if (gate && keepGate) keepGate(gate);
-    else if (gate) whenAllAvailable(results, [gate] { gate->open(); });
+    // AsyncValue runs its waiters last-registered first); for an item of a
+    // range call, once every item has (ResNet-50's first call at batch 15
+    // ran its 14 other items beside the compile: 140 ms an item, 74 alone).
+    if (gate) whenAllAvailable(answer.empty() ? results : answer, [gate] { gate->open(); });
   };
   // Under tiered policies a first call runs on a thread of its own: the
   // blocking pool may be busy for seconds with background compiles' helpers,

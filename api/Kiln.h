@@ -27,7 +27,6 @@
 #include "llvm/Support/Error.h"
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -233,14 +232,15 @@ private:
   /// from the range code if it measures faster.
   void finishHotSize(const std::string &function, const std::vector<TensorType> &types, size_t event,
                      std::chrono::steady_clock::time_point start);
-  /// `keepGate`: where a first call on a kernel plan hands the gate of the
-  /// compile it queued, instead of opening it when it answers (an item of
-  /// a range call: the compile waits for the whole batch).
+  /// `answer`: the results whose arrival opens the gate of the compile a
+  /// first call on a kernel plan queued (default: the call's own; an item
+  /// of a range call passes the whole call's, so the compile waits for
+  /// every item).
   std::vector<AsyncValueRef<Tensor>> startUnlimited(llvm::StringRef function, llvm::ArrayRef<Tensor> inputs,
                                                     bool inlineFirstStep,
                                                     std::shared_ptr<CancellationToken> cancel,
                                                     std::vector<Tensor> outputs,
-                                                    std::function<void(std::shared_ptr<RunGate>)> keepGate = {});
+                                                    std::vector<AsyncValueRef<Tensor>> answer = {});
   std::unique_ptr<Impl> impl_;
 };
 
