@@ -387,14 +387,8 @@ void Module::compileInBackground(const std::string &function, const std::vector<
       };
       // Below the calls' priority on a thread of its own (a thread's
       // priority cannot be raised again; runtime/ThreadPriority.h).
-      if (job.lowPriority) {
-        std::thread([&] {
-          enterBackgroundPriority();
-          run();
-        }).join();
-      } else {
-        run();
-      }
+      if (job.lowPriority) runAtBackgroundPriority(run);
+      else run();
     }
   }).detach();
 }

@@ -12,8 +12,6 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <thread>
-
 namespace kiln::jit {
 namespace {
 
@@ -317,13 +315,7 @@ llvm::Expected<CompileService::Compiled> CompileService::produce(lowering::Progr
   // waits for, below the calls' priority: at theirs, encoding RegNetY-400MF's
   // plan (333 KB of JSON, ~20 ms) took a core from the first call it serves.
   if (tier == Tier::kKernels && options_.spawn) {
-    spawnTracked([this, code, key] {
-      // A thread of its own: a pool thread's priority cannot be raised again.
-      std::thread([&] {
-        enterBackgroundPriority();
-        storeOnDisk(*code, key);
-      }).join();
-    });
+    spawnTracked([this, code, key] { runAtBackgroundPriority([&] { storeOnDisk(*code, key); }); });
     return code;
   }
   storeOnDisk(*code, key);

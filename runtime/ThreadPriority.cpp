@@ -1,5 +1,7 @@
 #include "runtime/ThreadPriority.h"
 
+#include <thread>
+
 #if defined(__linux__)
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -21,6 +23,13 @@ void enterBackgroundPriority() {
   int now = ::getpriority(PRIO_PROCESS, tid);
   if (errno == 0 && now < kBackgroundNice) (void)::setpriority(PRIO_PROCESS, tid, kBackgroundNice);
 #endif
+}
+
+void runAtBackgroundPriority(llvm::function_ref<void()> work) {
+  std::thread([&] {
+    enterBackgroundPriority();
+    work();
+  }).join();
 }
 
 bool inBackgroundPriority() { return background; }

@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 namespace kiln {
 
 /// The nice value background threads take (Linux, per thread): against a
@@ -26,6 +28,11 @@ constexpr int kBackgroundNice = 19;
 /// background work call this (not pool threads). No effect on priority
 /// where the platform has no per-thread nice.
 void enterBackgroundPriority();
+
+/// Runs `work` on a thread of its own at background priority and waits for
+/// it: for a thread that must keep its priority (a pool thread, a thread
+/// that goes on with the calls' work afterwards).
+void runAtBackgroundPriority(llvm::function_ref<void()> work);
 
 /// Whether the calling thread called enterBackgroundPriority: work it hands
 /// to helper threads should run at the same priority.

@@ -44,4 +44,24 @@ TEST(ThreadPriority, BackgroundThreadRunsBelowTheOthers) {
   EXPECT_EQ(other, before);
 }
 
+// runAtBackgroundPriority: the work on another thread, below the caller's
+// priority, done when it returns; the caller keeps its own.
+TEST(ThreadPriority, RunAtBackgroundPriorityLeavesTheCallerAsItWas) {
+  int before = ownNice(), inside = 0;
+  bool marked = false;
+  std::thread::id worker;
+  kiln::runAtBackgroundPriority([&] {
+    marked = kiln::inBackgroundPriority();
+    inside = ownNice();
+    worker = std::this_thread::get_id();
+  });
+  EXPECT_TRUE(marked);
+  EXPECT_NE(worker, std::this_thread::get_id());
+#if defined(__linux__)
+  EXPECT_GE(inside, kiln::kBackgroundNice);
+#endif
+  EXPECT_EQ(ownNice(), before);
+  EXPECT_FALSE(kiln::inBackgroundPriority());
+}
+
 }  // namespace
