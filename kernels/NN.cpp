@@ -290,16 +290,19 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     // the worker that computes it.
     const bool direct = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 &&
                         g.pl == 0 && g.pr == 0;
+    // The patches of output rows r0 .. r1 ([N * OH] rows of OW pixels), from `out` on.
+    auto patchRows = [&](int64_t r0, int64_t r1, float *out) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t n = r / g.OH, oh = r % g.OH;
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, out + ((r - r0) * g.OW + ow) * patch);
+      }
+    };
     std::vector<float> shared;
     if (!direct && colChunks > 1) {
       shared.resize(size_t(rows * g.OW * patch));
-      parallel(k.executor, rows, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t n = r / g.OH, oh = r % g.OH;
-          for (int64_t ow = 0; ow < g.OW; ++ow)
-            im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, shared.data() + (r * g.OW + ow) * patch);
-        }
-      });
+      parallel(k.executor, rows, 1,
+               [&](int64_t r0, int64_t r1) { patchRows(r0, r1, shared.data() + r0 * g.OW * patch); });
     }
     parallel(k.executor, blocks * colChunks, 1, [&](int64_t s, int64_t e) {
       std::vector<float> yt(packed && !prePacked ? size_t(rowsPerBlock * g.OW * Fp) : 0);
@@ -310,12 +313,7 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
         const int64_t c1 = std::min(g.F, c0 + chunkCols);
         const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
         const float *A = direct ? x + r0 * g.OW * g.C : shared.empty() ? own.data() : shared.data() + r0 * g.OW * patch;
-        if (!own.empty())
-          for (int64_t r = r0; r < r1; ++r) {
-            int64_t n = r / g.OH, oh = r % g.OH;
-            for (int64_t ow = 0; ow < g.OW; ++ow)
-              im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, own.data() + ((r - r0) * g.OW + ow) * patch);
-          }
+        if (!own.empty()) patchRows(r0, r1, own.data());
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
         if (prePacked) {
