@@ -234,9 +234,6 @@ inline __attribute__((always_inline)) void gemmTile(const float *a, int64_t lda,
     for (int v = 0; v < NV; ++v) __builtin_memcpy(y + r * ldy + v * V, &acc[r][v], sizeof(Vec));
 }
 
-/// Rows 0 .. m of one block of NV vectors of columns: MR-row tiles, then a
-/// 4-row tile if the rows left fill one (one row at a time would load B's
-/// vectors for NV FMAs each), then single rows.
 /// Bytes of B's panel one block of k spans (kc x NV vectors): it stays in
 /// L1 (32 KiB on Zen 4, 48 on Intel's recent cores, beside the rows of A)
 /// while every row tile passes, where a panel over the whole k came from
@@ -245,14 +242,20 @@ inline __attribute__((always_inline)) void gemmTile(const float *a, int64_t lda,
 /// 47-65 GFLOP/s a call).
 constexpr int64_t kGemmPanelBlockBytes = 16 << 10;
 
+/// Rows 0 .. m of one block of NV vectors of columns, in blocks of k where
+/// B is wider than the block: MR-row tiles, then a 4-row tile if the rows
+/// left fill one (one row at a time would load B's vectors for NV FMAs
+/// each), then single rows.
 template <typename Vec, int V, int MR, int NV>
 inline __attribute__((always_inline)) void gemmColumns(const float *a, int64_t lda, const float *b, int64_t ldb,
                                                        float *y, int64_t ldy, int64_t m, int64_t k) {
   // (A B of panels, each contiguous k x NV*V as the matmul's are, streams
   // in order from L2 faster whole: BERT-base's all-kernel plan 144-160 ->
   // 171-180 ms in blocks.)
-  const int64_t kc = ldb == NV * V ? k : std::max<int64_t>(16, kGemmPanelBlockBytes / int64_t(NV * sizeof(Vec)));
-  for (int64_t q = 0; q < k; q += kc) {
+  constexpr int64_t kBlock = kGemmPanelBlockBytes / int64_t(NV * sizeof(Vec));
+  const int64_t kc = ldb == NV * V ? std::max<int64_t>(k, 1) : kBlock;
+  // At least one block: with k = 0 the tiles still write Y's zeros.
+  for (int64_t q = 0; q == 0 || q < k; q += kc) {
     const int64_t kb = std::min(kc, k - q);
     const bool acc = q > 0;
     const float *aq = a + q, *bq = b + q * ldb;
