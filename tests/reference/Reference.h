@@ -21,32 +21,52 @@ inline int64_t count(const Dims &d) {
   return n;
 }
 
-/// NHWC conv with OHWI weights; pad = {top, bottom, left, right}.
-inline Vec conv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const Vec &bias,
-                  const int64_t pad[4], const int64_t stride[2], const int64_t dil[2],
-                  Dims &outShape) {
-  int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3];
-  int64_t F = ws[0], KH = ws[1], KW = ws[2];
+/// kiln.grouped_conv2d: input [N, H, W, G, C], filter [G, F, KH, KW, C]
+/// (group g's F outputs read only its C inputs), output [N, OH, OW, G, F];
+/// pad = {top, bottom, left, right}; `bias` none, one value, or G * F.
+inline Vec groupedConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const Vec &bias,
+                         const int64_t pad[4], const int64_t stride[2], const int64_t dil[2], Dims &outShape) {
+  int64_t N = xs[0], H = xs[1], W = xs[2], G = xs[3], C = xs[4];
+  int64_t F = ws[1], KH = ws[2], KW = ws[3];
   int64_t OH = (H + pad[0] + pad[1] - (KH - 1) * dil[0] - 1) / stride[0] + 1;
   int64_t OW = (W + pad[2] + pad[3] - (KW - 1) * dil[1] - 1) / stride[1] + 1;
-  outShape = {N, OH, OW, F};
-  Vec y(size_t(N * OH * OW * F));
+  outShape = {N, OH, OW, G, F};
+  Vec y(size_t(N * OH * OW * G * F));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t oh = 0; oh < OH; ++oh)
       for (int64_t ow = 0; ow < OW; ++ow)
-        for (int64_t f = 0; f < F; ++f) {
-          double acc = bias.empty() ? 0.0 : bias[bias.size() == 1 ? 0 : f];
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
-              int64_t iw = ow * stride[1] - pad[2] + kw * dil[1];
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              for (int64_t c = 0; c < C; ++c)
-                acc += double(x[((n * H + ih) * W + iw) * C + c]) *
-                       w[((f * KH + kh) * KW + kw) * C + c];
-            }
-          y[((n * OH + oh) * OW + ow) * F + f] = float(acc);
-        }
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t f = 0; f < F; ++f) {
+            double acc = bias.empty() ? 0.0 : bias[bias.size() == 1 ? 0 : g * F + f];
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+                int64_t iw = ow * stride[1] - pad[2] + kw * dil[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                for (int64_t c = 0; c < C; ++c)
+                  acc += double(x[(((n * H + ih) * W + iw) * G + g) * C + c]) *
+                         w[(((g * F + f) * KH + kh) * KW + kw) * C + c];
+              }
+            y[(((n * OH + oh) * OW + ow) * G + g) * F + f] = float(acc);
+          }
+  return y;
+}
+
+/// Without a bias.
+inline Vec groupedConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const int64_t pad[4],
+                         const int64_t stride[2], const int64_t dil[2], Dims &outShape) {
+  return groupedConv2d(x, xs, w, ws, {}, pad, stride, dil, outShape);
+}
+
+/// NHWC conv with OHWI weights (one group of grouped_conv2d); pad = {top,
+/// bottom, left, right}.
+inline Vec conv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const Vec &bias,
+                  const int64_t pad[4], const int64_t stride[2], const int64_t dil[2],
+                  Dims &outShape) {
+  Dims grouped;
+  Vec y = groupedConv2d(x, {xs[0], xs[1], xs[2], 1, xs[3]}, w, {1, ws[0], ws[1], ws[2], ws[3]}, bias, pad, stride,
+                        dil, grouped);
+  outShape = {grouped[0], grouped[1], grouped[2], grouped[4]};
   return y;
 }
 
@@ -75,37 +95,6 @@ inline Vec depthwiseConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dim
                        w[((kh * KW + kw) * C + c) * M + m];
               }
             y[((n * OH + oh) * OW + ow) * C * M + c * M + m] = float(acc);
-          }
-  return y;
-}
-
-/// kiln.grouped_conv2d: input [N, H, W, G, C], filter [G, F, KH, KW, C]
-/// (group g's F outputs read only its C inputs), output [N, OH, OW, G, F];
-/// pad = {top, bottom, left, right}.
-inline Vec groupedConv2d(const Vec &x, const Dims &xs, const Vec &w, const Dims &ws, const int64_t pad[4],
-                         const int64_t stride[2], const int64_t dil[2], Dims &outShape) {
-  int64_t N = xs[0], H = xs[1], W = xs[2], G = xs[3], C = xs[4];
-  int64_t F = ws[1], KH = ws[2], KW = ws[3];
-  int64_t OH = (H + pad[0] + pad[1] - (KH - 1) * dil[0] - 1) / stride[0] + 1;
-  int64_t OW = (W + pad[2] + pad[3] - (KW - 1) * dil[1] - 1) / stride[1] + 1;
-  outShape = {N, OH, OW, G, F};
-  Vec y(size_t(N * OH * OW * G * F));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow)
-        for (int64_t g = 0; g < G; ++g)
-          for (int64_t f = 0; f < F; ++f) {
-            double acc = 0;
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
-                int64_t iw = ow * stride[1] - pad[2] + kw * dil[1];
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                for (int64_t c = 0; c < C; ++c)
-                  acc += double(x[(((n * H + ih) * W + iw) * G + g) * C + c]) *
-                         w[(((g * F + f) * KH + kh) * KW + kw) * C + c];
-              }
-            y[(((n * OH + oh) * OW + ow) * G + g) * F + f] = float(acc);
           }
   return y;
 }
