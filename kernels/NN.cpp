@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace kiln::kernels {
@@ -298,22 +299,23 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
           im2colPatch(g, x + n * g.H * g.W * g.C, g.C, oh, ow, out + ((r - r0) * g.OW + ow) * patch);
       }
     };
-    std::vector<float> shared;
+    // (Not zeroed first: every element is written before it is read.)
+    std::unique_ptr<float[]> shared;
     if (!direct && colChunks > 1) {
-      shared.resize(size_t(rows * g.OW * patch));
+      shared.reset(new float[size_t(rows * g.OW * patch)]);
       parallel(k.executor, rows, 1,
-               [&](int64_t r0, int64_t r1) { patchRows(r0, r1, shared.data() + r0 * g.OW * patch); });
+               [&](int64_t r0, int64_t r1) { patchRows(r0, r1, shared.get() + r0 * g.OW * patch); });
     }
     parallel(k.executor, blocks * colChunks, 1, [&](int64_t s, int64_t e) {
       std::vector<float> yt(packed && !prePacked ? size_t(rowsPerBlock * g.OW * Fp) : 0);
       // im2col of a block of output rows, when it is the worker's to make
-      std::vector<float> own(direct || !shared.empty() ? 0 : size_t(rowsPerBlock * g.OW * patch));
+      std::unique_ptr<float[]> own(direct || shared ? nullptr : new float[size_t(rowsPerBlock * g.OW * patch)]);
       for (int64_t item = s; item < e; ++item) {
         const int64_t blk = item / colChunks, c0 = (item % colChunks) * chunkCols;
         const int64_t c1 = std::min(g.F, c0 + chunkCols);
         const int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock), m = (r1 - r0) * g.OW;
-        const float *A = direct ? x + r0 * g.OW * g.C : shared.empty() ? own.data() : shared.data() + r0 * g.OW * patch;
-        if (!own.empty()) patchRows(r0, r1, own.data());
+        const float *A = direct ? x + r0 * g.OW * g.C : own ? own.get() : shared.get() + r0 * g.OW * patch;
+        if (own) patchRows(r0, r1, own.get());
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
         if (prePacked) {
