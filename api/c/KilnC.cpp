@@ -735,7 +735,9 @@ kiln_status *kiln_module_prewarm(kiln_module *m, const char *function, const kil
     if (!sig) return fromError(sig.takeError());
     std::vector<kiln::TensorType> types;
     if (kiln_status *s = inputTypes(inputs, numInputs, types)) return s;
-    auto code = m->module->compile((*sig)->name, types);
+    // What will serve these types (batch 1 for every size of a function
+    // that runs its batch as calls of batch 1), as Runtime::prewarm does.
+    auto code = m->module->compile((*sig)->name, m->module->servingTypes((*sig)->name, std::move(types)));
     return code ? nullptr : fromError(code.takeError());
   });
 }
@@ -748,7 +750,7 @@ kiln_status *kiln_module_compile_info(kiln_module *m, const char *function, cons
     if (!sig) return fromError(sig.takeError());
     std::vector<kiln::TensorType> types;
     if (kiln_status *s = inputTypes(inputs, numInputs, types)) return s;
-    auto code = m->module->compile((*sig)->name, types);
+    auto code = m->module->compile((*sig)->name, m->module->servingTypes((*sig)->name, std::move(types)));
     if (!code) return fromError(code.takeError());
     const kiln::jit::CompileStats &st = (*code)->stats;
     *out = kiln_compile_info{};

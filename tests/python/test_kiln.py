@@ -390,13 +390,15 @@ def test_prewarm_compile_info_and_stats(tmp_path):
     r = kiln.Runtime(threads=1, cache_dir=str(tmp_path))
     m = r.load(TWO_OUT)
     m.prewarm(((2, 4), "float32"), ((2, 4), "float32"))
-    before = m.stats()["functions_compiled"]
+    assert m.stats()["functions_compiled"] == 1
+    # @main computes its batch row by row: every batch size runs as calls of
+    # batch 1, so batch 1's code (compiled above) serves batch 3 as well.
     m.prewarm(np.zeros((3, 4), np.float32), np.zeros((3, 4), np.float32))
-    assert m.stats()["functions_compiled"] == before + 1
+    assert m.stats()["functions_compiled"] == 1
     info = m.compile_info(*m.inputs[:0], ((3, 4), "float32"), ((3, 4), "float32"))
     assert set(info) >= {"compile_ms", "kernels_compiled", "placement", "from_disk_cache"}
     stats = r.cache_stats()
-    assert stats["compiles"] + stats["disk_hits"] >= 2
+    assert stats["compiles"] + stats["disk_hits"] == 1  # one compile served all three
     sep, why = m.batch_separable()
     assert sep is True or isinstance(why, str)
     assert isinstance(m.tier_stats()["range_calls"], int)

@@ -258,14 +258,17 @@ KILN_API void kiln_call_on_ready(kiln_call *call, void (*callback)(void *ctx), v
 KILN_API kiln_status *kiln_call_wait(kiln_call *call, kiln_tensor **outputs, size_t num_outputs);
 KILN_API void kiln_call_free(kiln_call *call);
 
-/* Compiles `function` for these input types (names ignored) without running
- * it, so that later calls, here or in another process sharing the disk
- * cache, start warm. */
+/* Compiles what will serve `function` at these input types (names ignored)
+ * without running it, so that later calls, here or in another process
+ * sharing the disk cache, start warm: with batch ranges on (the default) a
+ * function that computes its batch item by item runs every batch size as
+ * calls of batch 1, so batch 1's code is what compiles. */
 KILN_API kiln_status *kiln_module_prewarm(kiln_module *module, const char *function,
                                           const kiln_tensor_info *inputs, size_t num_inputs);
 
-/* What was compiled for `function` at these input types (compiling it if
- * it was not). */
+/* What was compiled to serve `function` at these input types (compiling it
+ * if it was not; batch 1's code for a batch that runs as calls of batch 1,
+ * as in kiln_module_prewarm). */
 typedef struct kiln_compile_info {
   int from_disk_cache;     /* 1: loaded from the persistent cache (no compile in this process) */
   int kernels_compiled;    /* JIT kernels compiled */
