@@ -112,4 +112,24 @@ def KilnScratchBuffers : Pass<"kiln-scratch-buffers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
+def KilnPrefetchStreams : Pass<"kiln-prefetch-streams", "mlir::func::FuncOp"> {
+  let summary = "Register-tile loops prefetch the rows of their streamed operand a distance ahead";
+  let description = [{
+    After bufferization (CPU): in a reduction loop that carries a register
+    tile (an scf.for with a vector iter_arg), each 1-D vector read of a
+    contiguous row (the GEMM's B row, a conv's filter row) through a view
+    whose offset steps with the loop gets a memref.prefetch of the row
+    `distance-bytes` ahead along that dimension, one per cache line of the
+    row, into L2. A filter streamed from L3 or memory then arrives while the
+    tile computes on earlier rows instead of when the loop reaches it.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+  let options = [
+    Option<"distanceBytes", "distance-bytes", "int64_t", "0",
+           "how far ahead the prefetched rows lie, in bytes (0: no prefetches)">,
+    Option<"minStreamBytes", "min-stream-bytes", "int64_t", "0",
+           "smallest function argument whose rows are prefetched, in bytes">,
+  ];
+}
+
 #endif

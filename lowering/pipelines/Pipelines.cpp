@@ -52,10 +52,13 @@ std::vector<PipelineStage> cpuPipelineStages(const CpuTuning &tuning) {
        "function-boundary-type-conversion=identity-layout-map},"
        "canonicalize,kiln-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
        "canonicalize,func.func(kiln-reshaped-out-params),buffer-deallocation-pipeline,inline,symbol-dce,canonicalize)"},
+      // kiln-prefetch-streams: rows of streamed weights fetched into L2 ahead
+      // of the register tiles that read them.
       // kiln-scratch-buffers: a kernel's temporaries in the scratch buffer
       // the executor plans for its step (warm memory, no malloc per call).
       {"kiln-lower-to-llvm",
-       "builtin.module(kiln-scratch-buffers,kiln-strided-copies,kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+       "builtin.module(func.func(kiln-prefetch-streams{distance-bytes=" + std::to_string(tuning.prefetchBytes) +
+           " min-stream-bytes=" + std::to_string(tuning.l2Bytes / 2) + "}),kiln-scratch-buffers,kiln-strided-copies,kiln-outline-parallel,func.func(convert-vector-to-scf{full-unroll},convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
        "canonicalize,cse,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
        "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
        "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-arith-to-llvm,"

@@ -1,0 +1,167 @@
+//===- PrefetchStreams.cpp - streamed rows prefetched a distance ahead -----===//
+//
+// kiln-prefetch-streams (CPU, after bufferization): a register tile's
+// reduction loop reads one row of its B operand per step,
+//
+//   scf.for %k = 0 to 256 step 1 iter_args(%acc = ...) -> (vector<7x32xf32>) {
+//     %r = memref.subview %panel[0, 0, %k, 0] [1, 1, 1, 32] [1, 1, 1, 1]
+//     %v = memref.subview %r[0, 0, 0, 0] [1, 1, 1, 32] ...   (rank-reducing)
+//     %b = vector.transfer_read %v[%c0, %c0, %c0] ... : vector<32xf32>
+//
+// and where that operand is a weight streamed from L3 or memory (ResNet-50's
+// last stage: 4-9 MB filters read once per call) the loop waits on each
+// row as it reaches it. This pass adds, before such a read,
+//
+//     memref.prefetch %panel[0, 0, %k + P, 0], read, locality<2>, data
+//
+// (and one per further cache line of the row), P rows being `distance-bytes`
+// ahead along the dimension the loop steps. The prefetch lands in L2 while
+// the tile computes on the rows before it. A prefetch never faults, so rows
+// past the view's end (the next block's, or past the weight) are harmless.
+//
+// Matched: 1-D vector reads (vector.transfer_read, vector.load) at all-zero
+// indices of a chain of subviews whose offsets below the first one taken
+// inside the loop are all zero, that one having exactly one offset that
+// depends on the loop's induction variable, over a dimension with a static
+// stride; the row's innermost dimension has stride 1. Anything else is left
+// as it is.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/cpu/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace kiln::lowering {
+#define GEN_PASS_DEF_KILNPREFETCHSTREAMS
+#include "lowering/cpu/Passes.h.inc"
+}  // namespace kiln::lowering
+
+using namespace mlir;
+
+namespace kiln::lowering {
+namespace {
+
+constexpr int64_t kLineBytes = 64;
+
+bool isZero(OpFoldResult r) {
+  std::optional<int64_t> c = getConstantIntValue(r);
+  return c && *c == 0;
+}
+
+/// Whether `v` is computed from `iv` inside `loop` (or is it).
+bool dependsOn(Value v, Value iv, scf::ForOp loop) {
+  if (v == iv) return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || !loop->isAncestor(def)) return false;
+  for (Value operand : def->getOperands())
+    if (dependsOn(operand, iv, loop)) return true;
+  return false;
+}
+
+/// Prefetches for one row read `read` (vector `vecType` of memref `source`
+/// at `indices`) in `loop`, if it matches (see the file comment).
+void prefetchRow(Operation *read, Value source, ValueRange indices, VectorType vecType, scf::ForOp loop,
+                 int64_t distanceBytes, int64_t minBytes) {
+  if (vecType.getRank() != 1 || !vecType.getElementType().isIntOrFloat()) return;
+  int64_t elementBytes = vecType.getElementType().getIntOrFloatBitWidth() / 8;
+  if (elementBytes == 0) return;
+  Value iv = loop.getInductionVar();
+  auto stepsWithLoop = [&](OpFoldResult o) {
+    auto value = llvm::dyn_cast<Value>(o);
+    return value && dependsOn(value, iv, loop);
+  };
+  // The memref the row is read from outside the loop, and the row's
+  // indices in it: the read's own (it indexes that memref with the loop's
+  // variable) or those of the view taken in the loop (zero offsets below it).
+  Value base;
+  SmallVector<OpFoldResult> offsets;
+  if (llvm::any_of(indices, [&](Value i) { return stepsWithLoop(i); })) {
+    base = source;
+    offsets = getAsOpFoldResult(indices);
+  } else {
+    for (Value i : indices)
+      if (!isConstantIntValue(i, 0)) return;
+    for (Value v = source;;) {
+      auto view = v.getDefiningOp<memref::SubViewOp>();
+      if (!view || !loop->isAncestor(view)) return;
+      if (llvm::any_of(view.getMixedOffsets(), stepsWithLoop)) {
+        base = view.getSource();
+        offsets = view.getMixedOffsets();
+        break;
+      }
+      if (!llvm::all_of(view.getMixedOffsets(), isZero)) return;
+      v = view.getSource();
+    }
+  }
+  if (Operation *def = base.getDefiningOp(); def && loop->isAncestor(def)) return;
+  // Only operands that stream: a function argument (a weight, an input) of
+  // at least `minBytes`, which the loops before this one evicted from L2.
+  Value root = base;
+  while (auto view = root.getDefiningOp<memref::SubViewOp>()) root = view.getSource();
+  auto rootType = llvm::dyn_cast<MemRefType>(root.getType());
+  if (!llvm::isa<BlockArgument>(root) || !rootType || !rootType.hasStaticShape() ||
+      rootType.getNumElements() * elementBytes < minBytes)
+    return;
+  auto baseType = llvm::dyn_cast<MemRefType>(base.getType());
+  if (!baseType) return;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(baseType.getStridesAndOffset(strides, offset)) || strides.empty() || strides.back() != 1) return;
+  if (offsets.size() != strides.size()) return;
+  int stepDim = -1;
+  for (auto [d, o] : llvm::enumerate(offsets))
+    if (stepsWithLoop(o)) {
+      if (stepDim >= 0) return;  // two dimensions step with the loop
+      stepDim = int(d);
+    }
+  if (stepDim < 0 || stepDim == int(strides.size()) - 1 || ShapedType::isDynamic(strides[stepDim]) ||
+      strides[stepDim] <= 0)
+    return;
+  int64_t rowBytes = strides[stepDim] * elementBytes;
+  int64_t ahead = std::max<int64_t>(1, (distanceBytes + rowBytes - 1) / rowBytes);
+  int64_t lineElements = std::max<int64_t>(1, kLineBytes / elementBytes);
+  int64_t readBytes = vecType.getNumElements() * elementBytes;
+
+  OpBuilder b(read);
+  Location loc = read->getLoc();
+  auto indexOf = [&](OpFoldResult o) -> Value {
+    if (auto value = llvm::dyn_cast<Value>(o)) return value;
+    return arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(o));
+  };
+  SmallVector<Value> at;
+  for (OpFoldResult o : offsets) at.push_back(indexOf(o));
+  at[stepDim] = arith::AddIOp::create(b, loc, at[stepDim], arith::ConstantIndexOp::create(b, loc, ahead));
+  Value inner = at.back();
+  for (int64_t line = 0; line * kLineBytes < readBytes; ++line) {
+    if (line) at.back() = arith::AddIOp::create(b, loc, inner, arith::ConstantIndexOp::create(b, loc, line * lineElements));
+    memref::PrefetchOp::create(b, loc, base, at, /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+  }
+}
+
+struct PrefetchStreams : impl::KilnPrefetchStreamsBase<PrefetchStreams> {
+  using KilnPrefetchStreamsBase::KilnPrefetchStreamsBase;
+  void runOnOperation() override {
+    if (distanceBytes <= 0) return;
+    getOperation().walk([&](scf::ForOp loop) {
+      if (llvm::none_of(loop.getInitArgs(), [](Value v) { return llvm::isa<VectorType>(v.getType()); })) return;
+      SmallVector<Operation *> reads(llvm::make_pointer_range(loop.getBody()->without_terminator()));
+      for (Operation *op : reads) {
+        if (auto read = llvm::dyn_cast<vector::TransferReadOp>(op)) {
+          if (llvm::isa<MemRefType>(read.getBase().getType()))
+            prefetchRow(read, read.getBase(), read.getIndices(), read.getVectorType(), loop, distanceBytes, minStreamBytes);
+        } else if (auto load = llvm::dyn_cast<vector::LoadOp>(op)) {
+          prefetchRow(load, load.getBase(), load.getIndices(), load.getVectorType(), loop, distanceBytes, minStreamBytes);
+        }
+      }
+    });
+  }
+};
+
+}  // namespace
+}  // namespace kiln::lowering
