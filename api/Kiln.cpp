@@ -129,6 +129,7 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, con
     host.codegen.optLevel = o.optLevel;
     host.codegen.maxVectorBits = o.maxVectorBits;
     host.vectorize = o.vectorize;
+    host.prefetchBytes = o.prefetchBytes;
     host.dumpIRDir = o.dumpIRDir;
     host.dumpIRPasses = o.dumpIRPasses.value_or(false);
     host.jitSymbols = o.jitSymbols.value_or(false);

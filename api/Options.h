@@ -70,6 +70,10 @@ struct RuntimeOptions {
   /// $KILN_MAX_VECTOR_BITS, else the host's widest). 256 on an AVX-512 host
   /// generates and runs the AVX2 code.
   int maxVectorBits = 0;
+  /// How far ahead generated loops prefetch the rows of weights that stream
+  /// from L3 or memory, in bytes (kiln-prefetch-streams; 0 = no prefetches).
+  /// Unset = $KILN_PREFETCH_BYTES, else 8192.
+  std::optional<int> prefetchBytes;
   /// Tile and vectorize generated code per op (kiln-cpu-strategy); false =
   /// plain loops.
   bool vectorize = true;

@@ -37,6 +37,7 @@ llvm::Expected<std::unique_ptr<HostTarget>> HostTarget::create(HostTargetOptions
   t->codegen_ = std::move(*cg);
   t->tuning_ = lowering::CpuTuning::fromFeatures(t->codegen_->target().features, t->options_.codegen.maxVectorBits);
   if (!t->options_.vectorize) t->tuning_.vectorBits = 0;
+  if (t->options_.prefetchBytes) t->tuning_.prefetchBytes = *t->options_.prefetchBytes;
   auto engine = JitEngine::create(t->options_.jitSymbols);
   if (!engine) return engine.takeError();
   t->engine_ = std::move(*engine);

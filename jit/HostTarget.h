@@ -11,6 +11,8 @@
 #include "jit/Target.h"
 #include "lowering/cpu/CpuStrategy.h"
 
+#include <optional>
+
 namespace kiln::jit {
 
 struct HostTargetOptions {
@@ -21,6 +23,9 @@ struct HostTargetOptions {
   bool dumpIRPasses = false;
   /// Per-op tiling and vectorization (kiln-cpu-strategy); false = loops.
   bool vectorize = true;
+  /// Prefetch distance of streamed weight rows in bytes (CpuTuning::
+  /// prefetchBytes); unset: the tuning's default.
+  std::optional<int64_t> prefetchBytes;
   /// Register loaded code with perf (jitdump) and GDB (JitEngine).
   bool jitSymbols = false;
 };

@@ -138,6 +138,8 @@ KILN_API void kiln_options_free(kiln_options *options);
  *   placement          measure | fixed (see README "Reproducible results")
  *   opt_level          0..3
  *   max_vector_bits    128 | 256 | 512 (0 = the host's widest)
+ *   prefetch_bytes     how far ahead generated loops prefetch streamed weight
+ *                      rows (0 = none; default $KILN_PREFETCH_BYTES, else 8192)
  *   memory_limit       bytes of tensor memory, e.g. 512M (0 = none)
  *   call_timeout       seconds a call may run (0 = no limit)
  *   max_in_flight      calls (sync and async) running at once per runtime (0 = no limit)
