@@ -116,11 +116,12 @@ def KilnPrefetchStreams : Pass<"kiln-prefetch-streams", "mlir::func::FuncOp"> {
   let summary = "Register-tile loops prefetch the rows of their streamed operand a distance ahead";
   let description = [{
     After bufferization (CPU): in a reduction loop that carries a register
-    tile (an scf.for with a vector iter_arg), each 1-D vector read of a
-    contiguous row (the GEMM's B row, a conv's filter row) through a view
-    whose offset steps with the loop gets a memref.prefetch of the row
-    `distance-bytes` ahead along that dimension, one per cache line of the
-    row, into L2. A filter streamed from L3 or memory then arrives while the
+    tile (an scf.for with vector iter_args of at least 4 rows), each 1-D
+    vector read of a contiguous row (the GEMM's B row, a conv's filter row)
+    of a function argument of at least `min-stream-bytes`, through an index
+    or view that steps with the loop, and read again by at most 32 passes of
+    the enclosing loops, gets a memref.prefetch of the row `distance-bytes`
+    ahead along that dimension, one per cache line of the row, into L2. A filter streamed from L3 or memory then arrives while the
     tile computes on earlier rows instead of when the loop reaches it.
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
