@@ -39,7 +39,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 namespace kiln::lowering {
 #define GEN_PASS_DEF_KILNPREFETCHSTREAMS
