@@ -36,6 +36,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -76,28 +77,31 @@ bool dependsOn(Value v, Value iv, Operation *scope) {
     if (dependsOn(operand, iv, scope)) return true;
   return false;
 }
+bool dependsOn(OpFoldResult o, Value iv, Operation *scope) {
+  auto value = llvm::dyn_cast<Value>(o);
+  return value && dependsOn(value, iv, scope);
+}
 
-/// Iterations of `loop` when its bounds and step are constants.
-std::optional<int64_t> constantTripCount(scf::ForOp loop) {
-  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (!lb || !ub || !step || *step <= 0) return std::nullopt;
-  return *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+/// Iterations of a loop dimension whose bounds and step are constants.
+std::optional<int64_t> tripCount(OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
+  std::optional<APInt> n = constantTripCount(lb, ub, step, /*isSigned=*/true,
+                                             [](Value, Value, bool) { return std::optional<llvm::APSInt>(); });
+  if (!n || n->getActiveBits() > 62) return std::nullopt;
+  return int64_t(n->getZExtValue());
 }
 
 /// Prefetches for one row read `read` (vector `vecType` of memref `source`
-/// at `indices`) in `loop`, if it matches (see the file comment).
+/// at `indices`) in `loop`, whose vector iter_args hold `accumulators`
+/// elements, if it matches (see the file comment).
 void prefetchRow(Operation *read, Value source, ValueRange indices, VectorType vecType, scf::ForOp loop,
-                 int64_t distanceBytes, int64_t minBytes) {
+                 int64_t accumulators, int64_t distanceBytes, int64_t minBytes) {
   if (vecType.getRank() != 1 || !vecType.getElementType().isIntOrFloat()) return;
+  // Accumulator rows per row read.
+  if (accumulators / vecType.getNumElements() < kMinTileRows) return;
   int64_t elementBytes = vecType.getElementType().getIntOrFloatBitWidth() / 8;
   if (elementBytes == 0) return;
   Value iv = loop.getInductionVar();
-  auto stepsWithLoop = [&](OpFoldResult o) {
-    auto value = llvm::dyn_cast<Value>(o);
-    return value && dependsOn(value, iv, loop);
-  };
+  auto stepsWithLoop = [&](OpFoldResult o) { return dependsOn(o, iv, loop); };
   // The memref the row is read from outside the loop, and the row's
   // indices in it: the read's own (it indexes that memref with the loop's
   // variable) or those of the view taken in the loop (zero offsets below it).
@@ -146,32 +150,24 @@ void prefetchRow(Operation *read, Value source, ValueRange indices, VectorType v
   if (stepDim < 0 || stepDim == int(strides.size()) - 1 || ShapedType::isDynamic(strides[stepDim]) ||
       strides[stepDim] <= 0)
     return;
-  // Accumulator rows per row read, and the passes over the same rows.
-  int64_t accumulators = 0;
-  for (Value init : loop.getInitArgs())
-    if (auto v = llvm::dyn_cast<VectorType>(init.getType())) accumulators += v.getNumElements();
-  if (accumulators / vecType.getNumElements() < kMinTileRows) return;
+  // The passes of the enclosing loops and parallel blocks (row blocks
+  // reuse the rows too) over the same rows.
   int64_t reuse = 1;
-  auto stepsWith = [&](Value outerIv, Operation *outer) {
-    return dependsOn(base, outerIv, outer) || llvm::any_of(offsets, [&](OpFoldResult o) {
-             auto value = llvm::dyn_cast<Value>(o);
-             return value && dependsOn(value, outerIv, outer);
-           });
+  auto passes = [&](Value outerIv, Operation *outer, OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
+    if (dependsOn(base, outerIv, outer) ||
+        llvm::any_of(offsets, [&](OpFoldResult o) { return dependsOn(o, outerIv, outer); }))
+      return true;  // a loop that steps the rows: no reuse
+    std::optional<int64_t> trips = tripCount(lb, ub, step);
+    return trips && (reuse *= *trips) <= kMaxReuse;
   };
   for (Operation *up = loop->getParentOp(); up && !llvm::isa<func::FuncOp>(up); up = up->getParentOp()) {
     if (auto outer = llvm::dyn_cast<scf::ForOp>(up)) {
-      if (stepsWith(outer.getInductionVar(), outer)) continue;
-      std::optional<int64_t> trips = constantTripCount(outer);
-      if (!trips || (reuse *= *trips) > kMaxReuse) return;
+      if (!passes(outer.getInductionVar(), outer, outer.getLowerBound(), outer.getUpperBound(), outer.getStep()))
+        return;
     } else if (auto forall = llvm::dyn_cast<scf::ForallOp>(up)) {
-      // Parallel blocks that read the same rows (row blocks) reuse them too.
-      for (auto [iv, lb, ub, step] : llvm::zip(forall.getInductionVars(), forall.getMixedLowerBound(),
-                                               forall.getMixedUpperBound(), forall.getMixedStep())) {
-        if (stepsWith(iv, forall)) continue;
-        std::optional<int64_t> l = getConstantIntValue(lb), u = getConstantIntValue(ub), st = getConstantIntValue(step);
-        if (!l || !u || !st || *st <= 0 || (reuse *= std::max<int64_t>(0, (*u - *l + *st - 1) / *st)) > kMaxReuse)
-          return;
-      }
+      for (auto [forallIv, lb, ub, step] : llvm::zip(forall.getInductionVars(), forall.getMixedLowerBound(),
+                                                     forall.getMixedUpperBound(), forall.getMixedStep()))
+        if (!passes(forallIv, forall, lb, ub, step)) return;
     }
   }
   int64_t rowBytes = strides[stepDim] * elementBytes;
@@ -200,14 +196,20 @@ struct PrefetchStreams : impl::KilnPrefetchStreamsBase<PrefetchStreams> {
   void runOnOperation() override {
     if (distanceBytes <= 0) return;
     getOperation().walk([&](scf::ForOp loop) {
-      if (llvm::none_of(loop.getInitArgs(), [](Value v) { return llvm::isa<VectorType>(v.getType()); })) return;
+      // A register tile's loop carries its accumulators as vectors.
+      int64_t accumulators = 0;
+      for (Value init : loop.getInitArgs())
+        if (auto v = llvm::dyn_cast<VectorType>(init.getType())) accumulators += v.getNumElements();
+      if (accumulators == 0) return;
       SmallVector<Operation *> reads(llvm::make_pointer_range(loop.getBody()->without_terminator()));
       for (Operation *op : reads) {
         if (auto read = llvm::dyn_cast<vector::TransferReadOp>(op)) {
           if (llvm::isa<MemRefType>(read.getBase().getType()))
-            prefetchRow(read, read.getBase(), read.getIndices(), read.getVectorType(), loop, distanceBytes, minStreamBytes);
+            prefetchRow(read, read.getBase(), read.getIndices(), read.getVectorType(), loop, accumulators,
+                        distanceBytes, minStreamBytes);
         } else if (auto load = llvm::dyn_cast<vector::LoadOp>(op)) {
-          prefetchRow(load, load.getBase(), load.getIndices(), load.getVectorType(), loop, distanceBytes, minStreamBytes);
+          prefetchRow(load, load.getBase(), load.getIndices(), load.getVectorType(), loop, accumulators,
+                      distanceBytes, minStreamBytes);
         }
       }
     });
