@@ -284,6 +284,11 @@ int main(void) {
   s = kiln_options_set(options, "compile_policy", "lazy");
   CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "wait, tiered or kernels-only"));
   kiln_status_free(s);
+  s = kiln_options_set(options, "prefetch_bytes", "-1");
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "prefetch_bytes='-1'") &&
+        contains(kiln_status_message(s), "bytes from 0 (no prefetches) to 16777216"));
+  kiln_status_free(s);
+  OK(kiln_options_set(options, "prefetch_bytes", "8192"));
   OK(kiln_options_set(options, "compile_policy", "wait"));
   OK(kiln_options_set(options, "threads", "2"));
   OK(kiln_options_set(options, "cache", "off"));
