@@ -7,6 +7,7 @@
 #include "jit/GpuTarget.h"
 #include "jit/HostTarget.h"
 #include "lowering/graph/Program.h"
+#include "lowering/graph/TypeIdCheck.h"
 #include "runtime/Clock.h"
 #include "runtime/ThreadPriority.h"
 #include "runtime/Trace.h"
@@ -98,6 +99,14 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::createWithFaults(RuntimeOption
 llvm::Expected<std::unique_ptr<Runtime>> Runtime::make(RuntimeOptions given, const jit::FaultInjection *faults) {
   if (given.threads < 0)
     return error(ErrorCode::kInvalidArgument, "RuntimeOptions.threads must be >= 0, got %d", given.threads);
+  // A build whose MLIR type IDs are not libMLIR's compiles quietly worse
+  // code (lowering/graph/TypeIdCheck.h): refuse to run it.
+  if (const std::string &m = lowering::mlirTypeIdMismatch(); !m.empty())
+    return error(ErrorCode::kInternal,
+                 "this kiln build does not share MLIR's type IDs with libMLIR (%s): its generated code would "
+                 "lose optimizations; a shared library of kiln must export MLIR's TypeIDResolver storage "
+                 "(api/c/libkiln.map)",
+                 m.c_str());
   auto options = RuntimeOptions::fromEnvironment(std::move(given));
   if (!options) return options.takeError();
   std::unique_ptr<Runtime> rt(new Runtime());
