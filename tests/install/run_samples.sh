@@ -63,6 +63,22 @@ unset KILN_CACHE
 "$tmp/build-prewarm/prewarm" run "$tmp/cache" "$model"
 "$tmp/build-c_api/c_api" "$model"
 
+# The library compiles what the CLI compiles, byte for byte (placement fixed,
+# so nothing depends on timing): a matmul with parallel tiles, which
+# libkiln.so once compiled without them (api/c/libkiln.map).
+parallel=$src/tests/install/parallel-matmul.mlir
+KILN_OP_MODE=measure=off "$tmp/build-prewarm/prewarm" compile "$tmp/cache-lib" "$parallel" > /dev/null
+"$prefix/bin/kiln" prewarm "$parallel" --placement fixed --cache-dir "$tmp/cache-cli" > /dev/null
+lib_entries=$(cd "$tmp/cache-lib" && find . -name '*.kiln' | sort)
+cli_entries=$(cd "$tmp/cache-cli" && find . -name '*.kiln' | sort)
+[ -n "$cli_entries" ] && [ "$lib_entries" = "$cli_entries" ] ||
+  { echo "the library and the CLI wrote different cache entries: [$lib_entries] [$cli_entries]"; exit 1; }
+for e in $cli_entries; do
+  cmp -s "$tmp/cache-lib/$e" "$tmp/cache-cli/$e" ||
+    { echo "the library compiled other code than the CLI for $parallel ($e)"; exit 1; }
+done
+echo "== the library and the CLI compile the same code"
+
 # The C sample through pkg-config, as a Makefile would build it.
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -std=c11 -o "$tmp/c_api_pc" "$src/samples/c_api/main.c" \
   -DKILN_SAMPLE_MODEL="\"$model\"" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
