@@ -141,12 +141,12 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
   if (!o.prefetchBytes)
     if (const char *p = env("KILN_PREFETCH_BYTES")) {
       int bytes = 0;
-      if (llvm::StringRef(p).getAsInteger(10, bytes) || bytes < 0 || bytes > (1 << 24))
+      if (llvm::StringRef(p).getAsInteger(10, bytes) || bytes < 0 || bytes > kMaxPrefetchBytes)
         return error(ErrorCode::kInvalidArgument, "KILN_PREFETCH_BYTES='%s': expected bytes from 0 (off) to 16777216",
                      p);
       o.prefetchBytes = bytes;
     }
-  if (o.prefetchBytes && (*o.prefetchBytes < 0 || *o.prefetchBytes > (1 << 24)))
+  if (o.prefetchBytes && (*o.prefetchBytes < 0 || *o.prefetchBytes > kMaxPrefetchBytes))
     return error(ErrorCode::kInvalidArgument, "prefetch distance %d bytes: expected 0 (off) to 16777216",
                  *o.prefetchBytes);
   if (!o.hotShapeCalls) {

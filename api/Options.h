@@ -72,8 +72,9 @@ struct RuntimeOptions {
   int maxVectorBits = 0;
   /// How far ahead generated loops prefetch the rows of weights that stream
   /// from L3 or memory, in bytes (kiln-prefetch-streams; 0 = no prefetches).
-  /// Unset = $KILN_PREFETCH_BYTES, else 8192.
+  /// Unset = $KILN_PREFETCH_BYTES, else 8192; at most kMaxPrefetchBytes.
   std::optional<int> prefetchBytes;
+  static constexpr int kMaxPrefetchBytes = 1 << 24;
   /// Tile and vectorize generated code per op (kiln-cpu-strategy); false =
   /// plain loops.
   bool vectorize = true;

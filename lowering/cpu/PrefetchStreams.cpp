@@ -63,11 +63,6 @@ constexpr int64_t kMinTileRows = 4;
 /// pass 7 times, BERT-base's matmuls ~22.
 constexpr int64_t kMaxReuse = 32;
 
-bool isZero(OpFoldResult r) {
-  std::optional<int64_t> c = getConstantIntValue(r);
-  return c && *c == 0;
-}
-
 /// Whether `v` is computed from `iv` inside `scope` (or is it).
 bool dependsOn(Value v, Value iv, Operation *scope) {
   if (v == iv) return true;
@@ -111,8 +106,7 @@ void prefetchRow(Operation *read, Value source, ValueRange indices, VectorType v
     base = source;
     offsets = getAsOpFoldResult(indices);
   } else {
-    for (Value i : indices)
-      if (!isConstantIntValue(i, 0)) return;
+    if (!areAllConstantIntValue(getAsOpFoldResult(indices), 0)) return;
     for (Value v = source;;) {
       auto view = v.getDefiningOp<memref::SubViewOp>();
       if (!view || !loop->isAncestor(view)) return;
@@ -121,7 +115,7 @@ void prefetchRow(Operation *read, Value source, ValueRange indices, VectorType v
         offsets = view.getMixedOffsets();
         break;
       }
-      if (!llvm::all_of(view.getMixedOffsets(), isZero)) return;
+      if (!areAllConstantIntValue(view.getMixedOffsets(), 0)) return;
       v = view.getSource();
     }
   }

@@ -24,10 +24,10 @@ lib=$(ls "$prefix"/lib/libkiln.so.*.*.* 2>/dev/null | head -1)
 # libkiln.so exports the C API and nothing else but the storage of MLIR's
 # name-based type IDs, which must be one object with libMLIR.so's
 # (api/c/libkiln.map) — and must be there.
-typeids='^_Z(GV)?ZN4mlir6detail14TypeIDResolver'
-others=$(nm -D --defined-only "$lib" | awk -v t="$typeids" '$3 !~ /^kiln_/ && $3 != "KILN_0" && $3 !~ t {print $3}')
-[ -z "$others" ] || { echo "libkiln.so exports more than kiln_* and MLIR's type-ID storage:"; echo "$others" | head; exit 1; }
 exported=$(nm -D --defined-only "$lib")
+typeids='^_Z(GV)?ZN4mlir6detail14TypeIDResolver'
+others=$(awk -v t="$typeids" '$3 !~ /^kiln_/ && $3 != "KILN_0" && $3 !~ t {print $3}' <<<"$exported")
+[ -z "$others" ] || { echo "libkiln.so exports more than kiln_* and MLIR's type-ID storage:"; echo "$others" | head; exit 1; }
 grep -q 'TypeIDResolverINS_7OpTrait12ConstantLike' <<<"$exported" ||
   { echo "libkiln.so does not export MLIR's type-ID storage for op traits (api/c/libkiln.map)"; exit 1; }
 # The public headers include nothing but the C/C++ standard library and each other.
