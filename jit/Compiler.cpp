@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -422,7 +423,11 @@ Shape Compiler::packedShape(const TensorType &type, PackedLayout layout) {
   case PackedLayout::kMatmulPanels:
     return type.shape.size() == 3 ? type.shape : Shape();
   case PackedLayout::kConvFilter:
-    return type.shape.size() == 4 && type.shape[0] % 16 == 0 ? type.shape : Shape();
+    // [patch, F] rows padded to whole 16-float vectors: as a shape, F
+    // rounded up to a multiple of 16 filters.
+    return type.shape.size() == 4 ? Shape{kernels::convPackedFilters(type.shape[0]), type.shape[1], type.shape[2],
+                                          type.shape[3]}
+                                  : Shape();
   case PackedLayout::kGroupedFilter:
     return kernels::groupedConvPackedShape(type);
   }
@@ -461,8 +466,11 @@ Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
   llvm::ArrayRef<int64_t> s = weight.shape();
   if (layout == PackedLayout::kMatmulPanels)
     kernels::packMatmulB(weight.data<float>(), s[0], s[1], s[2], packed->data<float>());
-  else if (layout == PackedLayout::kConvFilter)
-    kernels::packConvFilter(weight.data<float>(), s[0], s[1] * s[2] * s[3], packed->data<float>());
+  else if (layout == PackedLayout::kConvFilter) {
+    // (The padding columns, past F, are zeros: the GEMM reads them.)
+    if (shape[0] != s[0]) std::memset(packed->rawData(), 0, packed->byteSize());
+    kernels::packConvFilter(weight.data<float>(), s[0], s[1] * s[2] * s[3], packed->data<float>(), shape[0]);
+  }
   else
     kernels::packGroupedFilter(weight.data<float>(), s[0], s[1], s[2], s[3], s[4], shape[4], packed->data<float>());
   std::lock_guard<std::mutex> lock(packedMu_);

@@ -29,12 +29,14 @@ bool matmulReadsPanels(llvm::ArrayRef<TensorType> inputs);
 void packMatmulB(const float *b, int64_t N, int64_t C, int64_t W, float *out);
 
 /// tosa.conv2d's f32 kernel reads its filter ([F, KH, KW, C]) as a GEMM's B,
-/// [KH*KW*C, F] row-major, packed per call. Where the filter is a weight and
-/// F a multiple of 16 (so the packed filter has as many elements), a plan
-/// stores it in that order once (packConvFilter) and marks the step with
-/// kConvPackedFilter (integer 1).
+/// [KH*KW*C, Fp] row-major with Fp = convPackedFilters(F) (rows padded with
+/// zero columns to whole 16-float vectors), packed per call. Where the
+/// filter is a weight, a plan stores it in that order once (packConvFilter,
+/// the padding zeroed) and marks the step with kConvPackedFilter (integer 1).
 constexpr const char *kConvPackedFilter = "kiln.packed_filter";
 bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> inputs);
+/// The packed filter's row length in floats (F rounded up to 16).
+inline int64_t convPackedFilters(int64_t F) { return (F + 15) / 16 * 16; }
 /// out[q * ld + f] = w[f * patch + q]: the [F, patch] filter as [patch, F]
 /// rows `ld` floats apart (ld >= F; the padding columns are not written).
 void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_t ld);

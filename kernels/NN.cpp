@@ -253,19 +253,22 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     const float *bias = static_cast<const float *>(k.inputs[2]);
     float *y = static_cast<float *>(k.outputs[0]);
     DotProductsFn dot = dotProducts();  // the host's widest vectors (this file's Eigen is baseline x86-64)
-    // With enough output pixels, the filter is packed [patch, F] (columns
+    // With enough output pixels, the filter is packed [patch, Fp] (columns
     // padded to 16) once per call and blocks of output rows (at least 64
     // pixels each, so that the register tiles fill) are outer-product GEMMs
     // (gemm()), which reach several times the dot products' rate and
     // Eigen's baseline GEMM's; the packing costs about 32 / pixels of the
     // conv, so the smallest maps (7x7) keep the dot products. Where the
-    // plan stored the filter packed (kConvPackedFilter: a weight, F a
-    // multiple of 16) nothing is packed per call (15% of ResNet-50's
-    // all-kernel plan did that) and every map takes the GEMM, written
-    // straight into Y; a map of few row blocks splits F too, so that every
-    // worker has some.
-    const int64_t Fp = (g.F + 15) / 16 * 16;
-    const bool prePacked = k.attrs.getIntOr(kConvPackedFilter, 0) != 0 && Fp == g.F;
+    // plan stored the filter packed (kConvPackedFilter: a weight) nothing
+    // is packed per call (15% of ResNet-50's all-kernel plan did that) and
+    // every map takes the GEMM; a map of few row blocks splits F too, so
+    // that every worker has some. The GEMM writes whole vectors: straight
+    // into Y where F is a multiple of 16, else into a block of Fp-wide rows
+    // first, then copied (RegNetY's 104 and 440 filters, whose kernel plan
+    // had packed them on every call and run the 7x7 maps' 440 -> 440 as dot
+    // products).
+    const int64_t Fp = convPackedFilters(g.F);
+    const bool prePacked = k.attrs.getIntOr(kConvPackedFilter, 0) != 0;
     const bool packed = prePacked || g.N * g.OH * g.OW >= kPackedMinPixels;
     const int64_t rowsPerBlock = packed ? std::max<int64_t>(1, (64 + g.OW - 1) / g.OW) : 1;
     const int64_t rows = g.N * g.OH, blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
@@ -273,6 +276,9 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     if (prePacked && blocks < 4 && g.F >= 128)
       chunkCols = std::max<int64_t>(64, (g.F * blocks / 4 + 63) / 64 * 64);
     const int64_t colChunks = (g.F + chunkCols - 1) / chunkCols;
+    // Rows of the block's GEMM output where it cannot go straight into Y.
+    const bool viaBlock = packed && Fp != g.F;
+    const int64_t ldBlock = convPackedFilters(chunkCols);
     std::vector<float> wpCopy;
     const float *wp = prePacked ? w : nullptr;
     GemmFn gemmFn = gemm();
@@ -307,7 +313,7 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
                [&](int64_t r0, int64_t r1) { patchRows(r0, r1, shared.get() + r0 * g.OW * patch); });
     }
     parallel(k.executor, blocks * colChunks, 1, [&](int64_t s, int64_t e) {
-      std::vector<float> yt(packed && !prePacked ? size_t(rowsPerBlock * g.OW * Fp) : 0);
+      std::vector<float> yt(viaBlock ? size_t(rowsPerBlock * g.OW * ldBlock) : 0);
       // im2col of a block of output rows, when it is the worker's to make
       std::unique_ptr<float[]> own(direct || shared ? nullptr : new float[size_t(rowsPerBlock * g.OW * patch)]);
       for (int64_t item = s; item < e; ++item) {
@@ -318,11 +324,12 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
         if (own) patchRows(r0, r1, own.get());
         // Consecutive output rows are consecutive in Y ([N, OH, OW, F]).
         Eigen::Map<RowMat> Y(y + r0 * g.OW * g.F, m, g.F);
-        if (prePacked) {
-          gemmFn(A, patch, wp + c0, Fp, Y.data() + c0, g.F, m, c1 - c0, patch);
+        if (viaBlock) {
+          // (Columns c0 .. c1 of the padded filter rows; past F, zeros.)
+          gemmFn(A, patch, wp + c0, Fp, yt.data(), ldBlock, m, c1 - c0, patch);
+          for (int64_t i = 0; i < m; ++i) std::memcpy(&Y(i, c0), yt.data() + i * ldBlock, size_t(c1 - c0) * 4);
         } else if (packed) {
-          gemmFn(A, patch, wp, Fp, yt.data(), Fp, m, g.F, patch);
-          for (int64_t i = 0; i < m; ++i) std::memcpy(&Y(i, 0), yt.data() + i * Fp, size_t(g.F) * 4);
+          gemmFn(A, patch, wp + c0, Fp, Y.data() + c0, g.F, m, c1 - c0, patch);
         } else if (patch >= kDotMinPatch)
           dot(A, patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
         else Y.noalias() = Eigen::Map<const RowMat>(A, m, patch) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
@@ -617,8 +624,7 @@ Shape groupedConvPackedShape(const TensorType &w) {
 }
 
 bool conv2dReadsPackedFilter(llvm::ArrayRef<TensorType> in) {
-  return in.size() == 3 && in[0].dtype == DType::f32 && in[1].dtype == DType::f32 && in[1].shape.size() == 4 &&
-         in[1].shape[0] % 16 == 0;
+  return in.size() == 3 && in[0].dtype == DType::f32 && in[1].dtype == DType::f32 && in[1].shape.size() == 4;
 }
 
 void packConvFilter(const float *w, int64_t F, int64_t patch, float *out, int64_t ld) {

@@ -1450,14 +1450,17 @@ std::vector<Case> sweepCases() {
   // and one tile of the other 8 on AVX-512; 58 filters (no register tile
   // of 4 or more divides them) in whole vectors and a tile of the rest at
   // both widths.
-  // On the kernel, a filter of F a multiple of 16 is stored packed once
-  // (kConvPackedFilter) and every map takes the GEMM: the 9x9 map in two
-  // row blocks, the maps of one to three row blocks with F split into
-  // column chunks too (11x11 stride 2: two of 64; 4x4: four; 14x14: 192 +
-  // 64), the 7x7 and 40-filter ones packed per call as before.
+  // On the kernel, a constant filter is stored packed once
+  // (kConvPackedFilter, rows padded to whole vectors) and every map takes
+  // the GEMM: the 9x9 map in two row blocks, the maps of one to three row
+  // blocks with F split into column chunks too (11x11 stride 2: two of 64;
+  // 4x4: four; 14x14: 192 + 64); 40, 24 and 58 filters (the 7x7 map's
+  // too, once dot products) through a block of padded rows, 200 on 7x7 in
+  // chunks of 64 and one of 8.
   for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1},
                                                    {11, 8, 128, 3, 2},
                                                    {7, 24, 40, 1, 1},
+                                                   {7, 24, 200, 1, 1},
                                                    {28, 144, 24, 1, 1},
                                                    {28, 96, 40, 1, 1},
                                                    {28, 58, 58, 1, 1},
