@@ -80,7 +80,7 @@ llvm::Error refuseWhatCrashesTheParser(llvm::StringRef source, llvm::StringRef b
 /// The stretches [begin, end) of `text` outside string literals and `//`
 /// comments, in order (ProgramLimits.cpp).
 std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text);
-/// MLIR text whose big float hex literals (`dense<"0x...">` of 64 KiB or
+/// MLIR text whose float hex literals (`dense<"0x...">` of 256 bytes or
 /// more, static tensor types) are `dense_resource<__kiln_hex_N>`
 /// references instead, and whose big builtin resources hold no data, and
 /// the decoded blobs for those keys (HexLiterals.cpp).

@@ -168,7 +168,7 @@ TEST(Models, WeightsAreHoistedNotCompiledIn) {
   EXPECT_EQ(y[0].data<float>()[7], 512.0f);
 }
 
-// Weight literals of 64 KiB or more are decoded before MLIR's parser sees
+// Weight literals of 256 bytes or more are decoded before MLIR's parser sees
 // the text (lowering/graph/HexLiterals.cpp): the model computes the same,
 // a literal with a bad digit is still MLIR's error at its line, a later
 // error keeps its line number, and a file that uses the lifted keys' names
@@ -259,6 +259,52 @@ TEST(Models, BigHexLiteralsDecodedInPiecesLandWhereTheyBelong) {
 // too (the parser reads an empty blob of their alignment); tiny ones, and
 // other sections, are the parser's. A bad digit is still MLIR's error at
 // its line, in a big blob or a small one.
+// Small float literals too (per-channel parameters as torch-mlir's TOSA
+// writes them): a 512-byte bias is lifted and still folds with a 4-byte
+// scale (the parser's) at load; a splat written in hex and an i32 literal
+// stay the parser's.
+TEST(Models, SmallHexLiteralsLoadAsTheParserWouldReadThem) {
+  auto hexOf = [](const void *p, size_t n) {
+    std::string out;
+    char h[3];
+    for (size_t i = 0; i < n; ++i) {
+      std::snprintf(h, sizeof h, "%02X", static_cast<const uint8_t *>(p)[i]);
+      out += h;
+    }
+    return out;
+  };
+  std::vector<float> bias(128);
+  for (int i = 0; i < 128; ++i) bias[i] = float(i);
+  float two = 2.0f;
+  float three = 3.0f;
+  std::string src =
+      "func.func @main(%x: tensor<1x1x128xf32>) -> tensor<1x1x128xf32> {\n"
+      "  %b = \"tosa.const\"() <{values = dense<\"0x" + hexOf(bias.data(), 512) +
+      "\"> : tensor<1x1x128xf32>}> : () -> tensor<1x1x128xf32>\n"
+      "  %s = \"tosa.const\"() <{values = dense<\"0x" + hexOf(&two, 4) +
+      "\"> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>\n"
+      "  %t = \"tosa.const\"() <{values = dense<\"0x" + hexOf(&three, 4) +
+      "\"> : tensor<1x1x128xf32>}> : () -> tensor<1x1x128xf32>\n"
+      "  %shift = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n"
+      "  %bs = tosa.mul %b, %s, %shift : (tensor<1x1x128xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x1x128xf32>\n"
+      "  %y = tosa.add %x, %bs : (tensor<1x1x128xf32>, tensor<1x1x128xf32>) -> tensor<1x1x128xf32>\n"
+      "  %r = tosa.add %y, %t : (tensor<1x1x128xf32>, tensor<1x1x128xf32>) -> tensor<1x1x128xf32>\n"
+      "  return %r : tensor<1x1x128xf32>\n}\n";
+  auto m = KILN_TAKE(test::sharedRuntime().loadModule(src, "small-literals"));
+  ASSERT_TRUE(m);
+  // b * s folded at load: one tosa.mul fewer.
+  EXPECT_NE(m->graphRewrites().find("tosa.mul 1 -> 0"), std::string::npos) << m->graphRewrites();
+  Tensor ones = Tensor::fromVector<float>(DType::f32, {1, 1, 128}, std::vector<float>(128, 1.0f));
+  auto y = KILN_TAKE(m->call("main", {ones}));
+  ASSERT_EQ(y.size(), 1u);
+  for (int i : {0, 5, 127}) EXPECT_EQ(y[0].data<float>()[i], 1.0f + 2.0f * float(i) + 3.0f) << i;
+  // A bad digit in the lifted literal is the parser's error at its line.
+  std::string bad = src;
+  bad[bad.find("0x") + 100] = 'q';
+  std::string err = test::errorOf(test::sharedRuntime().loadModule(bad, "small-bad-digit"));
+  EXPECT_NE(err.find("small-bad-digit:2:"), std::string::npos) << err;
+}
+
 TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
   // y = x (1x1x128) @ w (1x128x128) + b * s: w's columns alternate 1.0 and
   // 0.5, b (512 bytes: lifted too) is 0, 1, 2, ..., s (4 bytes: the
