@@ -458,6 +458,11 @@ std::vector<Case> allCases() {
   transposeCase("transpose_kt_f32", F, {1, 24, 3, 16}, {0, 2, 3, 1});
   transposeCase("transpose_kt_i32", I, {1, 32, 2, 16}, {0, 2, 3, 1});
   transposeCase("transpose_nchw_to_nhwc_f32", F, {1, 3, 10, 12}, {0, 2, 3, 1});
+  // Output rows of a few elements whose dimension before them is the
+  // input's innermost: blocks (two batches, and rows of 1100 in chunks of
+  // 1024 on the kernel).
+  transposeCase("transpose_nchw_to_nhwc_long_rows_f32", F, {2, 3, 4, 1100}, {0, 2, 3, 1});
+  transposeCase("transpose_short_rows_i32", I, {2, 5, 3, 7}, {0, 2, 3, 1});
   // ShuffleNet's layout changes around its channel shuffle: 58 channels,
   // which no block of 8 or more divides (on loops; blocks over the whole
   // vectors of channels and the rest on loops made its kernels 17% faster
