@@ -25,6 +25,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace kiln::lowering {
 namespace {
@@ -87,16 +90,57 @@ inline uint8_t digit(uint8_t c, unsigned &bad) {
   return uint8_t((c & 15) + 9 * (c >> 6));
 }
 
+#if defined(__x86_64__)
+/// decodeHex's vector loop at 32 digits a time (AVX2): the bytes decoded
+/// (a multiple of 16) and whether a character was not a hex digit.
+__attribute__((target("avx2"))) size_t decodeHex32(const char *hex, char *out, size_t n, bool &bad) {
+  const __m256i lo4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1), lowerBit = _mm256_set1_epi8(0x20);
+  const __m256i below0 = _mm256_set1_epi8('0' - 1), above9 = _mm256_set1_epi8('9' + 1);
+  const __m256i belowA = _mm256_set1_epi8('a' - 1), aboveF = _mm256_set1_epi8('f' + 1);
+  const __m256i lowByte = _mm256_set1_epi16(0x00FF);
+  __m256i valid = _mm256_set1_epi8(-1);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(hex + 2 * i));
+    // As the SSE2 loop: digits or letters, nibble = (c & 15) + 9 * bit 6.
+    __m256i isDigit = _mm256_and_si256(_mm256_cmpgt_epi8(c, below0), _mm256_cmpgt_epi8(above9, c));
+    __m256i lc = _mm256_or_si256(c, lowerBit);
+    __m256i isLetter = _mm256_and_si256(_mm256_cmpgt_epi8(lc, belowA), _mm256_cmpgt_epi8(aboveF, lc));
+    valid = _mm256_and_si256(valid, _mm256_or_si256(isDigit, isLetter));
+    __m256i b6 = _mm256_and_si256(_mm256_srli_epi16(c, 6), one);
+    __m256i nib = _mm256_add_epi8(_mm256_and_si256(c, lo4), _mm256_add_epi8(_mm256_slli_epi16(b6, 3), b6));
+    __m256i bytes =
+        _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(nib, lowByte), 4), _mm256_srli_epi16(nib, 8));
+    // Packed within each 128-bit half; the two halves' 8 bytes side by side.
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(bytes, bytes), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), _mm256_castsi256_si128(packed));
+  }
+  bad = unsigned(_mm256_movemask_epi8(valid)) != 0xFFFFFFFFu;
+  return i;
+}
+#endif
+
 /// Decodes 2 * n hex digits at `hex` into n bytes at `out`; false on a
-/// character that is not a hex digit. 16 digits at a time with SSE2 (the
-/// scalar loop ran at 0.3 GB/s: 700 ms for ResNet-50's weights).
+/// character that is not a hex digit. 32 digits at a time with AVX2 where
+/// the host has it (ResNet-50's 205 MB of hex: 74 -> 43 ms of CPU, perf
+/// samples of its load; its load 118 -> 109 ms, medians of 4 alternating),
+/// else 16 with SSE2 (the scalar loop ran at 0.3 GB/s: 700 ms for
+/// ResNet-50's weights).
 bool decodeHex(const char *hex, char *out, size_t n) {
   unsigned bad = 0;
   size_t i = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && n >= 16) {
+    bool wide = false;
+    i = decodeHex32(hex, out, n, wide);
+    bad |= unsigned(wide);
+  }
+#endif
 #if defined(__SSE2__)
   const __m128i lo4 = _mm_set1_epi8(0x0F), one = _mm_set1_epi8(1), lowerBit = _mm_set1_epi8(0x20);
   __m128i invalid = _mm_setzero_si128();
-  for (; i + 8 <= n; i += 8) {
+  for (; i + 8 <= n; i += 8) {  // (from where the AVX2 loop stopped)
     __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(hex + 2 * i));
     // Digits '0'..'9' or letters a..f / A..F; bytes >= 0x80 compare negative and fail both.
     __m128i isDigit = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
