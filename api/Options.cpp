@@ -142,13 +142,13 @@ llvm::Expected<RuntimeOptions> RuntimeOptions::fromEnvironment(RuntimeOptions o)
     if (const char *p = env("KILN_PREFETCH_BYTES")) {
       int bytes = 0;
       if (llvm::StringRef(p).getAsInteger(10, bytes) || bytes < 0 || bytes > kMaxPrefetchBytes)
-        return error(ErrorCode::kInvalidArgument, "KILN_PREFETCH_BYTES='%s': expected bytes from 0 (off) to 16777216",
-                     p);
+        return error(ErrorCode::kInvalidArgument, "KILN_PREFETCH_BYTES='%s': expected bytes from 0 (off) to %d",
+                     p, kMaxPrefetchBytes);
       o.prefetchBytes = bytes;
     }
   if (o.prefetchBytes && (*o.prefetchBytes < 0 || *o.prefetchBytes > kMaxPrefetchBytes))
-    return error(ErrorCode::kInvalidArgument, "prefetch distance %d bytes: expected 0 (off) to 16777216",
-                 *o.prefetchBytes);
+    return error(ErrorCode::kInvalidArgument, "prefetch distance %d bytes: expected 0 (off) to %d",
+                 *o.prefetchBytes, kMaxPrefetchBytes);
   if (!o.hotShapeCalls) {
     const char *h = env("KILN_HOT_SHAPE_CALLS");
     int64_t calls = 2;

@@ -467,9 +467,12 @@ Tensor Compiler::packedWeight(const Tensor &weight, PackedLayout layout) const {
   if (layout == PackedLayout::kMatmulPanels)
     kernels::packMatmulB(weight.data<float>(), s[0], s[1], s[2], packed->data<float>());
   else if (layout == PackedLayout::kConvFilter) {
+    const int64_t patch = s[1] * s[2] * s[3], F = s[0], Fp = shape[0];
+    float *out = packed->data<float>();
+    kernels::packConvFilter(weight.data<float>(), F, patch, out, Fp);
     // (The padding columns, past F, are zeros: the GEMM reads them.)
-    if (shape[0] != s[0]) std::memset(packed->rawData(), 0, packed->byteSize());
-    kernels::packConvFilter(weight.data<float>(), s[0], s[1] * s[2] * s[3], packed->data<float>(), shape[0]);
+    if (Fp != F)
+      for (int64_t q = 0; q < patch; ++q) std::memset(out + q * Fp + F, 0, size_t(Fp - F) * sizeof(float));
   }
   else
     kernels::packGroupedFilter(weight.data<float>(), s[0], s[1], s[2], s[3], s[4], shape[4], packed->data<float>());

@@ -50,6 +50,18 @@ template <typename T> void stridedRun(const char *x, char *y, int64_t n, int64_t
   for (int64_t j = 0; j < n; ++j) ys[j] = xs[j * stride];
 }
 
+/// Calls f(T{}) with T the unsigned integer of `bytes` bytes; false (and no
+/// call) where no such type exists (bytes other than 1, 2, 4 or 8).
+template <typename F> bool withWordOf(size_t bytes, F &&f) {
+  switch (bytes) {
+  case 1: f(uint8_t{}); return true;
+  case 2: f(uint16_t{}); return true;
+  case 4: f(uint32_t{}); return true;
+  case 8: f(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
 /// y[a * B + b] = x[a + b * S] for a < A, b < B: B input streams read in
 /// order, the output written in order.
 template <typename T> void shortRowsBlock(const char *x, char *y, int64_t A, int64_t B, int64_t S) {
@@ -85,7 +97,7 @@ llvm::Error transposeCompute(const KernelArgs &a) {
   const int64_t inner = o.shape[rank - 1], innerStride = is[perms[rank - 1]];
   const int64_t rows = o.numElements() / inner;
   if (rank >= 2 && innerStride != 1 && inner < kShortRow && is[perms[rank - 2]] == 1 &&
-      (es == 4 || es == 2 || es == 1 || es == 8)) {
+      withWordOf(es, [](auto) {})) {
     // Blocks of output [A, inner] (A: the input's innermost dimension),
     // in chunks of A for the workers.
     const int64_t A = o.shape[rank - 2], prefixes = rows / A;
@@ -101,10 +113,7 @@ llvm::Error transposeCompute(const KernelArgs &a) {
         }
         const char *src = x + off * int64_t(es);
         char *dst = y + (p * A + a0) * inner * int64_t(es);
-        if (es == 4) shortRowsBlock<uint32_t>(src, dst, n, inner, innerStride);
-        else if (es == 2) shortRowsBlock<uint16_t>(src, dst, n, inner, innerStride);
-        else if (es == 8) shortRowsBlock<uint64_t>(src, dst, n, inner, innerStride);
-        else shortRowsBlock<uint8_t>(src, dst, n, inner, innerStride);
+        withWordOf(es, [&](auto word) { shortRowsBlock<decltype(word)>(src, dst, n, inner, innerStride); });
       }
     });
     return llvm::Error::success();
@@ -122,11 +131,7 @@ llvm::Error transposeCompute(const KernelArgs &a) {
       const char *src = x + off * int64_t(es);
       char *dst = y + row * inner * int64_t(es);
       if (innerStride == 1) std::memcpy(dst, src, size_t(inner) * es);
-      else if (es == 4) stridedRun<uint32_t>(src, dst, inner, innerStride);
-      else if (es == 2) stridedRun<uint16_t>(src, dst, inner, innerStride);
-      else if (es == 8) stridedRun<uint64_t>(src, dst, inner, innerStride);
-      else if (es == 1) stridedRun<uint8_t>(src, dst, inner, innerStride);
-      else
+      else if (!withWordOf(es, [&](auto word) { stridedRun<decltype(word)>(src, dst, inner, innerStride); }))
         for (int64_t j = 0; j < inner; ++j) std::memcpy(dst + j * int64_t(es), src + j * innerStride * int64_t(es), es);
       // Next row: carry the index.
       for (size_t d = rank - 1; d-- > 0;) {

@@ -449,7 +449,8 @@ kiln_status *kiln_options_set(kiln_options *options, const char *name, const cha
         return bad("128, 256 or 512 (0 = the host's widest)");
     } else if (n == "prefetch_bytes") {
       int bytes = 0;
-      if (!parseInt(value, 0, kiln::RuntimeOptions::kMaxPrefetchBytes, bytes)) return bad("bytes from 0 (no prefetches) to 16777216");
+      if (!parseInt(value, 0, kiln::RuntimeOptions::kMaxPrefetchBytes, bytes))
+        return bad(("bytes from 0 (no prefetches) to " + std::to_string(kiln::RuntimeOptions::kMaxPrefetchBytes)).c_str());
       o.prefetchBytes = bytes;
     } else if (n == "memory_limit") {
       if (std::string(value) == "0") o.memoryLimitBytes = 0;

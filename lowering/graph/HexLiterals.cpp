@@ -41,11 +41,10 @@ namespace {
 /// rewrites fold them as resources all the same (every zoo model's
 /// `graph rewrites at load` unchanged). Integer literals (shapes, tables)
 /// are never lifted (floatBytes).
-constexpr size_t kMinLiftBytes = 256;
 /// The same for resources: a model's per-channel parameters (RegNetY-400MF:
 /// 286 resources under 64 KiB, 3 MB of hex) cost MLIR's lexer 20 ms a
 /// character at a time.
-constexpr size_t kMinLiftResourceBytes = 256;
+constexpr size_t kMinLiftBytes = 256;
 /// Decoded bytes per task (a big literal is many tasks).
 constexpr size_t kDecodeChunk = 1 << 20;
 
@@ -252,7 +251,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
       std::string key = section.takeBuiltinKey();
       if (key.empty() || source[quote] != '"' || source[next - 1] != '"') continue;
       llvm::StringRef literal = source.slice(quote + 1, next - 1);
-      if (!literal.starts_with("0x") || literal.size() < 10 + 2 * kMinLiftResourceBytes || literal.size() % 2)
+      if (!literal.starts_with("0x") || literal.size() < 10 + 2 * kMinLiftBytes || literal.size() % 2)
         continue;
       uint8_t a[4];
       if (!decodeHex(literal.data() + 2, reinterpret_cast<char *>(a), 4)) continue;

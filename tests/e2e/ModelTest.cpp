@@ -254,15 +254,10 @@ TEST(Models, BigHexLiteralsDecodedInPiecesLandWhereTheyBelong) {
   EXPECT_NE(err.find("bad-late-digit:2:"), std::string::npos) << err;
 }
 
-// torch-mlir's form: weights as dense_resources in the file's resource
-// section. Those of 256 bytes or more are decoded outside MLIR's parser
-// too (the parser reads an empty blob of their alignment); tiny ones, and
-// other sections, are the parser's. A bad digit is still MLIR's error at
-// its line, in a big blob or a small one.
 // Small float literals too (per-channel parameters as torch-mlir's TOSA
 // writes them): a 512-byte bias is lifted and still folds with a 4-byte
-// scale (the parser's) at load; a splat written in hex and an i32 literal
-// stay the parser's.
+// scale (the parser's) at load; a splat written in hex stays the
+// parser's.
 TEST(Models, SmallHexLiteralsLoadAsTheParserWouldReadThem) {
   auto hexOf = [](const void *p, size_t n) {
     std::string out;
@@ -305,6 +300,11 @@ TEST(Models, SmallHexLiteralsLoadAsTheParserWouldReadThem) {
   EXPECT_NE(err.find("small-bad-digit:2:"), std::string::npos) << err;
 }
 
+// torch-mlir's form: weights as dense_resources in the file's resource
+// section. Those of 256 bytes or more are decoded outside MLIR's parser
+// too (the parser reads an empty blob of their alignment); tiny ones, and
+// other sections, are the parser's. A bad digit is still MLIR's error at
+// its line, in a big blob or a small one.
 TEST(Models, BigResourceBlobsLoadAsTheParserWouldReadThem) {
   // y = x (1x1x128) @ w (1x128x128) + b * s: w's columns alternate 1.0 and
   // 0.5, b (512 bytes: lifted too) is 0, 1, 2, ..., s (4 bytes: the
