@@ -339,6 +339,25 @@ static void BM_MobileNetV2Conv(benchmark::State &state) {
 }
 BENCHMARK(BM_MobileNetV2Conv)->DenseRange(0, 19)->Unit(benchmark::kMicrosecond);
 
+/// MobileNetV3-small's pointwise convolutions (small maps, 16-576
+/// channels), as BM_ResNet50Conv: kiln's per-kernel %peak in the model is
+/// lowest on such maps.
+const std::vector<std::pair<Case, int>> &mobilenetV3SmallConvs() {
+  static const std::vector<std::pair<Case, int>> all = {
+      {conv(56, 16, 72, 1), 1},  {conv(28, 72, 24, 1), 1},  {conv(28, 24, 96, 1), 1},  {conv(14, 40, 240, 1), 2},
+      {conv(14, 240, 40, 1), 2}, {conv(14, 48, 288, 1), 1}, {conv(7, 96, 576, 1), 3},  {conv(7, 576, 96, 1), 2},
+      {conv(14, 144, 48, 1), 1}, {conv(14, 40, 120, 1), 1},
+  };
+  return all;
+}
+
+static void BM_MobileNetV3SmallConv(benchmark::State &state) {
+  const auto &[c, count] = mobilenetV3SmallConvs()[size_t(state.range(0))];
+  state.counters["ms_per_inference"] = 1e3 * timeOnConstantWeights(state, c) * count;
+  state.SetLabel(shapes(c.inputs));
+}
+BENCHMARK(BM_MobileNetV3SmallConv)->DenseRange(0, 9)->Unit(benchmark::kMicrosecond);
+
 /// BERT-base's matmuls (seq 128) with their weights constant, as in the
 /// model: the Q/K/V/output projections and the FFN's two (n, m, k); 3-5
 /// the same at batch 8 (1024 rows).
@@ -427,7 +446,9 @@ double evictCaches() {
 /// BM_ResNet50Conv's convs, or 100 + one into BM_MobileNetV2Conv's.
 static void BM_StreamedConvCold(benchmark::State &state) {
   int64_t i = state.range(0);
-  const Case &c = i < 100 ? resnet50Convs()[size_t(i)].first : mobilenetV2Convs()[size_t(i - 100)].first;
+  const Case &c = i < 100   ? resnet50Convs()[size_t(i)].first
+                  : i < 200 ? mobilenetV2Convs()[size_t(i - 100)].first
+                            : mobilenetV3SmallConvs()[size_t(i - 200)].first;
   std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   auto m = loadOnConstantWeights(c, in);
   double cold = 0, warm = 0, sink = 0;
@@ -491,7 +512,9 @@ BENCHMARK(BM_BertMatmulCold)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 /// BM_StreamedConvCold.
 static void BM_ConvSettingsAB(benchmark::State &state) {
   int64_t i = state.range(0);
-  const Case &c = i < 100 ? resnet50Convs()[size_t(i)].first : mobilenetV2Convs()[size_t(i - 100)].first;
+  const Case &c = i < 100   ? resnet50Convs()[size_t(i)].first
+                  : i < 200 ? mobilenetV2Convs()[size_t(i - 100)].first
+                            : mobilenetV3SmallConvs()[size_t(i - 200)].first;
   std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   auto setting = [](const char *var, const char *fallback) {
     const char *v = std::getenv(var);
@@ -532,6 +555,6 @@ static void BM_ConvSettingsAB(benchmark::State &state) {
   state.counters["b_over_a"] = tb[tb.size() / 2] / ta[ta.size() / 2];
   state.SetLabel("A: " + modesA + "  B: " + modesB + "  " + shapes(c.inputs));
 }
-BENCHMARK(BM_ConvSettingsAB)->Arg(15)->Arg(19)->Arg(21)->Arg(22)->Arg(119)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvSettingsAB)->Arg(15)->Arg(19)->Arg(21)->Arg(22)->Arg(119)->Arg(206)->Arg(207)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

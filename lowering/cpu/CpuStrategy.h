@@ -71,7 +71,8 @@ double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &t
 
 /// Filters per parallel block of a conv (f32, `kh` x `kw` x `c` -> `f`,
 /// output width `ow`, `pixels` output pixels in all) whose filter streams
-/// from memory on every call: bigger than L2 and few output pixels to reuse
+/// from memory on every call: bigger than a quarter of L2 (in a model the
+/// layers between evict it) and few output pixels to reuse
 /// it (ResNet-50's last stage: 49 pixels, 4-9 MB filters), so that how the
 /// threads read the filter decides the time. 0 when the conv is not one.
 /// Blocks of fc filters read fc floats of every filter row, rows F floats

@@ -21,14 +21,26 @@ using namespace mlir;
 /// Ops of at least this many FLOPs run their outer tiles in parallel
 /// (kiln_parallel_for); smaller ones stay on the calling thread.
 inline constexpr double kParallelMinFlops = 4e6;
-/// Convs with at most this many output pixels and a filter bigger than L2
-/// stream their filter (streamingFilterBlock) ... 256 takes in ResNet-50's
+/// Convs with at most this many output pixels and a filter bigger than a
+/// quarter of L2 (kStreamingFilterL2Fraction) stream their filter
+/// (streamingFilterBlock) ... 256 takes in ResNet-50's
 /// 14x14 1x1 convs (1-2 MiB filters): cold-filter calls of 1024 -> 256,
 /// 1024 -> 512 and 256 -> 1024 took 0.84-0.98x the time they took at 64
 /// (AVX2: 0.79-0.89x), the stride-2 3x3 256 -> 256 onto 14x14 0.8x, the
 /// 3x3 256 -> 256 on 14x14 the same, A/B in one process; 1024 (28x28 maps)
 /// made the stride-2 3x3 128 -> 128 slower.
 inline constexpr int64_t kStreamingMaxPixels = 256;
+/// ... where the filter is bigger than L2 / this. In a model every layer's
+/// filter comes from L3 or memory (the layers between evict it), and read
+/// in rows of one register tile, F floats apart, each row is a miss the
+/// hardware prefetcher does not foresee; stored as panels, it is one
+/// contiguous run per block. At L2 (not L2 / 4) MobileNetV3-small's 1x1 96
+/// -> 576 and 576 -> 96 on 7x7 (221 KB filters, 512 KB L2) ran at twice
+/// their warm-filter time: 0.17-0.20 -> 0.13-0.15 ms and 0.14-0.15 -> 0.10
+/// ms (`kiln profile --serial`), the model 4.67 -> 4.38 ms (medians of 5
+/// alternating `kiln run -n 40`); MobileNetV2, EfficientNet-B0, RegNetY,
+/// ShuffleNetV2, ResNet-50, DenseNet within +-1.5% (2-vCPU Zen 1, AVX2).
+inline constexpr int64_t kStreamingFilterL2Fraction = 4;
 /// ... in this many blocks of filters (parallel tiles).
 inline constexpr int64_t kStreamingBlocks = 8;
 /// A 1x1 conv runs as a matmul when the matmul's register tile scores at

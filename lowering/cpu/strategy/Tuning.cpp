@@ -75,7 +75,8 @@ int64_t matmulPanelWidth(int64_t m, int64_t n, int64_t k, const CpuTuning &tunin
 
 int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64_t ow, int64_t pixels,
                              const CpuTuning &tuning) {
-  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes || pixels > kStreamingMaxPixels ||
+  if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes / kStreamingFilterL2Fraction ||
+      pixels > kStreamingMaxPixels ||
       2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
     return 0;
   RegisterTile rt = chooseRegisterTile(ow, f, tuning);
