@@ -49,6 +49,9 @@ struct RegisterTile {
 inline constexpr double kTailBelowScore = 1.2;
 /// ... and how much better a tile with a tail must score to replace it.
 inline constexpr double kTailGain = 1.15;
+/// Fewest accumulators (independent FMA chains) a register tile needs to
+/// keep one FMA pipe busy (5 cycles of latency on Zen 1's 256-bit FMAs).
+inline constexpr int64_t kMinAccumulatorChains = 5;
 /// The register tile for an m x n output: `n` divides n and is a power of
 /// two (as LLVM wants vector lengths), the accumulators plus one row of B and
 /// one broadcast fit the vector registers, and the FMAs per loaded element
@@ -57,7 +60,9 @@ inline constexpr double kTailGain = 1.15;
 /// it, a tile that does not divide m is taken when every one that does
 /// waits on loads (fewer than kTailBelowScore FMAs per load) and the tail
 /// version scores kTailGain better: AVX2's 16 registers on a 7-wide map
-/// give 7x8 (7 FMAs per 8 loads) against 6x16 and a 1x16 tail (12 per 8).
+/// give 7x8 (7 FMAs per 8 loads) against 4x16 and a 3x16 tail (8 per 6;
+/// on one FMA pipe the tiles with tails rank by oneRankOfTails, which
+/// prefers that to 6x16 and a 1x16 tail of two accumulator chains).
 /// AVX-512's dividing tiles do at least 1.5 per load, and there 6x64 tiles
 /// with tails instead of 4x64 and 7x32 measured slower (up to 1.4x on 1x1
 /// convs; BM_ResNet50Conv, BM_MobileNetV2Conv, BM_BertMatmul, ABBA; Zen 4,

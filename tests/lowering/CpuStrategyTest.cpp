@@ -96,16 +96,29 @@ TEST(CpuStrategy, RegisterTilesFitTheRegistersAndDivideTheShape) {
 // A tile that does not divide the rows is taken only when it is clearly
 // better: AVX2's 16 ymm registers cannot hold 7 rows of 2 vectors, so a
 // 7-wide map (ResNet-50's and MobileNetV2's last stage) got 7 rows of one
-// vector (7 FMAs per 8 loads); 6 rows of 2 and a 1-row tail do 12 per 8.
+// vector (7 FMAs per 8 loads); 4 rows of 2 and a 3-row tail do 8 per 6 —
+// not 6 rows and a 1-row tail, whose two accumulators wait on the FMA's
+// latency (oneRankOfTails). On 49 rows (a 1x1 conv on 7x7 as a matmul) no
+// 1-row tail either.
 TEST(CpuStrategy, RegisterTilesWithTails) {
   CpuTuning avx2 = CpuTuning::fromFeatures("+avx2");
   RegisterTile divides = chooseRegisterTile(7, 512, avx2);
   EXPECT_EQ(divides.m, 7);
   EXPECT_EQ(divides.n, 8);
   RegisterTile tail = chooseRegisterTile(7, 512, avx2, /*allowTail=*/true);
-  EXPECT_EQ(tail.m, 6);
+  EXPECT_EQ(tail.m, 4);
   EXPECT_EQ(tail.n, 16);
-  EXPECT_EQ(tail.tail, 1);
+  EXPECT_EQ(tail.tail, 3);
+  RegisterTile pixels = chooseRegisterTile(49, 512, avx2, /*allowTail=*/true);
+  EXPECT_EQ(pixels.n, 16);
+  EXPECT_GE(pixels.tail * 2, kMinAccumulatorChains);
+  // Two FMA pipes rank tiles with tails by FMAs per load alone (BERT's
+  // 6 x 64 and a 2 x 64 tail): unchanged.
+  CpuTuning two = CpuTuning::fromFeatures("+avx512f,+amx-tile");
+  ASSERT_EQ(two.fmaPipes, 2);
+  RegisterTile tall = chooseRegisterTile(128, 768, two, /*allowTail=*/true, /*tailBelowScore=*/1e9);
+  EXPECT_EQ(tall.m, 6);
+  EXPECT_EQ(tall.tail, 2);
   // 56 rows divide into 4 x 16 tiles, and a tail gains too little.
   RegisterTile wide = chooseRegisterTile(56, 64, avx2, /*allowTail=*/true);
   EXPECT_EQ(wide.tail, 0);

@@ -28,12 +28,27 @@ double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &t
   return (double(m - tile.tail) * full + double(tile.tail) * tileScore(tile.tail, tile.n, tuning)) / double(m);
 }
 
+/// How a tile with a tail is ranked among the others with tails on a host
+/// with one FMA pipe: FMAs per load count up to kTailBelowScore (beyond it
+/// the tile waits on its FMAs, not its loads), and a tile with fewer than
+/// kMinAccumulatorChains accumulators waits on each FMA's latency. On
+/// AVX2's 16 registers over a 7-wide map, 6x16 and a 1x16 tail (two chains)
+/// lost to 4x16 and a 3x16 tail: MobileNetV3-small's 1x1 96 -> 576 on 7x7
+/// 112-114 -> 100-105 us (BM_MobileNetV3SmallConv/6, two alternating runs;
+/// Zen 1, whose 256-bit FMAs have 5 cycles of latency); EfficientNet-B0
+/// and MobileNetV2 3% faster (docs/codegen-cpu.md).
+static double oneRankOfTails(int64_t mr, int64_t nr, const CpuTuning &tuning) {
+  const int64_t vecs = (nr + tuning.lanes() - 1) / tuning.lanes();
+  return std::min(tileScore(mr, nr, tuning), kTailBelowScore) *
+         std::min(1.0, double(mr * vecs) / double(kMinAccumulatorChains));
+}
+
 RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, bool allowTail,
                                 double tailBelowScore) {
   const int64_t lanes = tuning.lanes();
   auto score = [&](int64_t mr, int64_t nr) { return tileScore(mr, nr, tuning); };
   RegisterTile best{1, 1}, bestTail{1, 1};
-  double bestScore = -1, bestTailScore = -1;
+  double bestScore = -1, bestTailScore = -1, bestTailRank = -1;
   for (int64_t mr = 1; mr <= std::min<int64_t>(m, 8); ++mr) {
     int64_t tail = m % mr;
     if (tail && !allowTail) continue;
@@ -44,12 +59,19 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, b
       if (score(mr, nr) <= 0) continue;
       // Rows in full tiles at the full tile's figure, the tail's at its own.
       double s = registerTileScore({mr, nr, tail}, m, tuning);
+      // Tiles with tails on one FMA pipe: ranked by oneRankOfTails; the
+      // chosen one's score still weighs it against the dividing tiles.
+      double rank = s;
+      if (tail && tuning.fmaPipes == 1)
+        rank = (double(m - tail) * oneRankOfTails(mr, nr, tuning) + double(tail) * oneRankOfTails(tail, nr, tuning)) /
+               double(m);
       RegisterTile &b = tail ? bestTail : best;
-      double &bs = tail ? bestTailScore : bestScore;
+      double &br = tail ? bestTailRank : bestScore;
       // Ties: the bigger tile, then more rows (a B row reused more often).
-      bool tie = std::abs(s - bs) <= 1e-9;
-      if (s > bs + 1e-9 || (tie && (mr * nr > b.m * b.n || (mr * nr == b.m * b.n && mr > b.m)))) {
-        bs = s;
+      bool tie = std::abs(rank - br) <= 1e-9;
+      if (rank > br + 1e-9 || (tie && (mr * nr > b.m * b.n || (mr * nr == b.m * b.n && mr > b.m)))) {
+        br = rank;
+        if (tail) bestTailScore = s;
         b = {mr, nr, tail};
       }
     }

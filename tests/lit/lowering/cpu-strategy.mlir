@@ -47,25 +47,47 @@ func.func @conv(%x: tensor<1x14x14x32xf32>, %w: tensor<32x3x3x32xf32>, %bias: te
 }
 
 // Conv on a 7-wide map: AVX2's 16 registers cannot hold 7 rows of 2 ymm,
-// so the output columns split after 6: a 6x16 register tile for those, a
-// 1x16 one for the last column (static, no masks). AVX-512 keeps 7 rows of
-// 2 zmm, which divide the width.
+// so the output columns split: a 4x16 register tile for the first 4, a
+// 3x16 one for the last 3 (static, no masks) — not 6x16 and a 1x16 tail,
+// whose two accumulators wait on each FMA's latency. AVX-512 keeps 7 rows
+// of 2 zmm, which divide the width. Unpadded, the AVX2 conv runs as a
+// matmul over its 49 pixels (5x16 tiles and a 4x16 tail), whose tile
+// scores more FMAs per load than the conv's.
 // AVX2-LABEL: func.func @conv_tail
-// AVX2: tensor.extract_slice {{.*}}[0, 0, 0, 0] [1, 7, 6, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x6x128xf32>
-// AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
-// AVX2-COUNT-6: vector.fma {{.*}} : vector<16xf32>
-// AVX2: tensor.extract_slice {{.*}}[0, 0, 6, 0] [1, 7, 1, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x1x128xf32>
-// AVX2: scf.for {{.*}} -> (vector<16xf32>)
-// AVX2: vector.fma {{.*}} : vector<16xf32>
+// AVX2-NOT: linalg.conv
+// AVX2: scf.for {{.*}} -> (vector<5x16xf32>)
+// AVX2-COUNT-5: vector.fma {{.*}} : vector<16xf32>
+// AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
+// AVX2-NOT: linalg.conv
+// AVX2-NOT: vector<1x16xf32>
+// AVX2-LABEL: func.func @conv_tail_padded
+// AVX2: tensor.extract_slice {{.*}}[0, 0, 0, 0] [1, 7, 4, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x4x128xf32>
+// AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
+// AVX2-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// AVX2: tensor.extract_slice {{.*}}[0, 0, 4, 0] [1, 7, 3, 128] [1, 1, 1, 1] : tensor<1x7x7x128xf32> to tensor<1x7x3x128xf32>
+// AVX2: scf.for {{.*}} -> (vector<3x16xf32>)
+// AVX2-COUNT-3: vector.fma {{.*}} : vector<16xf32>
 // AVX2-NOT: linalg.conv
 // AVX512-LABEL: func.func @conv_tail
 // AVX512-NOT: tensor<1x7x6x128xf32>
+// AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
+// AVX512-NOT: linalg.conv
+// AVX512-LABEL: func.func @conv_tail_padded
+// AVX512-NOT: tensor<1x7x4x128xf32>
 // AVX512: scf.for {{.*}} -> (vector<7x32xf32>)
 // AVX512-NOT: linalg.conv
 func.func @conv_tail(%x: tensor<1x7x7x64xf32>, %w: tensor<128x1x1x64xf32>, %bias: tensor<128xf32>) -> tensor<1x7x7x128xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x7x7x64xf32>, tensor<128x1x1x64xf32>, tensor<128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x128xf32>
   return %r : tensor<1x7x7x128xf32>
+}
+
+func.func @conv_tail_padded(%x: tensor<1x7x7x64xf32>, %w: tensor<128x1x1x64xf32>, %bias: tensor<128xf32>) -> tensor<1x9x9x128xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x7x7x64xf32>, tensor<128x1x1x64xf32>, tensor<128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x128xf32>
+  %p = tosa.const_shape {values = dense<[0, 0, 1, 1, 1, 1, 0, 0]> : tensor<8xindex>} : () -> !tosa.shape<8>
+  %y = tosa.pad %r, %p, %z : (tensor<1x7x7x128xf32>, !tosa.shape<8>, tensor<1xf32>) -> tensor<1x9x9x128xf32>
+  return %y : tensor<1x9x9x128xf32>
 }
 
 // A 1x1 conv on a 14-wide map runs as a matmul over its 196 pixels when
