@@ -351,6 +351,14 @@ const std::vector<std::pair<Case, int>> &mobilenetV3SmallConvs() {
   return all;
 }
 
+/// Conv `i` of the lists above: i into resnet50Convs, 100 + i into
+/// mobilenetV2Convs, 200 + i into mobilenetV3SmallConvs.
+const Case &convCase(int64_t i) {
+  return i < 100   ? resnet50Convs()[size_t(i)].first
+         : i < 200 ? mobilenetV2Convs()[size_t(i - 100)].first
+                   : mobilenetV3SmallConvs()[size_t(i - 200)].first;
+}
+
 static void BM_MobileNetV3SmallConv(benchmark::State &state) {
   const auto &[c, count] = mobilenetV3SmallConvs()[size_t(state.range(0))];
   state.counters["ms_per_inference"] = 1e3 * timeOnConstantWeights(state, c) * count;
@@ -443,12 +451,11 @@ double evictCaches() {
 /// passed through the caches (cold, as in the model, where the layers before
 /// evict it) and right after a call (warm). cold_over_warm > 1 is what
 /// reading the filter from memory adds to the compute. Rows: an index into
-/// BM_ResNet50Conv's convs, or 100 + one into BM_MobileNetV2Conv's.
+/// BM_ResNet50Conv's convs, or 100 + one into BM_MobileNetV2Conv's, or 200 +
+/// one into BM_MobileNetV3SmallConv's (convCase).
 static void BM_StreamedConvCold(benchmark::State &state) {
   int64_t i = state.range(0);
-  const Case &c = i < 100   ? resnet50Convs()[size_t(i)].first
-                  : i < 200 ? mobilenetV2Convs()[size_t(i - 100)].first
-                            : mobilenetV3SmallConvs()[size_t(i - 200)].first;
+  const Case &c = convCase(i);
   std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   auto m = loadOnConstantWeights(c, in);
   double cold = 0, warm = 0, sink = 0;
@@ -512,9 +519,7 @@ BENCHMARK(BM_BertMatmulCold)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 /// BM_StreamedConvCold.
 static void BM_ConvSettingsAB(benchmark::State &state) {
   int64_t i = state.range(0);
-  const Case &c = i < 100   ? resnet50Convs()[size_t(i)].first
-                  : i < 200 ? mobilenetV2Convs()[size_t(i - 100)].first
-                            : mobilenetV3SmallConvs()[size_t(i - 200)].first;
+  const Case &c = convCase(i);
   std::vector<Tensor> in = {filled(c.inputs[0], -0.06f)};
   auto setting = [](const char *var, const char *fallback) {
     const char *v = std::getenv(var);
