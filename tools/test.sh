@@ -15,7 +15,10 @@ sanitized() {  # name, extra cmake args...
   shift
   local dir=build-${san}-san
   echo "== tests under -fsanitize=${san}"
+  # -O1 -g1 (line tables): what the sanitizers' docs advise, and it compiles
+  # in 55-70% of -O2 -g's time (two of the heaviest files under ASan+UBSan).
   cmake -S . -B "$dir" -G Ninja -DKILN_SANITIZE=$san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
         -DKILN_BUILD_BENCH=OFF "$@" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   ninja -C "$dir" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/sanitizers/tsan.supp" \

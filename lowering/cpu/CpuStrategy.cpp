@@ -82,7 +82,7 @@ struct CpuStrategy : impl::KilnCpuStrategyBase<CpuStrategy> {
     CpuTuning tuning{vectorBits, vectorRegisters, l2Bytes, l1Bytes, fmaPipes};
     ModuleOp module = getOperation();
     dropUnitMultiplier(module);
-    groupedConvsAsLoops(module);
+    groupedConvsAsLoops(module, tuning);
     hwcfFilters(module);
     decomposePads(module);
     convs1x1AsMatmuls(module, tuning);

@@ -1,6 +1,7 @@
 // The host tuning and the register-tile choice of kiln-cpu-strategy.
 #include "lowering/cpu/CpuStrategy.h"
 #include "lowering/cpu/strategy/OpStrategy.h"
+#include "lowering/cpu/strategy/Support.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -150,6 +151,19 @@ TEST(CpuStrategy, MatmulPanelWidths) {
   }
 }
 
+TEST(CpuStrategy, ParallelBoundIsATimeOnTheHostsCore) {
+  using kiln::lowering::strategy::kParallelMinFlops;
+  using kiln::lowering::strategy::parallelMinFlops;
+  // Two 512-bit FMA pipes: the reference; one: half; AVX2 one pipe (Zen 1,
+  // and Zen 2/3 as kiln models them): a quarter. Never above the reference.
+  EXPECT_EQ(parallelMinFlops(CpuTuning::fromFeatures("+avx2,+avx512f,+amx-tile,+amx-bf16")), kParallelMinFlops);
+  EXPECT_EQ(parallelMinFlops(CpuTuning::fromFeatures("+avx2,+avx512f")), kParallelMinFlops / 2);
+  EXPECT_EQ(parallelMinFlops(CpuTuning::fromFeatures("+avx2,+fma")), kParallelMinFlops / 4);
+  CpuTuning wide = CpuTuning::fromFeatures("+avx2,+avx512f,+amx-tile,+amx-bf16");
+  wide.fmaPipes = 4;
+  EXPECT_EQ(parallelMinFlops(wide), kParallelMinFlops);
+}
+
 TEST(CpuStrategy, StreamingFilterBlocks) {
   for (CpuTuning t : {CpuTuning::fromFeatures("+avx512f"), CpuTuning::fromFeatures("+avx2")}) {
     SCOPED_TRACE(std::to_string(t.vectorBits) + "-bit vectors");
@@ -182,11 +196,13 @@ TEST(CpuStrategy, StreamingFilterBlocks) {
     // Many pixels (28x28) reuse the filter from cache: the usual blocks.
     EXPECT_EQ(streamingFilterBlock(3, 3, 256, 256, 28, 784, t), 0);
     EXPECT_EQ(streamingFilterBlock(3, 3, 128, 128, 28, 784, t), 0);
-    // A filter that fits L2 (3x3 64 -> 64 is 147 KiB).
-    EXPECT_EQ(streamingFilterBlock(3, 3, 64, 64, 7, 49, t), 0);
-    // Too little work to run in parallel (one pixel), or too few filters to
-    // split into register tiles (F = 8).
-    EXPECT_EQ(streamingFilterBlock(1, 1, 1024, 1000, 1, 1, t), 0);
+    // A filter within a quarter of L2 (3x3 32 -> 64 is 72 KiB; 3x3 64 -> 64,
+    // 147 KiB, streams).
+    EXPECT_EQ(streamingFilterBlock(3, 3, 32, 64, 7, 49, t), 0);
+    EXPECT_GT(streamingFilterBlock(3, 3, 64, 64, 7, 49, t), 0);
+    // Too little work to run in parallel (one pixel, 0.5 MFLOP), or too few
+    // filters to split into register tiles (F = 8).
+    EXPECT_EQ(streamingFilterBlock(1, 1, 256, 1000, 1, 1, t), 0);
     EXPECT_EQ(streamingFilterBlock(3, 3, 8192, 8, 7, 49, t), 0);
   }
   CpuTuning none;  // no vectors: plain loops, no blocks

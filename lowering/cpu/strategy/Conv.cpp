@@ -190,7 +190,7 @@ public:
                                             tuning);
       }
     }
-    p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= kParallelMinFlops;
+    p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= parallelMinFlops(tuning);
     if (p.parallel) {
       // Blocks of output rows (and filter blocks) for the threads, each
       // image blocked as at batch 1: a batch adds tasks, it does not make

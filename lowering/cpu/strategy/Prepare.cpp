@@ -103,7 +103,7 @@ void dropUnitMultiplier(ModuleOp module) {
 /// the threads: RegNetY-400MF's first grouped conv, 6 groups on a 56x56
 /// map, ran on one thread. Bigger groups run one after the other, each
 /// conv parallel itself.
-void groupedConvsAsLoops(ModuleOp module) {
+void groupedConvsAsLoops(ModuleOp module, const CpuTuning &tuning) {
   SmallVector<linalg::Conv2DNhwgcGfhwcOp> convs;
   module.walk([&](linalg::Conv2DNhwgcGfhwcOp op) {
     if (op.hasPureTensorSemantics() && allStatic(op) && allF32(op)) convs.push_back(op);
@@ -145,7 +145,8 @@ void groupedConvsAsLoops(ModuleOp module) {
     const double groupFlops = 2.0 * part.getNumElements() * filter.getDimSize(2) * filter.getDimSize(3) *
                               filter.getDimSize(4);
     Operation *loop;
-    if (groups > 1 && groupFlops < kParallelMinFlops && groupFlops * double(groups) >= kParallelMinFlops) {
+    if (const double minFlops = parallelMinFlops(tuning);
+        groups > 1 && groupFlops < minFlops && groupFlops * double(groups) >= minFlops) {
       auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(groups)},
                                           ValueRange{op.getOutputs()[0]}, std::nullopt);
       OpBuilder nb = OpBuilder::atBlockBegin(forall.getBody());

@@ -20,7 +20,7 @@ void dropUnitMultiplier(mlir::ModuleOp module);
 /// A grouped conv (conv_2d_nhwgc_gfhwc, what kiln-raise-linalg makes of a
 /// linalg export's grouped convs) as a loop over its groups of FHWC convs
 /// on slices, each scheduled by the conv strategy.
-void groupedConvsAsLoops(mlir::ModuleOp module);
+void groupedConvsAsLoops(mlir::ModuleOp module, const CpuTuning &tuning);
 /// An FHWC conv whose filter is the transpose of an HWCF tensor reads the
 /// HWCF tensor itself (conv_2d_nhwc_hwcf).
 void hwcfFilters(mlir::ModuleOp module);

@@ -46,7 +46,7 @@ MatmulBlocks matmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuT
   // (Or a weight of at least kParallelMinBytes read by few rows: a
   // classifier's vector times its 4 MB weight is memory-bound, and two
   // cores read memory at twice one's rate.)
-  p.parallel = !oneThread && (2.0 * B * M * N * K >= kParallelMinFlops || B * K * N * 4 >= kParallelMinBytes);
+  p.parallel = !oneThread && (2.0 * B * M * N * K >= parallelMinFlops(tuning) || B * K * N * 4 >= kParallelMinBytes);
   if (p.parallel) {
     // Enough blocks for the threads to share: smaller column blocks
     // (B still read once), then smaller row blocks.

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,9 +19,22 @@
 namespace kiln::lowering::strategy {
 using namespace mlir;
 
-/// Ops of at least this many FLOPs run their outer tiles in parallel
-/// (kiln_parallel_for); smaller ones stay on the calling thread.
+/// Ops of at least parallelMinFlops(tuning) FLOPs run their outer tiles in
+/// parallel (kiln_parallel_for); smaller ones stay on the calling thread.
+/// The bound is a time (a parallel launch and the other thread's share
+/// must be worth it): kParallelMinFlops on a core of
+/// kParallelReferenceFlopsPerCycle (two 512-bit FMA pipes), and as many
+/// fewer FLOPs as the host's core does fewer per cycle (2 x lanes x
+/// fmaPipes). On Zen 1 (AVX2, one pipe: 1e6) MobileNetV3-small's 1x1 convs
+/// of 2-4 MFLOP on 28x28 and 14x14 had run on one thread: the model 3.55 ->
+/// 2.92 ms, EfficientNet-B0 and RegNetY-400MF 1.5-2% faster (medians of 5
+/// alternating `kiln run -n 40`); at 0.5e6 the same as 1e6.
 inline constexpr double kParallelMinFlops = 4e6;
+inline constexpr double kParallelReferenceFlopsPerCycle = 64;
+inline double parallelMinFlops(const CpuTuning &tuning) {
+  const double perCycle = 2.0 * double(tuning.lanes()) * double(std::max<int64_t>(tuning.fmaPipes, 1));
+  return kParallelMinFlops * std::min(1.0, perCycle / kParallelReferenceFlopsPerCycle);
+}
 /// Convs with at most this many output pixels and a filter bigger than a
 /// quarter of L2 (kStreamingFilterL2Fraction) stream their filter
 /// (streamingFilterBlock) ... 256 takes in ResNet-50's

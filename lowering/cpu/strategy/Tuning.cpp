@@ -99,7 +99,7 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
                              const CpuTuning &tuning) {
   if (tuning.vectorBits <= 0 || kh * kw * c * f * 4 <= tuning.l2Bytes / kStreamingFilterL2Fraction ||
       pixels > kStreamingMaxPixels ||
-      2.0 * pixels * kh * kw * c * f < kParallelMinFlops)
+      2.0 * pixels * kh * kw * c * f < parallelMinFlops(tuning))
     return 0;
   RegisterTile rt = chooseRegisterTile(ow, f, tuning);
   if (rt.n < 4) return 0;

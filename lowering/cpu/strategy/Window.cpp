@@ -48,7 +48,7 @@ public:
       }
     }
     if (p.rt.n < 4) return std::nullopt;
-    p.parallel = 2.0 * NB * OH * OW * C * p.bounds[4] * p.bounds[5] >= kParallelMinFlops / 4;
+    p.parallel = 2.0 * NB * OH * OW * C * p.bounds[4] * p.bounds[5] >= parallelMinFlops(w.tuning()) / 4;
     if (p.parallel) {
       int64_t ohb = rowBlockForThreads(OH, NB);
       p.parallel = NB * (OH / ohb) > 1;

@@ -47,8 +47,8 @@ func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -
 // A 3x3 conv with its bias and ReLU in the register tiles; a depthwise
 // conv; a softmax's row reductions and elementwise passes (those last,
 // counted).
-// AVX512: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x64, 8 channels at a time, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x64, one thread; fill x8"
-// AVX2: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x16, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x16, one thread; fill x8"
+// AVX512: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x64, 8 channels at a time, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x64, 14 parallel blocks + fill + epilogue(add) in registers; fill x8"
+// AVX2: kiln.strategy = "conv 3x3 32->64 on 28x28: registers 4x16, 14 parallel blocks + init + epilogue(minimum, maximum); depthwise conv 3x3 on 28x28x64: registers 4x16, 14 parallel blocks + fill + epilogue(add) in registers; fill x8"
 func.func @convs(%x: tensor<1x28x28x32xf32>, %w: tensor<64x3x3x32xf32>, %bias: tensor<64xf32>, %dw: tensor<3x3x64x1xf32>) -> tensor<1x28x28x64xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %r = tosa.conv2d %x, %w, %bias, %z, %z {acc_type = f32, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x28x28x32xf32>, tensor<64x3x3x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x28x28x64xf32>
@@ -146,10 +146,13 @@ func.func @ragged_filters_two_vectors(%x: tensor<1x28x28x256xf32>, %w: tensor<1x
 
 // -----
 
-// The same on one thread (MobileNetV3's 240 -> 40 on 14x14: too small for
-// parallel blocks): 7x32 + 7x8 tiles.
-// AVX512: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), one thread"
-// AVX2: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x8, one thread"
+// The same at 3.8 MFLOP (MobileNetV3's 240 -> 40 on 14x14): 7x32 + 7x8
+// tiles, on one thread where a core does two 512-bit FMAs a cycle (below
+// the 4 MFLOP a parallel launch needs there), in parallel blocks where it
+// does fewer (one pipe: 2 MFLOP; AVX2 1 MFLOP).
+// AVX512: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), 14 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x8, 14 parallel blocks + fill in registers"
+// TWO: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), one thread"
 func.func @ragged_filters_two_vectors_one_thread(%x: tensor<1x14x14x240xf32>, %w: tensor<1x1x240x40xf32>) -> tensor<1x14x14x40xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x14x14x40xf32>
@@ -178,8 +181,8 @@ func.func @ragged_filters_no_tile(%x: tensor<1x28x28x58xf32>, %w: tensor<58x1x1x
 
 // Depthwise convs over channels no whole vector divides (58 and 116):
 // whole vectors and a tile of the rest, not loops or quarter vectors.
-// AVX512: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x16 (+ 7x10 for the last 10 channels), one thread; depthwise conv 3x3 on 14x14x116: registers 7x16 (+ 7x4 for the last 4 channels), one thread"
-// AVX2: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x8 (+ 7x2 for the last 2 channels), one thread; depthwise conv 3x3 on 14x14x116: registers 7x8 (+ 7x4 for the last 4 channels), one thread"
+// AVX512: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x16 (+ 7x10 for the last 10 channels), 14 parallel blocks + fill in registers; depthwise conv 3x3 on 14x14x116: registers 7x16 (+ 7x4 for the last 4 channels), one thread"
+// AVX2: kiln.strategy = "depthwise conv 3x3 on 28x28x58: registers 7x8 (+ 7x2 for the last 2 channels), 14 parallel blocks + fill in registers; depthwise conv 3x3 on 14x14x116: registers 7x8 (+ 7x4 for the last 4 channels), 14 parallel blocks + fill in registers"
 func.func @ragged_channels(%x: tensor<1x30x30x58xf32>, %w: tensor<3x3x58xf32>, %x2: tensor<1x16x16x116xf32>, %w2: tensor<3x3x116xf32>) -> (tensor<1x28x28x58xf32>, tensor<1x14x14x116xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x28x28x58xf32>
@@ -197,7 +200,7 @@ func.func @ragged_channels(%x: tensor<1x30x30x58xf32>, %w: tensor<3x3x58xf32>, %
 
 // A classifier (a vector times a 4 MB weight, 2 MFLOP): memory-bound, in
 // parallel blocks of columns for the cores to read memory together (it ran
-// on one thread: below kParallelMinFlops).
+// on one thread: below the FLOPs bound for parallel blocks).
 // AVX512: kiln.strategy = "matmul 1x1000x1024: registers 1x8, k blocks of 256, 25 parallel blocks of 1x40 + fill + epilogue(add)"
 // AVX2: kiln.strategy = "matmul 1x1000x1024: registers 1x8, k blocks of 256, 25 parallel blocks of 1x40 + fill + epilogue(add)"
 func.func @classifier(%x: tensor<1x1x1024xf32>, %w: tensor<1x1024x1000xf32>, %b: tensor<1x1x1000xf32>) -> tensor<1x1x1000xf32> {
