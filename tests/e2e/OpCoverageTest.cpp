@@ -370,6 +370,17 @@ std::vector<Case> allCases() {
   cs.push_back(reduce("reduce_min", F, {3, 5, 7}, 2, mn, inf));
   cs.push_back(reduce("reduce_sum", I, {3, 5, 7}, 1, add, 0));
   cs.push_back(reduce("reduce_max", I, {3, 5, 7}, 0, mx, -inf));
+  // Over 1 MiB: parallel blocks of the outer parallel loops (a
+  // squeeze-and-excitation pool over W of a 56x56x144 map; a reduction over
+  // the outermost loop, which the blocks must leave whole).
+  for (auto [op, shape, axis] : {std::tuple<const char *, std::vector<int64_t>, int>{"reduce_sum", {1, 56, 56, 144}, 2},
+                                 {"reduce_max", {64, 72, 64}, 0}}) {
+    Case c = reduce(op, F, shape, axis, std::string(op) == "reduce_sum" ? add : mx,
+                    std::string(op) == "reduce_sum" ? 0 : -inf);
+    c.name += "_parallel";
+    c.atol = 2e-5;  // 56 f32 terms of up to 2: rounding of a few 1e-6 where they cancel
+    cs.push_back(c);
+  }
   {
     Case c = reduce("reduce_all", B, {3, 5}, 1, [](double a, double b) { return double(a && b); }, 1);
     c.ranges = {{0.2, 1}};  // mostly true, so both answers occur

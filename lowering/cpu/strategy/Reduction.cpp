@@ -47,12 +47,17 @@ public:
 
   std::string describe(linalg::LinalgOp op, const OuterReductionPlan &p, const ScheduleWriter &) const override {
     int64_t inner = op.getStaticLoopRanges().back();
-    return llvm::formatv("outer reduction: vectors of {0}", p.outer.back() ? p.outer.back() : inner).str();
+    return llvm::formatv("outer reduction: vectors of {0}", p.outer.back() ? p.outer.back() : inner).str() +
+           (parallelRowBlocks(op, op.getStaticLoopRanges()).empty() ? "" : ", in parallel");
   }
 
+  // Blocks of the outer parallel loops for the threads where the op moves
+  // enough bytes: a squeeze-and-excitation's pool over a 56x56x144 map
+  // (EfficientNet-B0; 1.8 MB read) took 0.26 ms on one thread.
   void write(linalg::LinalgOp op, const OuterReductionPlan &p, ScheduleWriter &w) const override {
     Schedule &schedule = w.schedule();
-    std::string h = schedule.tile(w.tag(op), p.outer);
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    std::string h = schedule.tile(w.parallelRows(w.tag(op), op, bounds), p.outer);
     h = schedule.tile(h, p.reduction);
     schedule.vectorize(h);
   }

@@ -106,9 +106,10 @@ SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64
       bytes += double(t.getNumElements()) * double(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
   if (bytes < double(kParallelMinBytes)) return {};
   SmallVector<int64_t> blocks(bounds.size(), 0);
+  auto iters = op.getIteratorTypesArray();
   int64_t tiles = 1;
   for (size_t i = 0; i + 1 < bounds.size() && tiles < kParallelTasks; ++i) {
-    if (bounds[i] <= 1) continue;
+    if (bounds[i] <= 1 || iters[i] != utils::IteratorType::parallel) continue;
     // The fewest tiles of this loop, dividing it, that make kParallelTasks
     // with those of the loops outside (a few more where none divides).
     int64_t need = llvm::divideCeil(kParallelTasks, tiles);

@@ -112,9 +112,9 @@ std::optional<MatmulBlocks> raggedMatmulBlocks(int64_t B, int64_t M, int64_t N, 
 /// some (`ragged` says so), else matmulBlocks.
 MatmulBlocks chosenMatmulBlocks(int64_t B, int64_t M, int64_t N, int64_t K, const CpuTuning &tuning,
                                 bool *ragged = nullptr, bool oneThread = false);
-/// Parallel tiles for an elementwise op, fill or row reduction over at
-/// least kParallelMinBytes (blocks of its outer loops); empty when it
-/// should stay on the calling thread.
+/// Parallel tiles for an elementwise op, fill, row or outer reduction over
+/// at least kParallelMinBytes (blocks of its outer parallel loops); empty
+/// when it should stay on the calling thread.
 SmallVector<int64_t> parallelRowBlocks(linalg::LinalgOp op, llvm::ArrayRef<int64_t> bounds);
 /// Whether `op` is inside an scf.forall already (attention's tiles,
 /// RowFusion.cpp): its own tiles then run on the calling thread.
