@@ -1,6 +1,7 @@
 // Fused ops of kiln-cpu-strategy's anchors (see Fusion.h).
 #include "lowering/cpu/strategy/Fusion.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
@@ -79,6 +80,18 @@ bool inRegisters(linalg::LinalgOp op, const Fused &f, const RegisterTile &reg, i
   if ((!f.init && !f.epilogue) || reg.tail || reduction * reg.n * 4 > kRegisterFusedColumnBytes) return false;
   if (!isa<linalg::Conv2DNhwcHwcfOp>(op) && panelWidth(op) == 0) return false;
   return !computedOperands(op, f);
+}
+
+bool transcendentalEpilogue(const Fused &f) {
+  if (!f.epilogue) return false;
+  return f.epilogue
+      ->walk([](Operation *op) {
+        return isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log1pOp, math::Log2Op, math::TanhOp,
+                   math::ErfOp, math::PowFOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 bool computedOperands(linalg::LinalgOp op, const Fused &f) {

@@ -51,6 +51,9 @@ void accumulateApart(linalg::LinalgOp init);
 /// left to fuse) and no operand is computed by an op that the greedy
 /// fusion would pull into the tiles.
 bool inRegisters(linalg::LinalgOp op, const Fused &f, const RegisterTile &reg, int64_t reduction);
+/// Whether the fused epilogue computes a transcendental (exp, log, tanh,
+/// erf, pow: a polynomial of a dozen or more vector ops and constants).
+bool transcendentalEpilogue(const Fused &f);
 /// Whether an input of `op` or of its fused ops is computed by an op that
 /// transform.structured.fuse would pull into the register tiles.
 bool computedOperands(linalg::LinalgOp op, const Fused &f);

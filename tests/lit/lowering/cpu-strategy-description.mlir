@@ -265,3 +265,21 @@ func.func @ragged_filter_blocks(%x: tensor<1x14x14x208xf32>, %w: tensor<440x1x1x
          ins(%x, %w : tensor<1x14x14x208xf32>, tensor<440x1x1x208xf32>) outs(%f : tensor<1x14x14x440xf32>) -> tensor<1x14x14x440xf32>
   return %y : tensor<1x14x14x440xf32>
 }
+// -----
+
+// A depthwise conv with SiLU and a squeeze-and-excitation pool after it
+// (EfficientNet's): the SiLU after each register tile where there are 16
+// vector registers (exp's constants spill beside the tile), in the tile at
+// 512 bits; the pool's sum over 56x56x144 (1.8 MB) in parallel blocks.
+// AVX512: kiln.strategy = "depthwise conv 3x3 on 56x56x144: registers 8x16, 8 parallel blocks + fill + epilogue(add, negf, exp, div, mul) in registers; outer reduction: vectors of 16, in parallel; outer reduction: vectors of 16; fill x2"
+// AVX2: kiln.strategy = "depthwise conv 3x3 on 56x56x144: registers 4x16, 8 parallel blocks + fill + epilogue(add, negf, exp, div, mul); outer reduction: vectors of 16, in parallel; outer reduction: vectors of 16; fill x2"
+func.func @depthwise_silu_pool(%x: tensor<1x58x58x144xf32>, %w: tensor<3x3x144x1xf32>, %b: tensor<144xf32>) -> (tensor<1x56x56x144xf32>, tensor<1x1x1x144xf32>) {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %d = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x58x58x144xf32>, tensor<3x3x144x1xf32>, tensor<144xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x56x56x144xf32>
+  %s = tosa.sigmoid %d : (tensor<1x56x56x144xf32>) -> tensor<1x56x56x144xf32>
+  %y = tosa.mul %d, %s, %sh : (tensor<1x56x56x144xf32>, tensor<1x56x56x144xf32>, tensor<1xi8>) -> tensor<1x56x56x144xf32>
+  %r1 = tosa.reduce_sum %y {axis = 2 : i32} : (tensor<1x56x56x144xf32>) -> tensor<1x56x1x144xf32>
+  %r2 = tosa.reduce_sum %r1 {axis = 1 : i32} : (tensor<1x56x1x144xf32>) -> tensor<1x1x1x144xf32>
+  return %y, %r2 : tensor<1x56x56x144xf32>, tensor<1x1x1x144xf32>
+}
