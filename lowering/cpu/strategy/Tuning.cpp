@@ -111,8 +111,17 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
   // AVX2 code 0.81-1.0x), kiln profile --serial, alternating.
   // (The tile the conv strategy takes: on AVX2, 6x16 tiles and a tail
   // where 7x8 tiles divide a 7-wide map.)
+  // An odd number of them shares unevenly, (n + 1) / n of the time on two
+  // threads: within 4% from 3 x kStreamingBlocks on. (RegNetY's 440
+  // filters in 8-wide tiles: 55 blocks, where the fewest even blocks below
+  // gave none and blockOf 11 blocks of 40, 6 on one thread and 5 on the
+  // other.)
   int64_t taken = chooseRegisterTile(ow, f, tuning, /*allowTail=*/true).n;
-  if (f % taken == 0 && f / taken >= kStreamingBlocks && (f / taken) % 2 == 0) return taken;
+  // (Whole vectors only: at 512 bits those 8-wide tiles are half vectors,
+  // where blocks of 40 take 32 + 8.)
+  if (int64_t n = f / taken; f % taken == 0 && n >= kStreamingBlocks &&
+                             (n % 2 == 0 || (n >= 3 * kStreamingBlocks && taken >= tuning.lanes())))
+    return taken;
   int64_t tiles = f / rt.n;
   // Else the fewest blocks, at least kStreamingBlocks, in an even number
   // where whole register tiles allow it, so that two or four threads get

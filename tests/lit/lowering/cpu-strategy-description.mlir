@@ -254,9 +254,11 @@ func.func @ragged_reduction(%p: tensor<12x197x197xf32>, %v: tensor<12x197x64xf32
 // Blocks of filters no whole vector divides (RegNet's 440 in blocks of 40:
 // its 366 KB filter streams, over a quarter of L2): at 512 bits whole
 // vectors and a tile of the last 8 in each block, not five tiles of 8 (half
-// vectors, one load per 7 half-width FMAs); at 256 bits 8 is a whole vector.
+// vectors, one load per 7 half-width FMAs); at 256 bits 8 is a whole vector,
+// and each block one tile of 8: 55 blocks, which two threads share within
+// 2% (11 blocks of 40 ran 6 on one thread, 5 on the other).
 // AVX512: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters of each block), blocks of 40 filters, 52 channels at a time, 11 parallel blocks + fill"
-// AVX2: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x8, blocks of 40 filters, 52 channels at a time, 11 parallel blocks + fill"
+// AVX2: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x8, blocks of 8 filters, 52 channels at a time, 55 parallel blocks + fill"
 func.func @ragged_filter_blocks(%x: tensor<1x14x14x208xf32>, %w: tensor<440x1x1x208xf32>) -> tensor<1x14x14x440xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x14x14x440xf32>
