@@ -226,6 +226,13 @@ std::vector<Case> allCases() {
   cs.push_back(unary("tanh", F, s, [](double x) { return std::tanh(x); }, {-4, 4}));
   cs.push_back(unary("erf", F, s, [](double x) { return std::erf(x); }, {-3, 3}));
   cs.push_back(unary("sigmoid", F, s, [](double x) { return 1 / (1 + std::exp(-x)); }, {-6, 6}));
+  {
+    // Past where the vectorized sigmoid clamps exp's argument ([-87, 88])
+    // and where f32's exp overflows, in whole vectors of every width.
+    Case c = unary("sigmoid", F, {4, 64}, [](double x) { return 1 / (1 + std::exp(-x)); }, {-120, 120});
+    c.name += "_wide";
+    cs.push_back(c);
+  }
   cs.push_back(unary("rsqrt", F, s, [](double x) { return 1 / std::sqrt(x); }, {0.05, 9}));
   {
     Case c = unary("reciprocal", F, s, [](double x) { return 1 / x; });
