@@ -22,10 +22,16 @@ double tileScore(int64_t mr, int64_t nr, const CpuTuning &tuning) {
 }
 }  // namespace strategy
 
+/// A per-tile figure of `tile` over `m` rows: the full tiles' rows at
+/// `figure(tile.m)`, the tail's at `figure(tile.tail)`.
+template <typename Figure>
+static double overRows(const RegisterTile &tile, int64_t m, Figure figure) {
+  if (!tile.tail) return figure(tile.m);
+  return (double(m - tile.tail) * figure(tile.m) + double(tile.tail) * figure(tile.tail)) / double(m);
+}
+
 double registerTileScore(const RegisterTile &tile, int64_t m, const CpuTuning &tuning) {
-  double full = tileScore(tile.m, tile.n, tuning);
-  if (!tile.tail) return full;
-  return (double(m - tile.tail) * full + double(tile.tail) * tileScore(tile.tail, tile.n, tuning)) / double(m);
+  return overRows(tile, m, [&](int64_t rows) { return tileScore(rows, tile.n, tuning); });
 }
 
 /// How a tile with a tail is ranked among the others with tails on a host
@@ -63,8 +69,7 @@ RegisterTile chooseRegisterTile(int64_t m, int64_t n, const CpuTuning &tuning, b
       // chosen one's score still weighs it against the dividing tiles.
       double rank = s;
       if (tail && tuning.fmaPipes == 1)
-        rank = (double(m - tail) * oneRankOfTails(mr, nr, tuning) + double(tail) * oneRankOfTails(tail, nr, tuning)) /
-               double(m);
+        rank = overRows({mr, nr, tail}, m, [&](int64_t rows) { return oneRankOfTails(rows, nr, tuning); });
       RegisterTile &b = tail ? bestTail : best;
       double &br = tail ? bestTailRank : bestScore;
       // Ties: the bigger tile, then more rows (a B row reused more often).
