@@ -114,8 +114,8 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
   // to end, and the threads share many small blocks. ResNet-50's last
   // stage took 0.82-0.88x the time of eight blocks (1x1 convs; 3x3 0.95-1.0x;
   // AVX2 code 0.81-1.0x), kiln profile --serial, alternating.
-  // (The tile the conv strategy takes: on AVX2, 6x16 tiles and a tail
-  // where 7x8 tiles divide a 7-wide map.)
+  // (The tile the conv strategy takes: on AVX2 with one FMA pipe, 4x16
+  // tiles and a 3x16 tail where 7x8 tiles divide a 7-wide map.)
   // An odd number of them shares unevenly, (n + 1) / n of the time on two
   // threads: within 4% from 3 x kStreamingBlocks on. (RegNetY's 440
   // filters in 8-wide tiles: 55 blocks, where the fewest even blocks below

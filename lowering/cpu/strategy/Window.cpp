@@ -58,7 +58,7 @@ public:
       // registers: exp's polynomial constants and temporaries beside the
       // tile's accumulators and filter taps spill. EfficientNet-B0's 3x3
       // depthwise + SiLU on 56x56x144 took 0.62 ms in registers, 0.47
-      // after each tile; the model 19.6 -> 18.8 ms on Zen 1. MobileNetV2's
+      // after each tile; the model 19.8 -> 19.2 ms on Zen 1. MobileNetV2's
       // ReLU6 stays in registers: 9.6 ms there, 10.0 after the tiles.)
       p.inRegisters = p.parallel && (f.init || f.epilogue) && !computedOperands(op, f) &&
                       !(w.tuning().vectorRegisters <= 16 && transcendentalEpilogue(f));
