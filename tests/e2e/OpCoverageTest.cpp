@@ -1227,7 +1227,12 @@ std::vector<Case> sweepCases() {
                                                // bits), stride 2, ResNeXt-like groups of 4.
                                                {30, 30, 13, 8, 8, 3, 1, 1, {1, 1, 1, 1}},
                                                {15, 15, 5, 8, 8, 3, 2, 1, {1, 1, 1, 1}},
-                                               {12, 12, 8, 4, 4, 3, 1, 1, {1, 1, 1, 1}}}) {
+                                               {12, 12, 8, 4, 4, 3, 1, 1, {1, 1, 1, 1}},
+                                               // Maps big enough for row blocks of every group
+                                               // (Prepare.cpp): RegNet's stride-2 28x28, and
+                                               // dilated groups of 4 on 40x40.
+                                               {56, 56, 13, 8, 8, 3, 2, 1, {1, 1, 1, 1}},
+                                               {40, 40, 6, 4, 4, 3, 1, 2, {2, 2, 2, 2}}}) {
     const int64_t spanH = g.h + g.pad[0] + g.pad[1] - (g.k - 1) * g.d - 1;
     const int64_t spanW = g.w + g.pad[2] + g.pad[3] - (g.k - 1) * g.d - 1;
     const int64_t oh = spanH / g.s + 1, ow = spanW / g.s + 1;

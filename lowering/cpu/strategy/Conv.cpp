@@ -190,7 +190,9 @@ public:
                                             tuning);
       }
     }
-    p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= parallelMinFlops(tuning);
+    // (A group of a grouped conv in a block of rows that runs in parallel
+    // with the others stays on its thread: Prepare.cpp.)
+    p.parallel = 2.0 * NB * OH * OW * F * KH * KW * C >= parallelMinFlops(tuning) && !insideParallelLoop(op);
     if (p.parallel) {
       // Blocks of output rows (and filter blocks) for the threads, each
       // image blocked as at batch 1: a batch adds tasks, it does not make
@@ -242,10 +244,13 @@ public:
       const SmallVector<int64_t> &fs = p.forallSizes;
       int64_t tasks = (fs[0] ? NB / fs[0] : 1) * (fs[1] ? OH / fs[1] : 1) * (fs[3] ? F / fs[3] : 1);
       out += llvm::formatv(", {0} parallel blocks", tasks).str();
-    } else if (auto groups = op->getParentOfType<scf::ForallOp>()) {
-      // A group of a grouped conv whose groups run in parallel (Prepare.cpp).
-      out += llvm::formatv(", one thread per group, {0} groups in parallel",
-                           groups.getStaticUpperBound().front()).str();
+    } else if (auto blocks = op->getParentOfType<scf::ForallOp>()) {
+      // A grouped conv's group: the groups in parallel, or the groups one
+      // after another in row blocks that run in parallel (Prepare.cpp).
+      int64_t n = blocks.getStaticUpperBound().front();
+      out += isa<scf::ForOp>(op->getParentOp())
+                 ? llvm::formatv(", every group over a block of rows, {0} row blocks in parallel", n).str()
+                 : llvm::formatv(", one thread per group, {0} groups in parallel", n).str();
     } else {
       out += ", one thread";
     }

@@ -91,6 +91,13 @@ void dropUnitMultiplier(ModuleOp module) {
   if (!ops.empty()) dropTrailingUnitLoops(module);
 }
 
+int64_t groupedRowBlock(int64_t oh, int64_t ow, int64_t channelBytes) {
+  if (channelBytes >= 64) return 0;  // (a group's own lines: each group's conv is parallel by rows itself)
+  int64_t bh = oh;
+  while (oh / bh < kGroupedRowBlocks && bh > 1) bh = blockOf(oh, 1, bh - 1);
+  return oh / bh > 1 && bh * ow >= kGroupedRowBlockPixels ? bh : 0;
+}
+
 /// A grouped conv: out[n, oh, ow, g, f] = sum in[n, ., ., g, c] *
 /// filter[g, f, kh, kw, c]. Each group is a conv of its own on slices
 /// (the input's and output's channels of group g are strided views), run
@@ -103,6 +110,13 @@ void dropUnitMultiplier(ModuleOp module) {
 /// the threads: RegNetY-400MF's first grouped conv, 6 groups on a 56x56
 /// map, ran on one thread. Bigger groups run one after the other, each
 /// conv parallel itself.
+///
+/// Where a map is big enough, the threads take blocks of output rows
+/// instead, each running every group over its rows (groupedRowBlocks):
+/// the channels of one group are a strided slice of every pixel, so a
+/// thread per group read every row of an input that the conv before had
+/// just written in row blocks, half of it in the other core's cache, and
+/// two groups share each cache line of it.
 void groupedConvsAsLoops(ModuleOp module, const CpuTuning &tuning) {
   SmallVector<linalg::Conv2DNhwgcGfhwcOp> convs;
   module.walk([&](linalg::Conv2DNhwgcGfhwcOp op) {
@@ -145,8 +159,64 @@ void groupedConvsAsLoops(ModuleOp module, const CpuTuning &tuning) {
     const double groupFlops = 2.0 * part.getNumElements() * filter.getDimSize(2) * filter.getDimSize(3) *
                               filter.getDimSize(4);
     Operation *loop;
-    if (const double minFlops = parallelMinFlops(tuning);
-        groups > 1 && groupFlops < minFlops && groupFlops * double(groups) >= minFlops) {
+    const double minFlops = parallelMinFlops(tuning);
+    if (int64_t bh = groupedRowBlock(out.getDimSize(1), out.getDimSize(2), in.getDimSize(4) * 4);
+        groups > 1 && bh && groupFlops * double(groups) >= minFlops) {
+      // Row blocks in parallel, the groups one after the other in each:
+      // block b's output rows [b*bh, (b+1)*bh) read input rows from
+      // b*bh*sh, (bh-1)*sh + (KH-1)*dh + 1 of them (the input is padded).
+      const int64_t OH = out.getDimSize(1);
+      const int64_t sh = op.getStrides().getValues<int64_t>()[0], dh = op.getDilations().getValues<int64_t>()[0];
+      const int64_t inRows = (bh - 1) * sh + (filter.getDimSize(2) - 1) * dh + 1;
+      auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(OH / bh)},
+                                          ValueRange{op.getOutputs()[0]}, std::nullopt);
+      OpBuilder nb = OpBuilder::atBlockBegin(forall.getBody());
+      auto rowsFrom = [&](int64_t rowsPerBlock) {
+        return arith::MulIOp::create(nb, loc, forall.getInductionVar(0),
+                                     arith::ConstantIndexOp::create(nb, loc, rowsPerBlock))
+            .getResult();
+      };
+      Value oh0 = rowsFrom(bh), ih0 = rowsFrom(bh * sh);
+      // Rows [lo, lo + rows) of `t` (dim 1), with `g` (dim 3) alone when given.
+      auto rows = [&](OpBuilder &rb, RankedTensorType t, Value lo, int64_t n, Value g) {
+        SmallVector<OpFoldResult> offsets(t.getRank(), rb.getIndexAttr(0)), sizes, strides(t.getRank(), rb.getIndexAttr(1));
+        for (int64_t d : t.getShape()) sizes.push_back(rb.getIndexAttr(d));
+        offsets[1] = lo;
+        sizes[1] = rb.getIndexAttr(n);
+        if (g) {
+          offsets[3] = g;
+          sizes[3] = rb.getIndexAttr(1);
+        }
+        return std::make_tuple(offsets, sizes, strides);
+      };
+      auto withRows = [](RankedTensorType t, int64_t n) {
+        SmallVector<int64_t> shape(t.getShape());
+        shape[1] = n;
+        return RankedTensorType::get(shape, t.getElementType());
+      };
+      RankedTensorType blockType = withRows(out, bh);
+      auto [bo, bs, bst] = rows(nb, out, oh0, bh, Value());
+      Value block = tensor::ExtractSliceOp::create(nb, loc, blockType, forall.getRegionIterArgs()[0], bo, bs, bst);
+      Value lb = arith::ConstantIndexOp::create(nb, loc, 0), ub = arith::ConstantIndexOp::create(nb, loc, groups),
+            step = arith::ConstantIndexOp::create(nb, loc, 1);
+      auto perGroup = scf::ForOp::create(nb, loc, lb, ub, step, ValueRange{block},
+                                         [&](OpBuilder &fb, Location l, Value g, ValueRange iter) {
+        auto [xo, xs, xst] = rows(fb, in, ih0, inRows, g);
+        Value x = tensor::ExtractSliceOp::create(fb, l, drop(withRows(in, inRows), 3), op.getInputs()[0], xo, xs, xst);
+        auto [fo, fs, fst] = slice(fb, filter, 0, g);
+        Value w = tensor::ExtractSliceOp::create(fb, l, drop(filter, 0), op.getInputs()[1], fo, fs, fst);
+        auto [oo, os, ost] = slice(fb, blockType, 3, g);
+        Value acc = tensor::ExtractSliceOp::create(fb, l, drop(blockType, 3), iter[0], oo, os, ost);
+        Value y = linalg::Conv2DNhwcFhwcOp::create(fb, l, TypeRange{acc.getType()}, ValueRange{x, w}, ValueRange{acc},
+                                                   op.getStrides(), op.getDilations())
+                      ->getResult(0);
+        scf::YieldOp::create(fb, l, tensor::InsertSliceOp::create(fb, l, y, iter[0], oo, os, ost).getResult());
+      });
+      nb.setInsertionPointToEnd(forall.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(nb, loc, perGroup.getResult(0), forall.getRegionIterArgs()[0], bo, bs,
+                                            bst);
+      loop = forall;
+    } else if (groups > 1 && groupFlops < minFlops && groupFlops * double(groups) >= minFlops) {
       auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(groups)},
                                           ValueRange{op.getOutputs()[0]}, std::nullopt);
       OpBuilder nb = OpBuilder::atBlockBegin(forall.getBody());

@@ -87,6 +87,21 @@ int64_t blockOf(int64_t dim, int64_t unit, int64_t limit);
 /// kParallelTasks parallel tiles, with `otherTiles` tiles per row block
 /// from the other parallel dimensions; `rows` when there is one row.
 int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles);
+/// A grouped conv whose groups' channels fill less than a cache line (two
+/// or more groups share each line of its input) has its threads take row
+/// blocks (every group over its rows)
+/// where the fewest row blocks of at least kGroupedRowBlocks leave each
+/// group's block kGroupedRowBlockPixels output pixels or more; below that
+/// a block's per-group convs are too short and the groups themselves are
+/// the parallel tasks. RegNetY-400MF on 2 threads (Zen 1, `kiln profile
+/// --serial`): its 3x3 grouped convs on 56x56 0.74 -> 0.52 ms, on 28x28
+/// 0.37-0.55 -> 0.28-0.37 (4 blocks; 2 blocks 0.30-0.37, 8-14 blocks
+/// 0.38-0.48); on 14x14 (one or seven rows a block) 0.19-0.27 -> 0.19-0.33,
+/// so those keep a thread per group. Returns the rows of a block, or 0.
+/// (Prepare.cpp)
+inline constexpr int64_t kGroupedRowBlocks = 4;
+inline constexpr int64_t kGroupedRowBlockPixels = 128;
+int64_t groupedRowBlock(int64_t oh, int64_t ow, int64_t channelBytes);
 /// How kiln-cpu-strategy blocks a (batched) matmul: B batches of M x K
 /// times K x N.
 struct MatmulBlocks {
