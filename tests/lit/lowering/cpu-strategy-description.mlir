@@ -285,3 +285,19 @@ func.func @depthwise_silu_pool(%x: tensor<1x58x58x144xf32>, %w: tensor<3x3x144x1
   %r2 = tosa.reduce_sum %r1 {axis = 1 : i32} : (tensor<1x56x1x144xf32>) -> tensor<1x1x1x144xf32>
   return %y, %r2 : tensor<1x56x56x144xf32>, tensor<1x1x1x144xf32>
 }
+
+// -----
+
+// A streamed filter in an odd number of blocks below eight (3 of 32):
+// the rows are halved too, six tasks for the threads to share evenly
+// (MobileNetV2's 1x1 576 -> 96 on 14x14).
+// AVX512: kiln.strategy = "conv 1x1 576->96 on 14x14: registers 7x32, blocks of 32 filters, 192 channels at a time, 6 parallel blocks + fill"
+// AVX2: kiln.strategy = "conv 1x1 576->96 on 14x14: registers 2x32, blocks of 32 filters, 192 channels at a time, 6 parallel blocks + fill"
+func.func @odd_filter_blocks(%x: tensor<1x14x14x576xf32>, %w: tensor<1x1x576x96xf32>) -> tensor<1x14x14x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x14x14x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x14x14x96xf32>) -> tensor<1x14x14x96xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x14x14x576xf32>, tensor<1x1x576x96xf32>) outs(%f : tensor<1x14x14x96xf32>) -> tensor<1x14x14x96xf32>
+  return %y : tensor<1x14x14x96xf32>
+}
