@@ -53,6 +53,12 @@ public:
       int64_t ohb = rowBlockForThreads(OH, NB);
       p.parallel = NB * (OH / ohb) > 1;
       p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
+      // An odd number of row blocks below 3 x kStreamingBlocks (a 7x7
+      // map's 7 rows: 4 on one thread, 3 on the other) with the channels
+      // halved too, where whole register tiles allow it.
+      if (int64_t tasks = NB * (OH / ohb); p.parallel && tasks % 2 && tasks < 3 * kStreamingBlocks &&
+                                           !p.peelChannels && C % (2 * p.rt.n) == 0)
+        p.forallSizes[3] = C / 2;
       Fused f = w.fusedOf(op);
       // (Not an epilogue with a transcendental where there are 16 vector
       // registers: exp's polynomial constants and temporaries beside the
@@ -77,7 +83,9 @@ public:
     if (p.peelChannels) out += llvm::formatv(" (+ {0}x{1} for the last {1} channels)", p.rt.m, b[3] % p.rt.n).str();
     if (!p.parallel) return out + ", one thread";
     const SmallVector<int64_t> &fs = p.forallSizes;
-    out += llvm::formatv(", {0} parallel blocks", (fs[0] ? b[0] / fs[0] : 1) * (fs[1] ? b[1] / fs[1] : 1)).str();
+    out += llvm::formatv(", {0} parallel blocks",
+                         (fs[0] ? b[0] / fs[0] : 1) * (fs[1] ? b[1] / fs[1] : 1) * (fs[3] ? b[3] / fs[3] : 1))
+               .str();
     return out + ScheduleWriter::fusedText(w.fusedOf(op)) + (p.inRegisters ? " in registers" : "");
   }
 

@@ -256,8 +256,10 @@ func.func @ragged_reduction(%p: tensor<12x197x197xf32>, %v: tensor<12x197x64xf32
 // vectors and a tile of the last 8 in each block, not five tiles of 8 (half
 // vectors, one load per 7 half-width FMAs); at 256 bits 8 is a whole vector,
 // and each block one tile of 8: 55 blocks, which two threads share within
-// 2% (11 blocks of 40 ran 6 on one thread, 5 on the other).
-// AVX512: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters of each block), blocks of 40 filters, 52 channels at a time, 11 parallel blocks + fill"
+// 2% (11 blocks of 40 ran 6 on one thread, 5 on the other). At 512 bits
+// the 11 blocks (an odd number below 24) are each over both halves of the
+// rows: 22 tasks.
+// AVX512: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters of each block), blocks of 40 filters, 52 channels at a time, 22 parallel blocks + fill"
 // AVX2: kiln.strategy = "conv 1x1 208->440 on 14x14: registers 7x8, blocks of 8 filters, 52 channels at a time, 55 parallel blocks + fill"
 func.func @ragged_filter_blocks(%x: tensor<1x14x14x208xf32>, %w: tensor<440x1x1x208xf32>) -> tensor<1x14x14x440xf32> {
   %zero = arith.constant 0.0 : f32
@@ -288,7 +290,7 @@ func.func @depthwise_silu_pool(%x: tensor<1x58x58x144xf32>, %w: tensor<3x3x144x1
 
 // -----
 
-// A streamed filter in an odd number of blocks below eight (3 of 32):
+// A streamed filter in an odd number of blocks below 24 (3 of 32):
 // the rows are halved too, six tasks for the threads to share evenly
 // (MobileNetV2's 1x1 576 -> 96 on 14x14).
 // AVX512: kiln.strategy = "conv 1x1 576->96 on 14x14: registers 7x32, blocks of 32 filters, 192 channels at a time, 6 parallel blocks + fill"
@@ -300,4 +302,20 @@ func.func @odd_filter_blocks(%x: tensor<1x14x14x576xf32>, %w: tensor<1x1x576x96x
   %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
          ins(%x, %w : tensor<1x14x14x576xf32>, tensor<1x1x576x96xf32>) outs(%f : tensor<1x14x14x96xf32>) -> tensor<1x14x14x96xf32>
   return %y : tensor<1x14x14x96xf32>
+}
+
+// -----
+
+// A depthwise conv on a 7x7 map: 7 row blocks (4 on one thread, 3 on the
+// other), so the channels are halved too: 14 tasks.
+// AVX512: kiln.strategy = "depthwise conv 3x3 on 7x7x960: registers 7x32, 14 parallel blocks + fill in registers"
+// AVX512: scf.forall (%{{.*}}, %{{.*}}) in (7, 2)
+// AVX2: kiln.strategy = "depthwise conv 3x3 on 7x7x960: registers 7x8, 14 parallel blocks + fill in registers"
+func.func @depthwise_odd_rows(%x: tensor<1x9x9x960xf32>, %w: tensor<3x3x960xf32>) -> tensor<1x7x7x960xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x7x7x960xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x7x7x960xf32>) -> tensor<1x7x7x960xf32>
+  %y = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x9x9x960xf32>, tensor<3x3x960xf32>) outs(%f : tensor<1x7x7x960xf32>) -> tensor<1x7x7x960xf32>
+  return %y : tensor<1x7x7x960xf32>
 }
