@@ -50,6 +50,11 @@ struct ConvPlan {
   bool raggedF = false;
 };
 
+/// The shortest reduction (KH x KW x C) over which one-vector-wide conv
+/// tiles in an odd number of vectors give way to two-vector tiles and one
+/// of the last vector (ConvStrategy::choose): 27 lost, 48 won (Zen 1).
+constexpr int64_t kTwoVectorMinReduction = 32;
+
 /// A tile of whole vectors over a block of fc filters no vector divides,
 /// two vectors wide where the filters left after whole two-vector tiles
 /// are the same as after one-vector tiles (40: 32 + 8, not 16 + 16 + 8;
@@ -183,7 +188,28 @@ public:
       // vector divides (40 filters: five tiles of 8 at 512 bits, one load
       // per 7 half-width FMAs), whole vectors and one tile of the rest
       // (16 + 16 + 8), as for the filter counts above.
-      if (p.reg.n < w.lanes() && p.fc > w.lanes() && p.fc % w.lanes()) {
+      //
+      // Where the tile is one vector wide in a block of an odd number of
+      // vectors (RegNet's 104 filters at 256 bits: 8x8 or 7x8 tiles, fewer
+      // than one FMA per load), tiles of two vectors and one tile of the
+      // last vector (96 + 8) where they score kTailGain better: RegNetY's
+      // 1x1 48 -> 104 on 56x56 0.56 -> 0.52 ms, 104 -> 104 on 28x28
+      // 0.28 -> 0.24 (one-cluster models, kiln profile, Zen 1) though their
+      // epilogues leave the registers (ragged tiles do); with fixed
+      // placement (kiln run, 7 alternating pairs) RegNetY 0.981,
+      // MobileNetV3-small 0.964, EfficientNet-B0 0.988, MobileNetV2 0.998.
+      // Not over a short reduction, where the epilogue's pass out of the
+      // registers costs more than the loads saved: ShuffleNetV2's stem
+      // (3x3x3 -> 24) 0.45 -> 0.49 ms.
+      if (RegisterTile two = chooseRegisterTile(OW, 2 * w.lanes(), tuning, /*allowTail=*/true);
+          p.reg.n == w.lanes() && p.fc > 2 * w.lanes() && p.fc % (2 * w.lanes()) == w.lanes() &&
+          KH * KW * C >= kTwoVectorMinReduction &&
+          two.n == 2 * w.lanes() &&
+          registerTileScore(two, OW, tuning) > registerTileScore(p.reg, OW, tuning) * kTailGain) {
+        rt = p.reg;
+        p.raggedF = true;
+        p.reg = two;
+      } else if (p.reg.n < w.lanes() && p.fc > w.lanes() && p.fc % w.lanes()) {
         rt = p.reg;
         p.raggedF = true;
         p.reg = twoVectorsWhereTheRestStays(chooseRegisterTile(OW, w.lanes(), tuning, /*allowTail=*/true), p.fc,

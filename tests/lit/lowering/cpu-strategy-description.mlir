@@ -132,9 +132,11 @@ func.func @ragged_filters(%x: tensor<1x28x28x116xf32>, %w: tensor<1x1x116x116xf3
 // -----
 
 // 40 filters (RegNet's blocks of 40): on AVX-512 tiles of two vectors and
-// one of the other 8 (32 + 8, not 16 + 16 + 8); AVX2's 8 lanes divide 40.
+// one of the other 8 (32 + 8, not 16 + 16 + 8); AVX2's 8 lanes divide 40,
+// but a one-vector tile (7x8) does less than one FMA per load: tiles of two
+// vectors and one of the last (32 + 8) there too.
 // AVX512: kiln.strategy = "conv 1x1 256->40 on 28x28: registers 7x32 (+ 7x8 for the last 8 filters), 14 parallel blocks + fill in registers"
-// AVX2: kiln.strategy = "conv 1x1 256->40 on 28x28: registers 7x8, 14 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 256->40 on 28x28: registers 4x16 (+ 4x8 for the last 8 filters), 14 parallel blocks + fill"
 func.func @ragged_filters_two_vectors(%x: tensor<1x28x28x256xf32>, %w: tensor<1x1x256x40xf32>) -> tensor<1x28x28x40xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x28x28x40xf32>
@@ -149,9 +151,10 @@ func.func @ragged_filters_two_vectors(%x: tensor<1x28x28x256xf32>, %w: tensor<1x
 // The same at 3.8 MFLOP (MobileNetV3's 240 -> 40 on 14x14): 7x32 + 7x8
 // tiles, on one thread where a core does two 512-bit FMAs a cycle (below
 // the 4 MFLOP a parallel launch needs there), in parallel blocks where it
-// does fewer (one pipe: 2 MFLOP; AVX2 1 MFLOP).
+// does fewer (one pipe: 2 MFLOP; AVX2 1 MFLOP, two-vector tiles and one
+// of the last 8 as above).
 // AVX512: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), 14 parallel blocks + fill in registers"
-// AVX2: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x8, 14 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 5x16 (+4 columns) (+ 5x8 for the last 8 filters), 14 parallel blocks + fill"
 // TWO: kiln.strategy = "conv 1x1 240->40 on 14x14: registers 7x32 (+ 7x8 for the last 8 filters), one thread"
 func.func @ragged_filters_two_vectors_one_thread(%x: tensor<1x14x14x240xf32>, %w: tensor<1x1x240x40xf32>) -> tensor<1x14x14x40xf32> {
   %zero = arith.constant 0.0 : f32
@@ -318,4 +321,19 @@ func.func @depthwise_odd_rows(%x: tensor<1x9x9x960xf32>, %w: tensor<3x3x960xf32>
   %y = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
          ins(%x, %w : tensor<1x9x9x960xf32>, tensor<3x3x960xf32>) outs(%f : tensor<1x7x7x960xf32>) -> tensor<1x7x7x960xf32>
   return %y : tensor<1x7x7x960xf32>
+}
+
+// -----
+
+// 24 filters over a reduction of 27 (ShuffleNetV2's stem): one-vector
+// tiles stay on AVX2 (two-vector ones with a tile of the last 8 measured
+// slower there: their fill and epilogue leave the registers).
+// AVX2: kiln.strategy = "conv 3x3 3->24 on 112x112: registers 8x8, 8 parallel blocks + fill"
+func.func @short_reduction_one_vector(%x: tensor<1x114x114x3xf32>, %w: tensor<24x3x3x3xf32>) -> tensor<1x112x112x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x112x112x24xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x112x112x24xf32>) -> tensor<1x112x112x24xf32>
+  %y = linalg.conv_2d_nhwc_fhwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x114x114x3xf32>, tensor<24x3x3x3xf32>) outs(%f : tensor<1x112x112x24xf32>) -> tensor<1x112x112x24xf32>
+  return %y : tensor<1x112x112x24xf32>
 }
