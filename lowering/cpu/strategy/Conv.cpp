@@ -203,8 +203,7 @@ public:
       // (3x3x3 -> 24) 0.45 -> 0.49 ms.
       if (RegisterTile two = chooseRegisterTile(OW, 2 * w.lanes(), tuning, /*allowTail=*/true);
           p.reg.n == w.lanes() && p.fc > 2 * w.lanes() && p.fc % (2 * w.lanes()) == w.lanes() &&
-          KH * KW * C >= kTwoVectorMinReduction &&
-          two.n == 2 * w.lanes() &&
+          KH * KW * C >= kTwoVectorMinReduction && two.n == 2 * w.lanes() &&
           registerTileScore(two, OW, tuning) > registerTileScore(p.reg, OW, tuning) * kTailGain) {
         rt = p.reg;
         p.raggedF = true;

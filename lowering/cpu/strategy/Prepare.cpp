@@ -112,7 +112,7 @@ int64_t groupedRowBlock(int64_t oh, int64_t ow, int64_t channelBytes) {
 /// conv parallel itself.
 ///
 /// Where a map is big enough, the threads take blocks of output rows
-/// instead, each running every group over its rows (groupedRowBlocks):
+/// instead, each running every group over its rows (groupedRowBlock):
 /// the channels of one group are a strided slice of every pixel, so a
 /// thread per group read every row of an input that the conv before had
 /// just written in row blocks, half of it in the other core's cache, and

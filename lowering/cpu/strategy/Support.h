@@ -89,9 +89,9 @@ int64_t blockOf(int64_t dim, int64_t unit, int64_t limit);
 int64_t rowBlockForThreads(int64_t rows, int64_t otherTiles);
 /// A grouped conv whose groups' channels fill less than a cache line (two
 /// or more groups share each line of its input) has its threads take row
-/// blocks (every group over its rows)
-/// where the fewest row blocks of at least kGroupedRowBlocks leave each
-/// group's block kGroupedRowBlockPixels output pixels or more; below that
+/// blocks (every group over its rows) where the fewest row blocks of at
+/// least kGroupedRowBlocks leave each group's block kGroupedRowBlockPixels
+/// output pixels or more; below that
 /// a block's per-group convs are too short and the groups themselves are
 /// the parallel tasks. RegNetY-400MF on 2 threads (Zen 1, `kiln profile
 /// --serial`): its 3x3 grouped convs on 56x56 0.74 -> 0.52 ms, on 28x28
