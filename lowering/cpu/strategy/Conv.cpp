@@ -226,14 +226,13 @@ public:
       // register tile of filters: 10.7-12.2 -> 8.8-9.0 ms a call,
       // ResNet-50 at batch 8 in kiln profile --serial, alternating.)
       int64_t ohb = streaming ? OH : rowBlockForThreads(OH, F / p.fc);
-      // Except where that leaves an odd number of blocks below
-      // 3 x kStreamingBlocks (from there two threads share them within 4%:
-      // streamingFilterBlock): 3 blocks run as 2 and 1. Then the rows are
+      // Except where the threads would share those blocks unevenly
+      // (sharedUnevenly: 3 blocks run as 2 and 1). Then the rows are
       // halved too, each block of filters read twice: MobileNetV2's 1x1
       // 576 -> 96 on 14x14 (3 blocks of 32) 0.45 -> 0.32 ms, 384 -> 96
       // 0.29 -> 0.21 (kiln profile --serial, Zen 1), the model 3.4% faster;
       // RegNetY's 208 -> 208 on 14x14 (13 blocks of 16), the model 1.5%.
-      if (int64_t tasks = NB * (F / p.fc); streaming && tasks % 2 && tasks < 3 * kStreamingBlocks && OH % 2 == 0)
+      if (streaming && sharedUnevenly(NB * (F / p.fc)) && OH % 2 == 0)
         ohb = OH / 2;
       p.parallel = NB * (OH / ohb) * (F / p.fc) > 1;
       p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, p.fc == F ? 0 : p.fc};

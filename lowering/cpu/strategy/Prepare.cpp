@@ -177,17 +177,13 @@ void groupedConvsAsLoops(ModuleOp module, const CpuTuning &tuning) {
             .getResult();
       };
       Value oh0 = rowsFrom(bh), ih0 = rowsFrom(bh * sh);
-      // Rows [lo, lo + rows) of `t` (dim 1), with `g` (dim 3) alone when given.
+      // Rows [lo, lo + n) of `t` (dim 1): `slice` of group g (dim 3), or of
+      // every group when g is null.
       auto rows = [&](OpBuilder &rb, RankedTensorType t, Value lo, int64_t n, Value g) {
-        SmallVector<OpFoldResult> offsets(t.getRank(), rb.getIndexAttr(0)), sizes, strides(t.getRank(), rb.getIndexAttr(1));
-        for (int64_t d : t.getShape()) sizes.push_back(rb.getIndexAttr(d));
-        offsets[1] = lo;
-        sizes[1] = rb.getIndexAttr(n);
-        if (g) {
-          offsets[3] = g;
-          sizes[3] = rb.getIndexAttr(1);
-        }
-        return std::make_tuple(offsets, sizes, strides);
+        auto s = g ? slice(rb, t, 3, g) : slice(rb, t, 1, lo);
+        std::get<0>(s)[1] = lo;
+        std::get<1>(s)[1] = rb.getIndexAttr(n);
+        return s;
       };
       auto withRows = [](RankedTensorType t, int64_t n) {
         SmallVector<int64_t> shape(t.getShape());

@@ -116,8 +116,8 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
   // AVX2 code 0.81-1.0x), kiln profile --serial, alternating.
   // (The tile the conv strategy takes: on AVX2 with one FMA pipe, 4x16
   // tiles and a 3x16 tail where 7x8 tiles divide a 7-wide map.)
-  // An odd number of them shares unevenly, (n + 1) / n of the time on two
-  // threads: within 4% from 3 x kStreamingBlocks on. (RegNetY's 440
+  // An odd number of them shares unevenly below 3 x kStreamingBlocks
+  // (sharedUnevenly). (RegNetY's 440
   // filters in 8-wide tiles: 55 blocks, where the fewest even blocks below
   // gave none and blockOf 11 blocks of 40, 6 on one thread and 5 on the
   // other.)
@@ -125,7 +125,7 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
   // (Whole vectors only: at 512 bits those 8-wide tiles are half vectors,
   // where blocks of 40 take 32 + 8.)
   if (int64_t n = f / taken; f % taken == 0 && n >= kStreamingBlocks &&
-                             (n % 2 == 0 || (n >= 3 * kStreamingBlocks && taken >= tuning.lanes())))
+                             (n % 2 == 0 || (!sharedUnevenly(n) && taken >= tuning.lanes())))
     return taken;
   int64_t tiles = f / rt.n;
   // Else the fewest blocks, at least kStreamingBlocks, in an even number

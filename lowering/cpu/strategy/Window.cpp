@@ -53,11 +53,10 @@ public:
       int64_t ohb = rowBlockForThreads(OH, NB);
       p.parallel = NB * (OH / ohb) > 1;
       p.forallSizes = {NB > 1 ? 1 : 0, ohb == OH ? 0 : ohb, 0, 0};
-      // An odd number of row blocks below 3 x kStreamingBlocks (a 7x7
-      // map's 7 rows: 4 on one thread, 3 on the other) with the channels
+      // Row blocks the threads share unevenly (sharedUnevenly: a 7x7 map's
+      // 7 rows, 4 on one thread and 3 on the other) with the channels
       // halved too, where whole register tiles allow it.
-      if (int64_t tasks = NB * (OH / ohb); p.parallel && tasks % 2 && tasks < 3 * kStreamingBlocks &&
-                                           !p.peelChannels && C % (2 * p.rt.n) == 0)
+      if (p.parallel && sharedUnevenly(NB * (OH / ohb)) && !p.peelChannels && C % (2 * p.rt.n) == 0)
         p.forallSizes[3] = C / 2;
       Fused f = w.fusedOf(op);
       // (Not an epilogue with a transcendental where there are 16 vector
