@@ -200,9 +200,19 @@ public:
       // MobileNetV3-small 0.964, EfficientNet-B0 0.988, MobileNetV2 0.998.
       // Not over a short reduction, where the epilogue's pass out of the
       // registers costs more than the loads saved: ShuffleNetV2's stem
-      // (3x3x3 -> 24) 0.45 -> 0.49 ms.
+      // (3x3x3 -> 24) 0.45 -> 0.49 ms. With 32 registers, only where the
+      // one-vector tile has too few rows for the FMA's latency
+      // (kMinAccumulatorChains; a 1x1 map): its 7 or 8 rows keep the
+      // epilogue in registers, which the two-vector tiles lose — on Zen 4
+      // EfficientNet-B0's 40 -> 240 on 28x28 190 us against 200-204,
+      // RegNetY's 32 -> 48 on 112x112 372 against 454, 104 -> 208 on 28x28
+      // 304 against 315, MobileNetV3-small's 40 -> 240 on 14x14 39-41
+      // against 42-43 (kiln profile --serial, medians of 3 alternating
+      // runs); its squeeze-and-excitation 1152 -> 48 on 1x1 keeps 1x32 +
+      // 1x16 (9-11 us against 13-21 with 1x16).
       if (RegisterTile two = chooseRegisterTile(OW, 2 * w.lanes(), tuning, /*allowTail=*/true);
-          p.reg.n == w.lanes() && p.fc > 2 * w.lanes() && p.fc % (2 * w.lanes()) == w.lanes() &&
+          (tuning.vectorRegisters <= 16 || p.reg.m < kMinAccumulatorChains) && p.reg.n == w.lanes() &&
+          p.fc > 2 * w.lanes() && p.fc % (2 * w.lanes()) == w.lanes() &&
           KH * KW * C >= kTwoVectorMinReduction && two.n == 2 * w.lanes() &&
           registerTileScore(two, OW, tuning) > registerTileScore(p.reg, OW, tuning) * kTailGain) {
         rt = p.reg;
