@@ -1473,12 +1473,13 @@ std::vector<Case> sweepCases() {
   struct ConstConv {
     int64_t h, c, f, k, s;
   };
-  // The last five stream their filter (bigger than L2, 16 or 196 output
+  // The last six stream their filter (bigger than L2, 16 or 196 output
   // pixels: streamingFilterBlock), which is stored in panels the conv reads
   // block by block: the 196-pixel ones as ResNet-50's 14x14 1x1 conv and
   // stride-2 3x3 (rows of 14 in register tiles of 7), and MobileNetV2's
   // 576 -> 96 (three blocks of 32 filters, each over both halves of the
-  // rows). The 24 and 40 filters
+  // rows), and its 576 -> 160 on 7x7 (odd rows: at 512 bits ten panels of
+  // 16 filters, not five of 32). The 24 and 40 filters
   // at 28x28 compute their bias in register tiles of whole 16-lane vectors
   // and one tile of the other 8 on AVX-512; 58 filters (no register tile
   // of 4 or more divides them) in whole vectors and a tile of the rest at
@@ -1502,7 +1503,8 @@ std::vector<Case> sweepCases() {
                                                    {7, 1024, 512, 1, 2},
                                                    {14, 1024, 256, 1, 1},
                                                    {27, 256, 128, 3, 2},
-                                                   {14, 576, 96, 1, 1}}) {
+                                                   {14, 576, 96, 1, 1},
+                                                   {7, 576, 160, 1, 1}}) {
     int64_t p = g.k / 2, oh = (g.h + 2 * p - g.k) / g.s + 1;
     Case c;
     TensorType x = tt(F, {1, g.h, g.h, g.c}), w = tt(F, {g.f, g.k, g.k, g.c}), b = tt(F, {g.f}),

@@ -309,6 +309,23 @@ func.func @odd_filter_blocks(%x: tensor<1x14x14x576xf32>, %w: tensor<1x1x576x96x
 
 // -----
 
+// The same on a 7x7 map, whose 7 rows cannot be halved: at 512 bits the
+// blocks are halved instead (6 of 16 filters, 7x16 tiles with enough
+// accumulators), the epilogue in registers (MobileNetV3-small's 1x1
+// 576 -> 96 on 7x7 34 -> 27 us); AVX2's one-vector tiles already make 12.
+// AVX512: kiln.strategy = "conv 1x1 576->96 on 7x7: registers 7x16, blocks of 16 filters, 6 parallel blocks + fill in registers"
+// AVX2: kiln.strategy = "conv 1x1 576->96 on 7x7: registers 7x8, blocks of 8 filters, 12 parallel blocks + fill in registers"
+func.func @odd_filter_blocks_odd_rows(%x: tensor<1x7x7x576xf32>, %w: tensor<1x1x576x96xf32>) -> tensor<1x7x7x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x7x7x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x7x7x96xf32>) -> tensor<1x7x7x96xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%x, %w : tensor<1x7x7x576xf32>, tensor<1x1x576x96xf32>) outs(%f : tensor<1x7x7x96xf32>) -> tensor<1x7x7x96xf32>
+  return %y : tensor<1x7x7x96xf32>
+}
+
+// -----
+
 // A depthwise conv on a 7x7 map: 7 row blocks (4 on one thread, 3 on the
 // other), so the channels are halved too: 14 tasks.
 // AVX512: kiln.strategy = "depthwise conv 3x3 on 7x7x960: registers 7x32, 14 parallel blocks + fill in registers"
