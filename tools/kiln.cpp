@@ -194,13 +194,22 @@ llvm::Expected<std::vector<kiln::TensorType>> typesFromShapes(const kiln::Functi
   return types;
 }
 
-const kiln::FunctionSignature *findFunction(kiln::Module &m, const std::string &function,
-                                            const std::string &model, std::string &error) {
+/// The function --function names; without one, @main, or the module's only
+/// public function (an ONNX import's @main_graph). `function` is set to the
+/// name found.
+const kiln::FunctionSignature *findFunction(kiln::Module &m, std::string &function, const std::string &model,
+                                            std::string &error) {
+  bool given = !function.empty();
+  if (!given) function = "main";
   if (const kiln::FunctionSignature *sig = m.signature(function)) return sig;
+  if (!given && m.functions().size() == 1) {
+    function = m.functions().front().name;
+    return m.signature(function);
+  }
   std::string names;
   for (auto &f : m.functions()) names += (names.empty() ? "@" : ", @") + f.name;
   error = "no public function @" + function + " in '" + model + "' (it has: " +
-          (names.empty() ? "none" : names) + ")";
+          (names.empty() ? "none" : names) + ")" + (given || names.empty() ? "" : "; name one with --function");
   return nullptr;
 }
 
@@ -236,7 +245,7 @@ std::string describeBatch(const kiln::FunctionSignature &sig) {
 
 /// `kiln run`, and `kiln profile` (with `profileDir`: the calls are
 /// recorded, the per-kernel table printed and the trace written there).
-int runCommand(const std::string &model, const std::string &function,
+int runCommand(const std::string &model, std::string function,
                const std::vector<std::string> &inputSpecs, const std::string &outputDir,
                int iterations, bool explain, const CommonOptions &common,
                const std::optional<std::string> &profileDir = std::nullopt) {
@@ -452,7 +461,7 @@ struct ShapedFunction {
   std::unique_ptr<kiln::Module> module;
   std::vector<kiln::TensorType> types;
 };
-llvm::Expected<ShapedFunction> loadShaped(const std::string &model, const std::string &function,
+llvm::Expected<ShapedFunction> loadShaped(const std::string &model, std::string &function,
                                           const std::vector<std::string> &shapes, const CommonOptions &common) {
   ShapedFunction out;
   auto rt = makeRuntime(common);
@@ -537,7 +546,7 @@ llvm::Expected<std::vector<std::vector<std::string>>> shapeSignatures(const std:
   return out;
 }
 
-int prewarmCommand(const std::string &model, const std::string &function,
+int prewarmCommand(const std::string &model, std::string function,
                    const std::vector<std::string> &shapes, const CommonOptions &common) {
   auto signatures = shapeSignatures(shapes);
   if (!signatures) return usage(llvm::toString(signatures.takeError()));
@@ -624,7 +633,7 @@ int cacheCommand(const std::string &what, const CommonOptions &common) {
   return 0;
 }
 
-int cacheExplainCommand(const std::string &model, const std::string &function,
+int cacheExplainCommand(const std::string &model, std::string function,
                         const std::vector<std::string> &shapes, const CommonOptions &common) {
   auto target = loadShaped(model, function, shapes, common);
   if (!target) return fail(llvm::toString(target.takeError()));
@@ -700,13 +709,13 @@ int runMain(int argc, char **argv) {
   CLI::App app{"kiln: a JIT-compiling ML runtime (MLIR -> LLVM ORC)"};
   app.require_subcommand(1);
 
-  std::string model, function = "main", outputDir;
+  std::string model, function, outputDir;  // function: empty = @main or the only one
   std::vector<std::string> inputs;
   int iterations = 10, optLevel = 3;
   CLI::App *run = app.add_subcommand("run", "compile on first call and run a model");
   run->add_option("model", model, "MLIR file (text or bytecode) or built-in model (mlp, cnn)")
       ->required();
-  run->add_option("--function,-f", function, "function to call")->capture_default_str();
+  run->add_option("--function,-f", function, "function to call (default: @main, or the module's only public function)");
   run->add_option("--input,-i", inputs, "ARG=FILE.npy (ARG: position or argument name)");
   run->add_option("--output,-o", outputDir, "write outputs as DIR/out0.npy, ...");
   run->add_option("--iterations,-n", iterations, "timed calls after the first")
@@ -771,7 +780,7 @@ int runMain(int argc, char **argv) {
   std::string profileDir;
   CLI::App *profile = app.add_subcommand("profile", "run a model and profile its kernels (per-kernel table, trace)");
   profile->add_option("model", model, "MLIR file (text or bytecode) or built-in model")->required();
-  profile->add_option("--function,-f", function, "function to call")->capture_default_str();
+  profile->add_option("--function,-f", function, "function to call (default: @main, or the module's only public function)");
   profile->add_option("--input,-i", inputs, "ARG=FILE.npy (ARG: position or argument name)");
   profile->add_option("--iterations,-n", iterations, "profiled calls after the first")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
@@ -788,7 +797,7 @@ int runMain(int argc, char **argv) {
   CLI::App *prewarm = app.add_subcommand(
       "prewarm", "compile a model into the persistent cache (--model-repository DIR: every model kiln serve would serve)");
   prewarm->add_option("model", model, "MLIR file or built-in model")->required();
-  prewarm->add_option("--function,-f", function, "function to compile")->capture_default_str();
+  prewarm->add_option("--function,-f", function, "function to compile (default: @main, or the module's only public function)");
   prewarm->add_option("--shape,-s", shapes,
                       "ARG=DIMS for each argument with dynamic dims (e.g. x=1x64); repeat an argument's flag for "
                       "another signature (--shape x=1x64 --shape x=8x64), LO..HI for a range of sizes (x=1..8x64)");
@@ -803,7 +812,7 @@ int runMain(int argc, char **argv) {
   CLI::App *cacheClear = cacheCmd->add_subcommand("clear", "remove every entry");
   CLI::App *cacheExplain = cacheCmd->add_subcommand("explain", "why a model's call would hit or miss");
   cacheExplain->add_option("model", model, "MLIR file or built-in model")->required();
-  cacheExplain->add_option("--function,-f", function, "function")->capture_default_str();
+  cacheExplain->add_option("--function,-f", function, "function (default: @main, or the module's only public function)");
   cacheExplain->add_option("--shape,-s", shapes, "ARG=DIMS for each argument with dynamic dims");
   cacheExplain->add_option("--opt-level,-O", optLevel, "LLVM optimization level")->check(CLI::Range(0, 3));
   for (CLI::App *sub : {cacheStats, cacheLs, cacheClear, cacheExplain})
