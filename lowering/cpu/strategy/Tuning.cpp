@@ -140,8 +140,9 @@ int64_t streamingFilterBlock(int64_t kh, int64_t kw, int64_t c, int64_t f, int64
   // where that leaves whole vectors in tiles of enough accumulators
   // (kMinAccumulatorChains): at 512 bits MobileNetV2's 1x1 576 -> 160 and
   // 960 -> 160 on 7x7 in 10 blocks of 16 (7x16 tiles, the epilogue in
-  // registers), not 5 of 32: 66 -> 50 and 103 -> 77 us; MobileNetV3-small's
-  // 576 -> 96 in 6 of 16: 34 -> 27 (kiln profile --serial, Zen 4).
+  // registers), not 5 of 32: 50-68 -> 44-50 and 82-110 -> 70-77 us (three
+  // runs); MobileNetV3-small's 576 -> 96 in 6 of 16: 34 -> 27
+  // (bench/ab_kernels.py, Zen 4).
   if (fc < f && sharedUnevenly(f / fc) && (pixels / ow) % 2 && fc % (2 * tuning.lanes()) == 0 &&
       chooseRegisterTile(ow, fc / 2, tuning).m * (fc / 2 / tuning.lanes()) >= kMinAccumulatorChains)
     fc /= 2;
