@@ -255,6 +255,12 @@ const FunctionSignature *Module::signature(llvm::StringRef function) const {
   return impl_->program->lookup(function);
 }
 
+const FunctionSignature *Module::resolve(llvm::StringRef function) const {
+  if (!function.empty()) return signature(function);
+  if (const FunctionSignature *main = signature("main")) return main;
+  return functions().size() == 1 ? &functions().front() : nullptr;
+}
+
 uint64_t Module::pipelineRuns() const { return impl_->program->pipelineRuns(); }
 const std::string &Module::graphRewrites() const { return impl_->program->graphRewrites(); }
 

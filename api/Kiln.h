@@ -99,6 +99,10 @@ public:
   ~Module();
   const std::vector<FunctionSignature> &functions() const;
   const FunctionSignature *signature(llvm::StringRef function) const;
+  /// The function a caller means: `function` when it is given; when it is
+  /// empty, @main, or the module's only function (an ONNX import's
+  /// @main_graph). Null when there is none.
+  const FunctionSignature *resolve(llvm::StringRef function) const;
 
   /// Runs `function` and waits for its results; compiles it first if this
   /// shape signature is new.

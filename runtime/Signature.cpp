@@ -25,11 +25,15 @@ llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType>
   return llvm::Error::success();
 }
 
-llvm::Error noSuchFunction(llvm::StringRef function, llvm::ArrayRef<FunctionSignature> functions) {
+std::string functionNames(llvm::ArrayRef<FunctionSignature> functions) {
   std::string names;
   for (const FunctionSignature &f : functions) names += (names.empty() ? "@" : ", @") + f.name;
+  return names.empty() ? "none" : names;
+}
+
+llvm::Error noSuchFunction(llvm::StringRef function, llvm::ArrayRef<FunctionSignature> functions) {
   return error(ErrorCode::kInvalidArgument, "no public function @%s in the module (it has: %s)",
-               function.str().c_str(), names.empty() ? "none" : names.c_str());
+               function.str().c_str(), functionNames(functions).c_str());
 }
 
 }  // namespace kiln

@@ -47,6 +47,9 @@ struct FunctionSignature {
 /// dims): kInvalidArgument (kUnsupported when the function cannot be called).
 llvm::Error checkInputs(const FunctionSignature &sig, llvm::ArrayRef<TensorType> inputs);
 
+/// "@a, @b": the functions' names for messages ("none" when there are none).
+std::string functionNames(llvm::ArrayRef<FunctionSignature> functions);
+
 /// "no public function @f in the module (it has: @a, @b)".
 llvm::Error noSuchFunction(llvm::StringRef function, llvm::ArrayRef<FunctionSignature> functions);
 

@@ -199,17 +199,14 @@ llvm::Expected<std::vector<kiln::TensorType>> typesFromShapes(const kiln::Functi
 /// name found.
 const kiln::FunctionSignature *findFunction(kiln::Module &m, std::string &function, const std::string &model,
                                             std::string &error) {
-  bool given = !function.empty();
-  if (!given) function = "main";
-  if (const kiln::FunctionSignature *sig = m.signature(function)) return sig;
-  if (!given && m.functions().size() == 1) {
-    function = m.functions().front().name;
-    return m.signature(function);
+  if (const kiln::FunctionSignature *sig = m.resolve(function)) {
+    function = sig->name;
+    return sig;
   }
-  std::string names;
-  for (auto &f : m.functions()) names += (names.empty() ? "@" : ", @") + f.name;
-  error = "no public function @" + function + " in '" + model + "' (it has: " +
-          (names.empty() ? "none" : names) + ")" + (given || names.empty() ? "" : "; name one with --function");
+  bool given = !function.empty();
+  error = "no public function @" + (given ? function : "main") + " in '" + model + "' (it has: " +
+          kiln::functionNames(m.functions()) + ")" +
+          (given || m.functions().empty() ? "" : "; name one with --function");
   return nullptr;
 }
 

@@ -183,18 +183,12 @@ kiln_module *newModule(const kiln_runtime *r, std::unique_ptr<kiln::Module> m) {
 
 /// The function a C caller means: NULL or "" = main, else the only one.
 llvm::Expected<const kiln::FunctionSignature *> resolve(const kiln::Module &m, const char *function) {
-  if (function && *function) {
-    if (const kiln::FunctionSignature *s = m.signature(function)) return s;
-    if (auto err = kiln::noSuchFunction(function, m.functions())) return std::move(err);
-    return kiln::error(ErrorCode::kInternal, "no function @%s", function);
-  }
-  if (const kiln::FunctionSignature *s = m.signature("main")) return s;
-  if (m.functions().size() == 1) return &m.functions()[0];
-  std::string names;
-  for (const auto &f : m.functions()) names += (names.empty() ? "@" : ", @") + f.name;
+  llvm::StringRef name = function ? function : "";
+  if (const kiln::FunctionSignature *s = m.resolve(name)) return s;
+  if (!name.empty()) return kiln::noSuchFunction(name, m.functions());
   return kiln::error(ErrorCode::kInvalidArgument,
                      "the module has no @main and more than one function (%s): name the function to call",
-                     names.c_str());
+                     kiln::functionNames(m.functions()).c_str());
 }
 
 const FunctionNames &namesOf(kiln_module *m, const kiln::FunctionSignature &sig) {
