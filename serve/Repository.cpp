@@ -255,17 +255,16 @@ Repository::Repository(const RepositoryOptions &options, Batcher *batcher,
       for (int64_t v : chosen) {
         const fs::path &file = present[v];
         kiln::Module module = runtime->load(file.string());
-        std::vector<std::string> functions = module.functions();
-        std::string fn = function;
-        if (fn.empty()) {
-          if (std::find(functions.begin(), functions.end(), "main") != functions.end())
-            fn = "main";
-          else if (functions.size() == 1)
-            fn = functions[0];
-          else
-            throw configError(file.string(), "has " + std::to_string(functions.size()) +
-                                                  " functions and none is 'main'; name one with parameters { key: "
-                                                  "\"function\" value: { string_value: \"...\" } }");
+        // The library's rule (main, or the only function), its message
+        // naming the functions, and the config's way to choose.
+        std::string fn;
+        try {
+          fn = module.resolveFunction(function);
+        } catch (const kiln::Error &e) {
+          throw configError(file.string(), std::string(e.what()) +
+                                               (function.empty() ? " (parameters { key: \"function\" value: { "
+                                                                   "string_value: \"...\" } } names one)"
+                                                                 : ""));
         }
         std::vector<TensorSpec> inputs = specsOf(module.inputs(fn)), outputs = specsOf(module.outputs(fn));
         checkSpecs(where, "input", config.input(), inputs, settings.maxBatchSize);

@@ -567,6 +567,17 @@ const char *kiln_module_function_name(const kiln_module *m, size_t i) {
   return i < fs.size() ? fs[i].name.c_str() : nullptr;
 }
 
+kiln_status *kiln_module_resolve_function(const kiln_module *m, const char *function, const char **name) {
+  return guard("kiln_module_resolve_function", [&]() -> kiln_status * {
+    if (!name) return invalid("kiln_module_resolve_function: name is NULL");
+    *name = nullptr;
+    auto sig = resolve(*m->module, function);
+    if (!sig) return fromError(sig.takeError());
+    *name = (*sig)->name.c_str();
+    return nullptr;
+  });
+}
+
 kiln_status *kiln_module_input_count(const kiln_module *m, const char *function, size_t *out) {
   return guard("kiln_module_input_count", [&]() -> kiln_status * {
     auto sig = resolve(*m->module, function);

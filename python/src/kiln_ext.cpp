@@ -762,11 +762,11 @@ struct Module {
       const char *name = kiln_module_function_name(handle->m, i);
       functions[name] = nb::cast(Function(handle, name));
     }
-    try {
-      main.emplace(handle, "");
-    } catch (const Error &) {
-      // Several functions, none named main: call m.functions[name].
-    }
+    // The library's default (main, or the only function), by its name;
+    // none where several functions and no main: call m.functions[name].
+    const char *resolved = nullptr;
+    if (kiln_status *s = kiln_module_resolve_function(handle->m, nullptr, &resolved)) kiln_status_free(s);
+    else main.emplace(handle, resolved);
   }
   Function &fn() {
     if (!main) {

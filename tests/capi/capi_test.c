@@ -308,6 +308,16 @@ int main(void) {
   free(text);
   CHECK(kiln_module_function_count(m) == 1 && strcmp(kiln_module_function_name(m, 0), "main") == 0);
   CHECK(kiln_module_function_name(m, 1) == NULL);
+  const char *resolved = NULL;
+  OK(kiln_module_resolve_function(m, NULL, &resolved));
+  CHECK(resolved != NULL && strcmp(resolved, "main") == 0);
+  s = kiln_module_resolve_function(m, "missing", &resolved);
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT && contains(kiln_status_message(s), "@missing") &&
+        contains(kiln_status_message(s), "@main") && resolved == NULL);
+  kiln_status_free(s);
+  s = kiln_module_resolve_function(m, NULL, NULL);
+  CHECK(kiln_status_code(s) == KILN_INVALID_ARGUMENT);
+  kiln_status_free(s);
   size_t n_in = 0, n_out = 0;
   OK(kiln_module_input_count(m, NULL, &n_in));
   OK(kiln_module_output_count(m, "main", &n_out));

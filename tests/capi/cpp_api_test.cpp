@@ -64,6 +64,9 @@ TEST(CppApi, IntrospectAndCall) {
   kiln::Runtime rt(quiet());
   kiln::Module m = rt.load(KILN_CLASSIFIER);
   EXPECT_EQ(m.functions(), std::vector<std::string>{"main"});
+  EXPECT_EQ(m.resolveFunction(), "main");
+  EXPECT_EQ(m.resolveFunction("main"), "main");
+  EXPECT_THROW(m.resolveFunction("missing"), kiln::Error);
   ASSERT_EQ(m.inputs().size(), 1u);
   EXPECT_EQ(m.inputs()[0].name, "features");
   EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{1, 4, 8}));

@@ -573,6 +573,19 @@ TEST(ServeRepository, BadModelsAreReportedAndNamesChecked) {
   write(dir / "badconfig/config.pbtxt", "max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_INT64 dims: [ 4 ] } ]\n");
   write(dir / "noversion/model.mlir", kBatched);
   write(dir / "bad name/1/model.mlir", kBatched);
+  // Which function serves: main, else the only one, else the config names
+  // it (the library's rule, kiln_module_resolve_function).
+  const char *twoFunctions =
+      "func.func @twice(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %y = tosa.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n"
+      "func.func @same(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n";
+  write(dir / "twofunctions/1/model.mlir", twoFunctions);
+  write(dir / "chosen/1/model.mlir", twoFunctions);
+  write(dir / "chosen/config.pbtxt", "parameters { key: \"function\" value: { string_value: \"same\" } }\n");
+  write(dir / "misnamed/1/model.mlir", twoFunctions);
+  write(dir / "misnamed/config.pbtxt", "parameters { key: \"function\" value: { string_value: \"thrice\" } }\n");
+  write(dir / "onlyone/1/model.mlir",
+        "func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n");
   fs::path outside = fs::temp_directory_path() / ("kiln-serve-outside-" + std::to_string(::getpid()));
   write(outside / "1/model.mlir", kBatched);
   fs::create_directory_symlink(outside, dir / "escape");
@@ -593,6 +606,14 @@ TEST(ServeRepository, BadModelsAreReportedAndNamesChecked) {
   EXPECT_NE(err.message.find("input 'x' is configured as TYPE_INT64; the model's is FP32"), std::string::npos) << err.message;
   EXPECT_EQ(repo.find("noversion", "", &err), nullptr);
   EXPECT_NE(err.message.find("no version directory"), std::string::npos) << err.message;
+  EXPECT_EQ(repo.find("twofunctions", "", &err), nullptr);
+  EXPECT_NE(err.message.find("@twice, @same"), std::string::npos) << err.message;
+  EXPECT_NE(err.message.find("\"function\""), std::string::npos) << err.message;
+  EXPECT_NE(repo.find("chosen", "", &err), nullptr) << err.message;
+  EXPECT_EQ(repo.find("misnamed", "", &err), nullptr);
+  EXPECT_NE(err.message.find("@thrice"), std::string::npos) << err.message;
+  EXPECT_NE(repo.find("onlyone", "", &err), nullptr) << err.message;
+  EXPECT_NE(all.find("@forward"), std::string::npos) << all;
   EXPECT_EQ(repo.model("bad name"), nullptr);
   EXPECT_NE(all.find("not a valid model name"), std::string::npos) << all;
   EXPECT_EQ(repo.model("escape"), nullptr);

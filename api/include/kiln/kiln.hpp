@@ -341,6 +341,13 @@ public:
       names.push_back(kiln_module_function_name(h_.get(), i));
     return names;
   }
+  /// The function `function` names ("" = main, or the only function);
+  /// throws kiln::Error (kInvalidArgument) where there is none.
+  std::string resolveFunction(const std::string &function = "") const {
+    const char *name = nullptr;
+    detail::check(kiln_module_resolve_function(h_.get(), detail::cstr(function), &name));
+    return name;
+  }
   /// Inputs and outputs of `function` ("" = main, or the only function).
   std::vector<TensorInfo> inputs(const std::string &function = "") const {
     return infos(function, kiln_module_input_count, kiln_module_input_info);

@@ -213,6 +213,12 @@ typedef struct kiln_tensor_info {
 KILN_API size_t kiln_module_function_count(const kiln_module *module);
 /* The i-th public function's name (NULL past the end). */
 KILN_API const char *kiln_module_function_name(const kiln_module *module, size_t i);
+/* The function that `function` names (NULL or "" = "main", else the
+ * module's only function): *name = its name, valid while the module lives;
+ * KILN_INVALID_ARGUMENT where there is none (the message lists the module's
+ * functions). Servers and bindings ask this once instead of repeating the
+ * rule. */
+KILN_API kiln_status *kiln_module_resolve_function(const kiln_module *module, const char *function, const char **name);
 /* `function` NULL or "" = "main", else the module's only function. */
 KILN_API kiln_status *kiln_module_input_count(const kiln_module *module, const char *function, size_t *out);
 KILN_API kiln_status *kiln_module_output_count(const kiln_module *module, const char *function, size_t *out);
