@@ -272,9 +272,17 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     const bool packed = prePacked || g.N * g.OH * g.OW >= kPackedMinPixels;
     const int64_t rowsPerBlock = packed ? std::max<int64_t>(1, (64 + g.OW - 1) / g.OW) : 1;
     const int64_t rows = g.N * g.OH, blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
+    // Chunks of equal width (whole 64-column panels), enough for 4 items
+    // in all: 3 blocks of 14x14 rows with F = 256 had taken chunks of 192
+    // and 64 columns, one worker doing 448 of the 768 columns' work
+    // (the 3x3 256 -> 256 on 14x14 1.49-1.88 -> 1.28 ms, the 1x1 1024 ->
+    // 256 0.66 -> 0.54; ResNet-50's all-kernel plan 50-52 -> 48-49 ms a
+    // call, alternating).
     int64_t chunkCols = g.F;
-    if (prePacked && blocks < 4 && g.F >= 128)
-      chunkCols = std::max<int64_t>(64, (g.F * blocks / 4 + 63) / 64 * 64);
+    if (prePacked && blocks < 4 && g.F >= 128) {
+      const int64_t chunks = (4 + blocks - 1) / blocks;
+      chunkCols = std::max<int64_t>(64, ((g.F + chunks - 1) / chunks + 63) / 64 * 64);
+    }
     const int64_t colChunks = (g.F + chunkCols - 1) / chunkCols;
     // Rows of the block's GEMM output where it cannot go straight into Y.
     const bool viaBlock = packed && Fp != g.F;

@@ -1488,7 +1488,7 @@ std::vector<Case> sweepCases() {
   // (kConvPackedFilter, rows padded to whole vectors) and every map takes
   // the GEMM: the 9x9 map in two row blocks, the maps of one to three row
   // blocks with F split into column chunks too (11x11 stride 2: two of 64;
-  // 4x4: four; 14x14: 192 + 64); 40, 24 and 58 filters (the 7x7 map's
+  // 4x4: four; 14x14: two of 128, equal); 40, 24 and 58 filters (the 7x7 map's
   // too, once dot products) through a block of padded rows, 200 on 7x7 in
   // chunks of 64 and one of 8.
   for (const ConstConv &g : std::vector<ConstConv>{{9, 16, 64, 1, 1},
