@@ -531,6 +531,42 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
   std::set<size_t> foldedSteps;
   foldWeightSteps(out, folded, foldedSteps);
   packWeights(out, folded, foldedSteps);
+  // A tosa.clamp on kernels whose input only a conv kernel step writes and
+  // only the clamp reads runs inside that step (kernels::kFusedClampMin):
+  // the conv's step writes the clamp's output, the value between them gets
+  // no buffer and the clamp no step.
+  std::map<size_t, size_t> clampOfStep;  // conv step -> clamp step
+  std::set<size_t> fusedSteps;
+  std::set<int> fusedValues;
+  {
+    std::vector<int> uses(plan.values.size(), 0), producer(plan.values.size(), -1);
+    for (int r : plan.results) ++uses[size_t(r)];
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      if (foldedSteps.count(s)) continue;
+      for (int v : plan.steps[s].inputs) ++uses[size_t(v)];
+      for (int v : plan.steps[s].outputs) producer[size_t(v)] = int(s);
+    }
+    for (size_t t = 0; t < plan.steps.size(); ++t) {
+      const lowering::PlanStep &clamp = plan.steps[t];
+      if (foldedSteps.count(t) || clamp.kind != lowering::PlanStep::kKernel || clamp.op != "tosa.clamp" ||
+          clamp.inputs.size() != 1 || clamp.outputs.size() != 1 || !clamp.attrs.has("min_val") ||
+          !clamp.attrs.has("max_val"))
+        continue;
+      const int v = clamp.inputs[0];
+      const int s = producer[size_t(v)];
+      if (s < 0 || uses[size_t(v)] != 1 || plan.values[size_t(v)].kind != PlanValue::kIntermediate ||
+          plan.values[size_t(v)].type.dtype != DType::f32 ||
+          plan.values[size_t(v)].type != plan.values[size_t(clamp.outputs[0])].type)
+        continue;
+      const lowering::PlanStep &conv = plan.steps[size_t(s)];
+      if (conv.kind != lowering::PlanStep::kKernel || !kernels::takesFusedClamp(conv.op) || conv.outputs.size() != 1 ||
+          clampOfStep.count(size_t(s)))
+        continue;
+      clampOfStep[size_t(s)] = t;
+      fusedSteps.insert(t);
+      fusedValues.insert(v);
+    }
+  }
   ExecutableBuilder b;
   std::vector<int> buf(plan.values.size(), -1);
   // Inputs in position order, then outputs in result order, then the rest.
@@ -550,7 +586,7 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
     else copies.push_back({r, b.addOutput(v.type)});
   }
   for (size_t v = 0; v < plan.values.size(); ++v) {
-    if (buf[v] >= 0) continue;
+    if (buf[v] >= 0 || fusedValues.count(int(v))) continue;
     const PlanValue &val = plan.values[v];
     if (auto it = folded.find(int(v)); it != folded.end()) {
       buf[v] = b.addConstant(it->second);
@@ -581,8 +617,10 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
     return out2;
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    if (foldedSteps.count(s)) continue;
+    if (foldedSteps.count(s) || fusedSteps.count(s)) continue;
     const lowering::PlanStep &step = plan.steps[s];
+    auto fusedClamp = clampOfStep.find(s);
+    const lowering::PlanStep *clampStep = fusedClamp == clampOfStep.end() ? nullptr : &plan.steps[fusedClamp->second];
     StepFn fn;
     std::string name;
     StepKind kind;
@@ -606,6 +644,10 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
                      out.function.c_str(), step.kernel.c_str(), step.op.c_str(), choice->name.c_str());
       const kernels::KernelDef *def = choice->def;
       ops::AttrMap attrs = step.attrs;
+      if (clampStep) {
+        attrs.set(kernels::kFusedClampMin, clampStep->attrs.getFloatOr("min_val", 0));
+        attrs.set(kernels::kFusedClampMax, clampStep->attrs.getFloatOr("max_val", 0));
+      }
       if (std::optional<PackedLayout> layout = packedLayoutOf(step, inTypes)) {  // packed by packWeights
         Tensor weight = constantData(out, folded, step.inputs[1]);
         if (Tensor packed = weight.valid() ? packedWeight(weight, *layout) : Tensor(); packed.valid()) {
@@ -623,18 +665,21 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
       name = "kernel:" + choice->name;
       kind = StepKind::kKernel;
     }
-    auto added = b.addStep(name, kind, std::move(fn), inputIds, ids(step.outputs));
+    auto added = b.addStep(name, kind, std::move(fn), inputIds, ids(clampStep ? clampStep->outputs : step.outputs));
     if (!added) return added.takeError();
     if (auto err = b.setScratch(*added, size_t(step.scratchBytes))) return err;
     // Provenance: the ops' distinct locations, in order.
+    std::vector<std::string> locations = step.locations;
+    if (clampStep) locations.insert(locations.end(), clampStep->locations.begin(), clampStep->locations.end());
     std::string provenance;
-    for (size_t i = 0; i < step.locations.size(); ++i)
-      if (i == 0 || step.locations[i] != step.locations[i - 1])
-        provenance += (provenance.empty() ? "" : ", ") + step.locations[i];
+    for (size_t i = 0; i < locations.size(); ++i)
+      if (i == 0 || locations[i] != locations[i - 1]) provenance += (provenance.empty() ? "" : ", ") + locations[i];
     bool jit = step.kind == lowering::PlanStep::kJit;
-    std::string strategy = jit ? step.strategy : "handwritten kernel" + (step.reason.empty() ? "" : " (" + step.reason + ")");
-    b.describeStep(*added, step.flops, jit ? llvm::join(step.ops, ", ") : step.op, std::move(provenance),
-                   std::move(strategy));
+    std::string strategy = jit ? step.strategy
+                               : "handwritten kernel" + (step.reason.empty() ? "" : " (" + step.reason + ")") +
+                                     (clampStep ? " + the tosa.clamp after it, fused" : "");
+    b.describeStep(*added, step.flops, jit ? llvm::join(step.ops, ", ") : step.op + (clampStep ? ", tosa.clamp" : ""),
+                   std::move(provenance), std::move(strategy));
   }
   for (auto [value, output] : copies) {
     auto added = b.addStep("copy", StepKind::kCopy, copyStep(plan.values[value].type.byteSize()),

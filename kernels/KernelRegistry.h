@@ -36,6 +36,16 @@ namespace kiln::kernels {
 using ops::Attr;
 using ops::AttrMap;
 
+/// Step attributes (floats, both or neither) of the f32 tosa.conv2d and
+/// tosa.depthwise_conv2d kernels: the tosa.clamp that read the conv's result
+/// (and nothing else did), applied as each block of the result is written
+/// (a plan fuses it: jit/Compiler's buildExecutable). A ReLU or ReLU6 after
+/// each conv had been a pass of its own over the whole output.
+constexpr const char *kFusedClampMin = "kiln.clamp_min";
+constexpr const char *kFusedClampMax = "kiln.clamp_max";
+/// The ops whose f32 kernels take kFusedClampMin / kFusedClampMax.
+inline bool takesFusedClamp(llvm::StringRef op) { return op == "tosa.conv2d" || op == "tosa.depthwise_conv2d"; }
+
 struct KernelArgs {
   llvm::ArrayRef<const void *> inputs;
   llvm::ArrayRef<TensorType> inputTypes;

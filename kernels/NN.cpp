@@ -242,6 +242,21 @@ constexpr int64_t kDotMinPatch = 64;
 /// Fewest output pixels (N * OH * OW) for the packed-filter GEMM.
 constexpr int64_t kPackedMinPixels = 128;
 
+/// A tosa.clamp fused into a conv kernel (kFusedClampMin / kFusedClampMax),
+/// applied in place to n floats as the kernel writes them, with the clamp
+/// kernel's own vector code (so the same NaN handling); nothing without one.
+struct FusedClamp {
+  ClampFn fn = nullptr;
+  float lo = 0, hi = 0;
+  void operator()(float *y, int64_t n) const {
+    if (fn) fn(y, y, n, lo, hi);
+  }
+};
+FusedClamp fusedClamp(const AttrMap &attrs) {
+  if (!attrs.has(kFusedClampMin) || !attrs.has(kFusedClampMax)) return {};
+  return {clamp(), float(attrs.getFloatOr(kFusedClampMin, 0)), float(attrs.getFloatOr(kFusedClampMax, 0))};
+}
+
 llvm::Error conv2dCompute(const KernelArgs &k) {
   auto geometry = convGeometry("tosa.conv2d", k.inputTypes, k.attrs, false);
   if (!geometry) return geometry.takeError();
@@ -252,6 +267,7 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
     const float *x = static_cast<const float *>(k.inputs[0]), *w = static_cast<const float *>(k.inputs[1]);
     const float *bias = static_cast<const float *>(k.inputs[2]);
     float *y = static_cast<float *>(k.outputs[0]);
+    const FusedClamp clamp = fusedClamp(k.attrs);
     DotProductsFn dot = dotProducts();  // the host's widest vectors (this file's Eigen is baseline x86-64)
     // With enough output pixels, the filter is packed [patch, Fp] (columns
     // padded to 16) once per call and blocks of output rows (at least 64
@@ -341,8 +357,10 @@ llvm::Error conv2dCompute(const KernelArgs &k) {
         } else if (patch >= kDotMinPatch)
           dot(A, patch, w, patch, Y.data(), g.F, m, g.F, patch, /*accumulate=*/false);
         else Y.noalias() = Eigen::Map<const RowMat>(A, m, patch) * Eigen::Map<const RowMat>(w, g.F, patch).transpose();
-        for (int64_t i = 0; i < m; ++i)
+        for (int64_t i = 0; i < m; ++i) {
           for (int64_t f = c0; f < c1; ++f) Y(i, f) += bias[biasScalar ? 0 : f];
+          clamp(&Y(i, c0), c1 - c0);
+        }
       }
     });
     return llvm::Error::success();
@@ -393,12 +411,15 @@ llvm::Error depthwiseCompute(const KernelArgs &k) {
   const float *bias = static_cast<const float *>(k.inputs[2]);
   bool biasScalar = k.inputTypes[2].numElements() == 1;
   float *y = static_cast<float *>(k.outputs[0]);
+  const FusedClamp clamp = fusedClamp(k.attrs);
   if (M == 1) {  // one filter per channel (every TOSA export of a torch depthwise conv): vectors over channels
     DepthwiseRowFn row = depthwiseRow();
     parallel(k.executor, g.N * g.OH, 1, [&](int64_t s, int64_t e) {
-      for (int64_t r = s; r < e; ++r)
+      for (int64_t r = s; r < e; ++r) {
         row(DepthwiseRow{x + (r / g.OH) * g.H * g.W * g.C, w, bias, y + r * g.OW * g.F, biasScalar, g.H, g.W, g.C,
                          g.KH, g.KW, g.OW, r % g.OH, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw});
+        clamp(y + r * g.OW * g.F, g.OW * g.F);  // the row, still in cache
+      }
     });
     return llvm::Error::success();
   }
@@ -420,6 +441,7 @@ llvm::Error depthwiseCompute(const KernelArgs &k) {
               for (int64_t m = 0; m < M; ++m) out[c * M + m] += xp[c] * wp[c * M + m];
           }
         }
+        clamp(out, g.F);
       }
     }
   });

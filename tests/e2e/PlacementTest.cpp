@@ -1039,6 +1039,54 @@ func.func @main(%x: tensor<1x8x8x16xf32>) -> tensor<1x8x8x32xf32> {
   }
 }
 
+// A tosa.clamp on kernels that reads only a conv's (or a depthwise conv's)
+// result runs inside the conv's kernel step: one step where there were
+// two, and the same results as generated code. A clamp of a conv whose
+// result another op reads too, and a clamp of a function argument, stay
+// steps of their own.
+TEST(Placement, KernelPlansFuseTheClampAfterAConv) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<1x9x9x16xf32>, %v: tensor<1x9x9x32xf32>) -> (tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>) {
+  %w = "tosa.const"() <{values = dense<0.03> : tensor<32x3x3x16xf32>}> : () -> tensor<32x3x3x16xf32>
+  %b = "tosa.const"() <{values = dense<-0.2> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %b2 = "tosa.const"() <{values = dense<0.1> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %dw = "tosa.const"() <{values = dense<0.11> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x9x9x16xf32>, tensor<32x3x3x16xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x9x9x32xf32>
+  %r = tosa.clamp %c {min_val = 0.0 : f32, max_val = 0.25 : f32} : (tensor<1x9x9x32xf32>) -> tensor<1x9x9x32xf32>
+  %d = tosa.depthwise_conv2d %r, %dw, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x9x9x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x9x9x32xf32>
+  %s = tosa.clamp %d {min_val = -0.1 : f32, max_val = 3.0e38 : f32} : (tensor<1x9x9x32xf32>) -> tensor<1x9x9x32xf32>
+  %e = tosa.conv2d %x, %w, %b2, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x9x9x16xf32>, tensor<32x3x3x16xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x9x9x32xf32>
+  %t = tosa.clamp %e {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<1x9x9x32xf32>) -> tensor<1x9x9x32xf32>
+  %u = tosa.clamp %v {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<1x9x9x32xf32>) -> tensor<1x9x9x32xf32>
+  return %s, %t, %e, %u : tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>, tensor<1x9x9x32xf32>
+}
+)mlir";
+  Tensor x = test::randomTensor({1, 9, 9, 16}, 5), v = test::randomTensor({1, 9, 9, 32}, 6);
+  auto jitRt = runtimeWith("*=jit");
+  auto kernelRt = runtimeWith("*=kernel");
+  Result want = runModel(*jitRt, mlir, "main", {x, v});
+  auto m = KILN_TAKE(kernelRt->loadModule(mlir, "model"));
+  ASSERT_TRUE(m);
+  auto fn = KILN_TAKE(m->compile("main", {x.type(), v.type()}));
+  ASSERT_TRUE(fn);
+  std::vector<std::string> ops;
+  for (const StepDesc &s : fn->executable->steps()) ops.push_back(s.ops);
+  std::vector<std::string> expected = {"tosa.conv2d, tosa.clamp", "tosa.depthwise_conv2d, tosa.clamp", "tosa.conv2d",
+                                       "tosa.clamp", "tosa.clamp"};
+  EXPECT_EQ(ops, expected);
+  bool described = false;
+  for (const StepDesc &s : fn->executable->steps())
+    described |= s.strategy.find("the tosa.clamp after it, fused") != std::string::npos;
+  EXPECT_TRUE(described);
+  auto out = KILN_TAKE(m->call("main", {x, v}));
+  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(want.outputs.size(), 4u);
+  for (size_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < out[r].numElements(); ++i)
+      ASSERT_NEAR(out[r].data<float>()[i], want.outputs[r].data<float>()[i], 1e-5) << "result " << r << ", " << i;
+}
+
 // The transpose kernel copies rows along the output's last dimension
 // (a memcpy where that is the input's innermost, a strided copy else):
 // every permutation of ranks 1-4, element sizes 1, 4 and 8, against the
