@@ -175,8 +175,15 @@ public:
       // runs) is read in blocks of one panel at any batch: a block that
       // spans panels would read the whole filter back through its
       // transposes on every call (ResNet-50's 1x1 1024 -> 2048 at batch 8
-      // with its fused ops: 37 ms, in panels 6.4).
-      if (int64_t panel = panelWidth(op); !streamBlock && panel > 0 && F % panel == 0 && panel % rt.n == 0)
+      // with its fused ops: 37 ms, in panels 6.4). So do convs that stream
+      // at both batches in blocks of other widths: MobileNetV2's 576 -> 160
+      // on 7x7 streams in half-width blocks of 16 at batch 1 (odd rows) and
+      // of 32 at batch 2, whose code read the panels of 16 back through
+      // "loops: transpose 10x16x1x1x576" on every call.
+      // (A conv that streams anyway takes panels of whole vectors, whose
+      // register tiles are chosen within the block below.)
+      if (int64_t panel = panelWidth(op);
+          panel > 0 && F % panel == 0 && (panel % rt.n == 0 || (streamBlock > 0 && panel % w.lanes() == 0)))
         streamBlock = panel;
       streaming = streamBlock > 0;
       p.fc = streaming ? streamBlock : blockOf(F, rt.n, std::max<int64_t>(rt.n, tuning.l2Bytes / 2 / filterRowBytes));
