@@ -57,6 +57,39 @@ Tensor constantData(const CompiledFunction &out, const std::map<int, Tensor> &fo
   return out.constantValue(id);
 }
 
+/// The tosa.clamp steps on kernels that can run inside the conv kernel step
+/// writing their input (kernels::kFusedClampMin): the input is an f32
+/// intermediate of the clamp's type that only that step writes and only the
+/// clamp reads. Conv step -> clamp step; `folded` steps take no part.
+std::map<size_t, size_t> fusibleClamps(const lowering::ExecPlan &plan, const std::set<size_t> &folded) {
+  using lowering::PlanStep;
+  std::vector<int> uses(plan.values.size(), 0), producer(plan.values.size(), -1);
+  for (int r : plan.results) ++uses[size_t(r)];
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (folded.count(s)) continue;
+    for (int v : plan.steps[s].inputs) ++uses[size_t(v)];
+    for (int v : plan.steps[s].outputs) producer[size_t(v)] = int(s);
+  }
+  std::map<size_t, size_t> fused;
+  for (size_t t = 0; t < plan.steps.size(); ++t) {
+    const PlanStep &clamp = plan.steps[t];
+    if (folded.count(t) || clamp.kind != PlanStep::kKernel || clamp.op != "tosa.clamp" || clamp.inputs.size() != 1 ||
+        clamp.outputs.size() != 1 || !clamp.attrs.has("min_val") || !clamp.attrs.has("max_val"))
+      continue;
+    const int v = clamp.inputs[0];
+    const lowering::PlanValue &value = plan.values[size_t(v)];
+    const int s = producer[size_t(v)];
+    if (s < 0 || uses[size_t(v)] != 1 || value.kind != lowering::PlanValue::kIntermediate ||
+        value.type.dtype != DType::f32 || value.type != plan.values[size_t(clamp.outputs[0])].type)
+      continue;
+    const PlanStep &conv = plan.steps[size_t(s)];
+    // (One output, read once: no other clamp can claim the step.)
+    if (conv.kind == PlanStep::kKernel && kernels::takesFusedClamp(conv.op) && conv.outputs.size() == 1)
+      fused[size_t(s)] = t;
+  }
+  return fused;
+}
+
 }  // namespace
 
 const lowering::KernelOracle &registryOracle() {
@@ -531,41 +564,14 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
   std::set<size_t> foldedSteps;
   foldWeightSteps(out, folded, foldedSteps);
   packWeights(out, folded, foldedSteps);
-  // A tosa.clamp on kernels whose input only a conv kernel step writes and
-  // only the clamp reads runs inside that step (kernels::kFusedClampMin):
-  // the conv's step writes the clamp's output, the value between them gets
-  // no buffer and the clamp no step.
-  std::map<size_t, size_t> clampOfStep;  // conv step -> clamp step
+  // Each fused clamp gets no step, and the value between it and its conv
+  // no buffer: the conv's step writes the clamp's output.
+  const std::map<size_t, size_t> clampOfStep = fusibleClamps(plan, foldedSteps);
   std::set<size_t> fusedSteps;
   std::set<int> fusedValues;
-  {
-    std::vector<int> uses(plan.values.size(), 0), producer(plan.values.size(), -1);
-    for (int r : plan.results) ++uses[size_t(r)];
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      if (foldedSteps.count(s)) continue;
-      for (int v : plan.steps[s].inputs) ++uses[size_t(v)];
-      for (int v : plan.steps[s].outputs) producer[size_t(v)] = int(s);
-    }
-    for (size_t t = 0; t < plan.steps.size(); ++t) {
-      const lowering::PlanStep &clamp = plan.steps[t];
-      if (foldedSteps.count(t) || clamp.kind != lowering::PlanStep::kKernel || clamp.op != "tosa.clamp" ||
-          clamp.inputs.size() != 1 || clamp.outputs.size() != 1 || !clamp.attrs.has("min_val") ||
-          !clamp.attrs.has("max_val"))
-        continue;
-      const int v = clamp.inputs[0];
-      const int s = producer[size_t(v)];
-      if (s < 0 || uses[size_t(v)] != 1 || plan.values[size_t(v)].kind != PlanValue::kIntermediate ||
-          plan.values[size_t(v)].type.dtype != DType::f32 ||
-          plan.values[size_t(v)].type != plan.values[size_t(clamp.outputs[0])].type)
-        continue;
-      const lowering::PlanStep &conv = plan.steps[size_t(s)];
-      if (conv.kind != lowering::PlanStep::kKernel || !kernels::takesFusedClamp(conv.op) || conv.outputs.size() != 1 ||
-          clampOfStep.count(size_t(s)))
-        continue;
-      clampOfStep[size_t(s)] = t;
-      fusedSteps.insert(t);
-      fusedValues.insert(v);
-    }
+  for (auto [conv, clamp] : clampOfStep) {
+    fusedSteps.insert(clamp);
+    fusedValues.insert(plan.steps[clamp].inputs[0]);
   }
   ExecutableBuilder b;
   std::vector<int> buf(plan.values.size(), -1);
