@@ -12,6 +12,7 @@ time is mostly noise.
 
     python3 bench/ab_kernels.py MODEL.mlir -i 0=x.npy --a /tmp/kiln-before --b build/bin/kiln
     python3 bench/ab_kernels.py MODEL.mlir -i 0=x.npy --b-env KILN_MAX_VECTOR_BITS=256 [--rounds 3] [-n 100]
+    python3 bench/ab_kernels.py MODEL.mlir -i 0=x.npy --a-env KILN_PREFETCH_BYTES=0 --all
 
 Needs nothing but Python 3 and the kiln binaries.
 """
@@ -55,6 +56,9 @@ def main():
     ap.add_argument("--b-env", action="append", default=[], help="NAME=VALUE set for B's runs")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", "--iterations", type=int, default=60)
+    ap.add_argument("--all", action="store_true",
+                    help="every kernel, not only those whose plan differs (a change the how: line does not show, "
+                         "such as prefetches); kernels within 3%% are summed but not listed")
     args = ap.parse_args()
     b_bin = args.b or args.a
     for binary in (args.a, b_bin):
@@ -84,18 +88,20 @@ def main():
     sum_a = sum_b = 0.0
     changed = 0
     for key in a0:
-        if key not in b0 or a0[key][1] == b0[key][1]:
+        if key not in b0 or (not args.all and a0[key][1] == b0[key][1]):
             continue
         ma = statistics.median(run[key][0] for run in results["A"] if key in run)
         mb = statistics.median(run[key][0] for run in results["B"] if key in run)
         sum_a += ma
         sum_b += mb
         changed += 1
+        if args.all and abs(mb / ma - 1) <= 0.03:
+            continue
         print(f"{key:32s} A {ma * 1000:9.1f} us  B {mb * 1000:9.1f} us  B/A {mb / ma:.3f}")
         print(f"    A: {a0[key][1]}")
         print(f"    B: {b0[key][1]}")
     if changed:
-        print(f"{changed} kernels with different plans: A {sum_a * 1000:.1f} us, B {sum_b * 1000:.1f} us, "
+        print(f"{changed} kernels {'in all' if args.all else 'with different plans'}: A {sum_a * 1000:.1f} us, B {sum_b * 1000:.1f} us, "
               f"B/A {sum_b / sum_a:.3f} (medians of {args.rounds} alternating rounds)")
     else:
         print("no kernel's plan differs between A and B")
