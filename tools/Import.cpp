@@ -1,7 +1,9 @@
 // `kiln import`: exporters' formats to the MLIR kiln loads, through
 // torch-mlir's tools (optional Python dependencies, found, never required):
 //
-//   model.onnx -> torch-mlir-import-onnx -> torch-mlir-opt
+//   model.onnx -> [shape computations folded: fold_onnx_shapes.py, with the
+//                 python beside the tools, where it has `onnx`]
+//              -> torch-mlir-import-onnx -> torch-mlir-opt
 //                 --torch-onnx-to-torch-backend-pipeline
 //                 --torch-backend-to-tosa-backend-pipeline -> model.mlir
 //                 (or, where that fails, e.g. on dynamic dims,
@@ -14,6 +16,7 @@
 // bench/peers/setup.sh creates. The result is loaded once to check that
 // kiln accepts it; `.mlirbc` outputs are written as bytecode.
 #include "tools/Import.h"
+#include "tools/FoldOnnxShapes.h"
 
 #include "api/Kiln.h"
 #include "runtime/FileIO.h"
@@ -138,7 +141,33 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     if (auto ec = llvm::sys::fs::createUniqueDirectory("kiln-import", tempDir))
       return llvm::createStringError(ec, "cannot create a temporary directory: %s", ec.message().c_str());
     llvm::scope_exit removeTemps([&] { llvm::sys::fs::remove_directories(tempDir); });
-    if (auto err = run({*importer, input.str(), "--temp-dir", tempDir.str().str(), "-o", torchFile.str().str()},
+    // Shape computations folded first (fold_onnx_shapes.py): a Reshape whose
+    // target is computed from shapes leaves torch-mlir's importer without
+    // the shapes of everything after it (ViT-B/16's nn.MultiheadAttention:
+    // `onnx.Transpose` on `!torch.vtensor<[],f32>` could not be lowered).
+    // Without a python that has `onnx`, or where folding fails, the file is
+    // imported as it is and the route says why.
+    std::string source = input.str(), folding;
+    std::optional<std::string> python = findTool("python3", {llvm::sys::path::parent_path(*importer).str()});
+    if (!python) python = findTool("python3", dirs);
+    if (python) {
+      std::string folded = (tempDir + "/folded.onnx").str(), report = (tempDir + "/folded.txt").str();
+      if (auto err = run({*python, "-c", kFoldOnnxShapesScript, source, folded, report}, options.timeoutSeconds)) {
+        std::string why = llvm::toString(std::move(err));
+        size_t last = why.find_last_not_of("\n");
+        size_t lineStart = why.rfind('\n', last);
+        why = why.substr(lineStart == std::string::npos ? 0 : lineStart + 1);
+        folding = "shape computations not folded (" + why.substr(0, 160) + ")";
+      } else if (auto buf = llvm::MemoryBuffer::getFile(report)) {
+        long long n = 0;
+        if (!llvm::StringRef((*buf)->getBuffer()).trim().getAsInteger(10, n) && n > 0 &&
+            llvm::sys::fs::is_regular_file(folded)) {
+          source = folded;
+          folding = std::to_string(n) + " shape computations folded";
+        }
+      }
+    }
+    if (auto err = run({*importer, source, "--temp-dir", tempDir.str().str(), "-o", torchFile.str().str()},
                        options.timeoutSeconds))
       return std::move(err);
     auto lower = [&](const char *backend) {
@@ -147,20 +176,24 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
       if (bytecode) args.push_back("--emit-bytecode");
       return run(args, options.timeoutSeconds);
     };
-    result.route = "torch-mlir ONNX importer -> torch backend -> TOSA";
+    std::string front = folding.empty() ? "" : "ONNX, " + folding + " -> ";
+    result.route = front + "torch-mlir ONNX importer -> torch backend -> TOSA";
     // torch-mlir's TOSA lowering takes static shapes only (a dynamic
     // sequence length fails on the first torch.aten.size.int); its
     // linalg-on-tensors lowering takes dynamic dims, and kiln raises that
     // to TOSA per call shape (kiln-raise-linalg after specialization).
     if (auto err = lower("--torch-backend-to-tosa-backend-pipeline")) {
       std::string tosaError = llvm::toString(std::move(err));
-      if (auto err2 = lower("--torch-backend-to-linalg-on-tensors-backend-pipeline"))
-        return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s\n(linalg-on-tensors, tried next: %s)",
-                                       tosaError.c_str(), llvm::toString(std::move(err2)).c_str());
+      if (auto err2 = lower("--torch-backend-to-linalg-on-tensors-backend-pipeline")) {
+        // (Where folding was skipped, that may be why: say so.)
+        std::string note = source == input && !folding.empty() ? "\n(the ONNX file's " + folding + ")" : "";
+        return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s\n(linalg-on-tensors, tried next: %s)%s",
+                                       tosaError.c_str(), llvm::toString(std::move(err2)).c_str(), note.c_str());
+      }
       size_t at = tosaError.find("error: ");  // the diagnostic's first line
       std::string why = at == std::string::npos ? tosaError : tosaError.substr(at + 7);
       why = why.substr(0, std::min<size_t>(why.find('\n'), 160));
-      result.route = "torch-mlir ONNX importer -> torch backend -> linalg on tensors (the TOSA lowering failed: " +
+      result.route = front + "torch-mlir ONNX importer -> torch backend -> linalg on tensors (the TOSA lowering failed: " +
                      why + ")";
     }
   } else if (ext == ".pt2") {

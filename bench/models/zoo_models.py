@@ -75,6 +75,15 @@ def build_model(name, batch=1):
         return T5Encoder(t5).eval(), token_ids(cfg.vocab_size, batch)
     import torchvision
     model = getattr(torchvision.models, name)(weights=None).eval()
+    # Some classifiers start at zero (torchvision's ViT head): every output
+    # would be 0 whatever the layers before it computed, and a comparison
+    # against the framework would check nothing. Random weights instead.
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear) and not m.weight.any():
+                m.weight.normal_(0.0, 0.02)
+                if m.bias is not None:
+                    m.bias.normal_(0.0, 0.02)
     return model, torch.cat([torch.randn(1, 3, 224, 224) for _ in range(batch)])
 
 

@@ -37,6 +37,7 @@ if _tools:
     config.available_features.add("torch-mlir")
     config.environment["KILN_IMPORT_TOOLS"] = _tools
     config.substitutions.append(("%peers-python", os.path.join(_tools, "python3")))
+    config.substitutions.append(("%import-tools", _tools))
 
 # Node.js (optional) renders the profile report's scripts in a test.
 import shutil
