@@ -476,6 +476,10 @@ std::vector<Case> allCases() {
   transposeCase("transpose_kt_f32", F, {1, 24, 3, 16}, {0, 2, 3, 1});
   transposeCase("transpose_kt_i32", I, {1, 32, 2, 16}, {0, 2, 3, 1});
   transposeCase("transpose_nchw_to_nhwc_f32", F, {1, 3, 10, 12}, {0, 2, 3, 1});
+  // K^T over keys that no block of 8 divides (37, 21: vector blocks and a
+  // peeled remainder, as ViT's 197).
+  transposeCase("transpose_kt_odd_keys_f32", F, {1, 2, 37, 16}, {0, 1, 3, 2});
+  transposeCase("transpose_kt_odd_keys_i32", I, {1, 3, 21, 8}, {0, 1, 3, 2});
   // Output rows of a few elements whose dimension before them is the
   // input's innermost: blocks (two batches, and rows of 1100 in chunks of
   // 1024 on the kernel).

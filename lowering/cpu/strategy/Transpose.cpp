@@ -8,7 +8,9 @@
 // of the loop that reads the input's innermost dimension, transposed in
 // registers (vector.transpose), where both are at least 8 wide (an add and
 // 1x128x12x64 -> 1x12x64x128 in 46-49 us, on loops 110-118); narrower ones
-// stay on loops.
+// stay on loops. An output row that no block of 8 or more divides (ViT's
+// 197 keys: K^T 1x12x197x64 -> 1x12x64x197, a prime) takes blocks of a
+// whole vector and one narrower block of the rest (the loop peeled).
 //
 // Transposes of a weight (reaching a matmul's B or a conv's filter through
 // reshapes) are left alone: panel reads (Panels.cpp) remove them after the
@@ -45,6 +47,9 @@ struct TransposePlan {
   bool rows = true;
   int64_t across = -1;
   SmallVector<int64_t> tile;
+  /// Blocks of a whole vector along the output's rows, which they do not
+  /// divide: the last block is the remainder, peeled.
+  bool peeled = false;
 };
 
 class TransposeStrategy final : public PlannedStrategy<TransposePlan> {
@@ -73,6 +78,17 @@ public:
     // (3 channels: 16x3 blocks) took 1.4-1.6x the loops' time, while 16x16
     // blocks of K^T (1x128x12x64 -> 1x12x64x128) took 0.46x.
     int64_t least = std::min<int64_t>(8, w.lanes());
+    // (Only where the threads do not split the across loop, so that the
+    // blocks' vector sizes are the loops' own, and where that loop is read
+    // in whole vectors too: ShuffleNet's 116 channels over 14-wide rows
+    // (blocks of 14x16 and 14x4) took 1.02x the loops' time over its 11
+    // kernels, bench/ab_kernels.py.)
+    SmallVector<int64_t> threads = parallelRowBlocks(op, bounds);
+    if (p.tile[rank - 1] < least && bounds[rank - 1] > w.lanes() &&
+        p.tile[p.across] == w.lanes() && (threads.empty() || !threads[p.across])) {
+      p.tile[rank - 1] = w.lanes();
+      p.peeled = true;
+    }
     if (p.tile[rank - 1] < least || p.tile[p.across] < least) return std::nullopt;
     return p;
   }
@@ -83,6 +99,8 @@ public:
                              : llvm::formatv(": blocks of {0}x{1} transposed in registers",
                                              std::max<int64_t>(p.tile[p.across], 1), p.tile.back())
                                    .str();
+    if (p.peeled)
+      how += llvm::formatv(" (+ {0}x{1} for the last {1})", p.tile[p.across], bounds.back() % p.tile.back()).str();
     return "transpose " + loopRangesText(op) + how +
            (parallelRowBlocks(op, bounds).empty() ? "" : ", in parallel");
   }
@@ -101,8 +119,24 @@ public:
       tile[d] = blockOf(bounds[d], 1, w.lanes());
       if (tile[d] == bounds[d]) tile[d] = 0;  // the whole loop in the block
     }
-    h = w.schedule().tile(h, tile);
-    w.schedule().vectorize(h);
+    if (!p.peeled) {
+      h = w.schedule().tile(h, tile);
+      w.schedule().vectorize(h);
+      return;
+    }
+    // Whole-vector blocks along the rows and the remainder, each vectorized
+    // at its static size (the other loops one at a time, or whole: the
+    // across loop, never split for the threads, and loops of 1).
+    tile[rank - 1] = p.tile[rank - 1];
+    int loop = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d) loop += tile[d] != 0;
+    std::string tiled = w.schedule().tile(h, tile);
+    auto [full, rest] = w.schedule().peelLoop(tiled, loop);
+    SmallVector<int64_t> vec(rank);
+    for (int64_t d = 0; d < rank; ++d) vec[d] = tile[d] ? tile[d] : bounds[d];
+    w.schedule().vectorize(full, vec);
+    vec[rank - 1] = bounds[rank - 1] % tile[rank - 1];
+    w.schedule().vectorize(rest, vec);
   }
 };
 

@@ -44,6 +44,18 @@ func.func @matmul_to_heads(%a: tensor<1x128x64xf32>, %b: tensor<1x64x256xf32>) -
 
 // -----
 
+// K^T over a number of keys that no block of 8 divides (ViT's 197, a
+// prime): blocks of a whole vector and one of the last 5 keys, both
+// transposed in registers (before: the whole transpose on scalar loops).
+// AVX512: kiln.strategy = "transpose 1x12x64x197: blocks of 16x16 transposed in registers (+ 16x5 for the last 5), in parallel"
+// AVX2: kiln.strategy = "transpose 1x12x64x197: blocks of 8x8 transposed in registers (+ 8x5 for the last 5), in parallel"
+func.func @odd_keys_transposed(%h: tensor<1x12x197x64xf32>) -> tensor<1x12x64x197xf32> {
+  %k = tosa.transpose %h {perms = array<i32: 0, 1, 3, 2>} : (tensor<1x12x197x64xf32>) -> tensor<1x12x64x197xf32>
+  return %k : tensor<1x12x64x197xf32>
+}
+
+// -----
+
 // A 3x3 conv with its bias and ReLU in the register tiles; a depthwise
 // conv; a softmax's row reductions and elementwise passes (those last,
 // counted).
