@@ -15,8 +15,11 @@ nothing more folds; nodes and initializers left unread are dropped.
     python3 fold_onnx_shapes.py IN.onnx OUT.onnx REPORT.txt
 
 REPORT.txt receives the number of nodes folded; OUT.onnx is written only when
-that is above 0. Dynamic dimensions stay as they are.
+that is above 0 (with its weights in OUT.onnx.data beside it where they pass
+protobuf's 2 GB). A model whose weights lie in files beside it is read with
+them. Dynamic dimensions stay as they are.
 """
+import os
 import sys
 
 import numpy as np
@@ -114,7 +117,12 @@ def main():
         if n == 0:
             break
     if total:
-        onnx.save(shape_inference.infer_shapes(model), target)
+        model = shape_inference.infer_shapes(model)
+        try:
+            onnx.save(model, target)
+        except ValueError:  # over protobuf's 2 GB: the weights beside it, as exporters write such models
+            onnx.save(model, target, save_as_external_data=True, all_tensors_to_one_file=True,
+                      location=os.path.basename(target) + ".data")
     with open(report, "w") as f:
         f.write(f"{total}\n")
 
