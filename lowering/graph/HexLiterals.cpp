@@ -56,29 +56,36 @@ size_t floatBytes(llvm::StringRef elem) {
   return 0;
 }
 
-/// The bytes of the static float tensor type at the start of `code`
-/// (`> : tensor<2x3xf32>` after a literal), 0 when it is not one.
-size_t typeBytes(llvm::StringRef code) {
+/// The element count and element type of the static tensor type at the
+/// start of `code` (`> : tensor<2x3xf32>` after a literal); {0, ""} when it
+/// is not one.
+std::pair<size_t, llvm::StringRef> tensorType(llvm::StringRef code) {
   code = code.ltrim(" ");
-  if (!code.consume_front(">")) return 0;
+  if (!code.consume_front(">")) return {0, ""};
   code = code.ltrim(" ");
-  if (!code.consume_front(":")) return 0;
+  if (!code.consume_front(":")) return {0, ""};
   code = code.ltrim(" ");
-  if (!code.consume_front("tensor<")) return 0;
+  if (!code.consume_front("tensor<")) return {0, ""};
   size_t close = code.find('>');
-  if (close == llvm::StringRef::npos) return 0;
+  if (close == llvm::StringRef::npos) return {0, ""};
   llvm::StringRef body = code.take_front(close);
   size_t elements = 1;
   for (;;) {
     size_t x = body.find('x');
     if (x == llvm::StringRef::npos) break;
     uint64_t d = 0;
-    if (body.take_front(x).getAsInteger(10, d) || d > (uint64_t(1) << 40)) return 0;  // also `?`
+    if (body.take_front(x).getAsInteger(10, d) || d > (uint64_t(1) << 40)) return {0, ""};  // also `?`
     elements *= size_t(d);
     body = body.drop_front(x + 1);
   }
-  size_t e = floatBytes(body);
-  return elements * e;
+  return {elements, body};
+}
+
+/// The bytes of the static float tensor type at the start of `code`, 0
+/// when it is not one.
+size_t typeBytes(llvm::StringRef code) {
+  auto [elements, element] = tensorType(code);
+  return elements * floatBytes(element);
 }
 
 /// The value of hex digit `c` ((c & 15) + 9 for letters, whose bit 6 is
@@ -160,6 +167,34 @@ bool decodeHex(const char *hex, char *out, size_t n) {
     out[i] = char((h << 4) | l);
   }
   return !bad;
+}
+
+/// A boolean literal (`dense<"0x..."> : tensor<...xi1>`) as MLIR after 22
+/// writes it, one byte per element (torch-mlir's wheels are built on such
+/// an MLIR: GPT-Neo's causal mask), in the form MLIR 22 reads: bits packed
+/// eight to a byte, element 0 in bit 0; and that MLIR's one-byte splat of
+/// `true` (0x01) as 22's (0xFF). nullopt for anything else: a literal MLIR
+/// 22 wrote, or one of 2-8 elements in one byte, which either could have.
+std::optional<std::string> packedBooleans(llvm::StringRef literal, llvm::StringRef typeText) {
+  auto [elements, element] = tensorType(typeText);
+  if (element != "i1" || elements < 2 || !literal.starts_with("0x") || literal.size() % 2) return std::nullopt;
+  size_t bytes = (literal.size() - 2) / 2;
+  if (bytes == 1 && elements > 8 && literal.drop_front(2) == "01") return std::string("0xFF");
+  if (bytes != elements) return std::nullopt;
+  std::string values(bytes, '\0');
+  if (!decodeHex(literal.data() + 2, values.data(), bytes)) return std::nullopt;
+  std::string packed((elements + 7) / 8, '\0');
+  for (size_t i = 0; i < elements; ++i) {
+    if (uint8_t(values[i]) > 1) return std::nullopt;  // not booleans of a byte each
+    if (values[i]) packed[i / 8] = char(uint8_t(packed[i / 8]) | uint8_t(1u << (i % 8)));
+  }
+  static const char kDigits[] = "0123456789ABCDEF";
+  std::string hex = "0x";
+  for (char c : packed) {
+    hex += kDigits[uint8_t(c) >> 4];
+    hex += kDigits[uint8_t(c) & 15];
+  }
+  return hex;
 }
 
 /// Follows the code of a `{-# ... #-}` resource section, stretch by stretch
@@ -268,6 +303,13 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
     }
     if (source[quote] != '"' || !stretch.ends_with("dense<")) continue;
     llvm::StringRef literal = source.slice(quote + 1, next - 1);  // without its quotes
+    if (std::optional<std::string> packed = packedBooleans(literal, source.slice(next, code[s + 1].second))) {
+      textUpTo(quote + 1);
+      lifted.text += *packed;
+      copied = next - 1;  // from the closing quote
+      ++lifted.rewrittenBooleans;
+      continue;
+    }
     if (source[next - 1] != '"' || !literal.starts_with("0x") || literal.size() < 2 + 2 * kMinLiftBytes ||
         literal.size() % 2)
       continue;
@@ -281,7 +323,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
     copied = next;  // from the '>' that closed dense<...>
     lifted.blobs.emplace_back(std::move(key), std::move(blob));
   }
-  if (lifted.blobs.empty()) return std::nullopt;
+  if (lifted.blobs.empty() && !lifted.rewrittenBooleans) return std::nullopt;
   lifted.text.append(source.data() + copied, source.size() - copied);
   // The decode (and the first touch of each blob's fresh pages, as costly
   // as the decode itself) on every core: EfficientNet-B0's 21 MB took 22 ms

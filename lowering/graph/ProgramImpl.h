@@ -83,10 +83,14 @@ std::vector<std::pair<size_t, size_t>> codeStretches(llvm::StringRef text);
 /// MLIR text whose float hex literals (`dense<"0x...">` of 256 bytes or
 /// more, static tensor types) are `dense_resource<__kiln_hex_N>`
 /// references instead, and whose big builtin resources hold no data, and
-/// the decoded blobs for those keys (HexLiterals.cpp).
+/// the decoded blobs for those keys; boolean hex literals of a byte per
+/// element (MLIR after 22) packed as MLIR 22 reads them (HexLiterals.cpp).
 struct LiftedText {
   std::string text;
   std::vector<std::pair<std::string, mlir::AsmResourceBlob>> blobs;
+  /// Boolean literals in a newer MLIR's form (a byte per element)
+  /// rewritten into MLIR 22's (bits).
+  size_t rewrittenBooleans = 0;
 };
 /// nullopt when the text has no such literal (or uses such keys itself,
 /// or one has a character that is no hex digit). `code`: source's

@@ -214,6 +214,40 @@ TEST(Models, BigHexLiteralsLoadAsTheParserWouldReadThem) {
   EXPECT_EQ(y2[0].data<float>()[4], 128.0f);
 }
 
+// Boolean literals as an MLIR newer than 22 writes them (torch-mlir's
+// wheels: a byte per element; a splat of true as 0x01) load as the same
+// values, and MLIR 22's own form (bits, element 0 in bit 0) is read as it
+// always was (HexLiterals.cpp packedBooleans).
+TEST(Models, BooleanHexLiteralsOfEitherMlirLoad) {
+  auto model = [](const std::string &literal) {
+    return "func.func @main(%a: tensor<1x20xf32>, %b: tensor<1x20xf32>) -> tensor<1x20xf32> {\n"
+           "  %m = \"tosa.const\"() <{values = dense<\"0x" + literal +
+           "\"> : tensor<1x20xi1>}> : () -> tensor<1x20xi1>\n"
+           "  %y = tosa.select %m, %a, %b : (tensor<1x20xi1>, tensor<1x20xf32>, tensor<1x20xf32>) -> tensor<1x20xf32>\n"
+           "  return %y : tensor<1x20xf32>\n}\n";
+  };
+  Tensor a = Tensor::fromVector<float>(DType::f32, {1, 20}, std::vector<float>(20, 1.0f));
+  Tensor b = Tensor::fromVector<float>(DType::f32, {1, 20}, std::vector<float>(20, 2.0f));
+  auto selected = [&](const std::string &literal, const char *name) {
+    auto m = KILN_TAKE(test::sharedRuntime().loadModule(model(literal), name));
+    std::vector<float> out;
+    if (!m) return out;
+    auto y = KILN_TAKE(m->call("main", {a, b}));
+    if (y.size() == 1) out.assign(y[0].data<float>(), y[0].data<float>() + 20);
+    return out;
+  };
+  // Elements 0, 9, 10 and 19 true.
+  std::string bytes;
+  for (int i = 0; i < 20; ++i) bytes += (i == 0 || i == 9 || i == 10 || i == 19) ? "01" : "00";
+  std::vector<float> want(20, 2.0f);
+  for (int i : {0, 9, 10, 19}) want[size_t(i)] = 1.0f;
+  EXPECT_EQ(selected(bytes, "bytes"), want);
+  EXPECT_EQ(selected("010608", "bits"), want);  // MLIR 22: 0x01, 0x06, 0x08
+  EXPECT_EQ(selected("01", "splat-true"), std::vector<float>(20, 1.0f));
+  EXPECT_EQ(selected("FF", "splat-true-22"), std::vector<float>(20, 1.0f));
+  EXPECT_EQ(selected("00", "splat-false"), std::vector<float>(20, 2.0f));
+}
+
 // A literal of more than one decode task (1 MiB each, run on the MLIR
 // thread pool and the loading thread): every element lands where it
 // belongs, and a bad digit in a later task is still MLIR's error.
