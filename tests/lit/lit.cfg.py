@@ -38,6 +38,11 @@ if _tools:
     config.environment["KILN_IMPORT_TOOLS"] = _tools
     config.substitutions.append(("%peers-python", os.path.join(_tools, "python3")))
     config.substitutions.append(("%import-tools", _tools))
+    # transformers beside them (bench/peers/setup.sh installs it): looked
+    # for on disk, as importing it takes seconds.
+    import glob
+    if glob.glob(os.path.join(os.path.dirname(_tools), "lib", "python3*", "site-packages", "transformers")):
+        config.available_features.add("transformers")
 
 # Node.js (optional) renders the profile report's scripts in a test.
 import shutil
