@@ -32,6 +32,13 @@
 //    all-reduction over every score ran as scalar loops (ViT-B/16's
 //    softmax kernels at 1% of peak).
 //
+// 5. min(max(x, lo), hi) and max(min(x, hi), lo) with uniform constant
+//    bounds lo <= hi (MobileNetV2's ReLU6 as torch-mlir writes it) become
+//    tosa.clamp(x, lo, hi): NaN propagates through both forms alike. A
+//    clamp after a conv runs inside the conv's kernel step in kernel plans
+//    (jit/Compiler.cpp fusibleClamps), where the two ops were two passes
+//    over the conv's output each.
+//
 // Folded values that derive from a dense_resource (the model's weights)
 // become dense_resource blobs (named kiln_folded*), so that they are hoisted
 // as weights and kept out of the code and of the cache key; values made only
@@ -530,17 +537,75 @@ void rowAllNegInfAsMax(func::FuncOp fn, int64_t &rewritten) {
   }
 }
 
+/// The bounded pair `outer` ends: min(max(x, lo), hi) or max(min(x, hi), lo)
+/// with uniform f32 constants lo <= hi, no broadcast of x, both ops
+/// propagating NaN, the inner one read by `outer` alone.
+struct BoundedPair {
+  Value x;
+  float lo, hi;
+  Operation *inner;
+};
+template <typename Outer, typename Inner>
+std::optional<BoundedPair> boundedPair(Outer outer) {
+  auto type = dyn_cast<RankedTensorType>(outer.getType());
+  if (!type || !type.getElementType().isF32() || outer.getNanMode() != tosa::NanPropagationMode::PROPAGATE)
+    return std::nullopt;
+  for (auto [innerSide, boundSide] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    auto inner = outer->getOperand(innerSide).template getDefiningOp<Inner>();
+    std::optional<float> outerBound = uniformF32(outer->getOperand(boundSide));
+    if (!inner || !outerBound || !inner->hasOneUse() || inner.getType() != type ||
+        inner.getNanMode() != tosa::NanPropagationMode::PROPAGATE)
+      continue;
+    for (auto [xSide, innerBoundSide] : {std::pair{0, 1}, std::pair{1, 0}}) {
+      Value x = inner->getOperand(xSide);
+      std::optional<float> innerBound = uniformF32(inner->getOperand(innerBoundSide));
+      if (x.getType() != type || !innerBound) continue;
+      // min(max(x, lo), hi): the inner op is the maximum.
+      float lo = std::is_same_v<Inner, tosa::MaximumOp> ? *innerBound : *outerBound;
+      float hi = std::is_same_v<Inner, tosa::MaximumOp> ? *outerBound : *innerBound;
+      if (lo <= hi) return BoundedPair{x, lo, hi, inner.getOperation()};
+    }
+  }
+  return std::nullopt;
+}
+
+void boundsAsClamps(func::FuncOp fn, int64_t &rewritten) {
+  SmallVector<Operation *> outers;
+  fn.walk([&](Operation *op) {
+    if (isa<tosa::MinimumOp, tosa::MaximumOp>(op)) outers.push_back(op);
+  });
+  llvm::DenseSet<Operation *> erased;  // inner ops of earlier matches (visited already: they come first)
+  for (Operation *op : outers) {
+    if (erased.contains(op)) continue;
+    std::optional<BoundedPair> match;
+    if (auto mn = dyn_cast<tosa::MinimumOp>(op)) match = boundedPair<tosa::MinimumOp, tosa::MaximumOp>(mn);
+    else match = boundedPair<tosa::MaximumOp, tosa::MinimumOp>(cast<tosa::MaximumOp>(op));
+    if (!match) continue;
+    OpBuilder b(op);
+    Type f32 = b.getF32Type();
+    Value clamp = tosa::ClampOp::create(b, op->getLoc(), op->getResult(0).getType(), match->x,
+                                        b.getFloatAttr(f32, match->lo), b.getFloatAttr(f32, match->hi));
+    op->getResult(0).replaceAllUsesWith(clamp);
+    op->erase();
+    erased.insert(match->inner);
+    match->inner->erase();  // its one reader was `op`
+    ++rewritten;
+  }
+}
+
 struct KilnFoldConstantsPass : public impl::KilnFoldConstantsBase<KilnFoldConstantsPass> {
   using Base::Base;
   void runOnOperation() override {
-    int64_t ops = 0, intoConvs = 0, pows = 0, rowChecks = 0;
+    int64_t ops = 0, intoConvs = 0, pows = 0, rowChecks = 0, clamps = 0;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal()) continue;
       foldConstantOps(fn, ops);
       foldIntoConvolutions(fn, intoConvs);
       strengthReducePow(fn, pows);
       rowAllNegInfAsMax(fn, rowChecks);
+      boundsAsClamps(fn, clamps);
     }
+    numBoundsAsClamps += clamps;
     numFolded += ops;
     numIntoConvolutions += intoConvs;
     numPowReduced += pows;

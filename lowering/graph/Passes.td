@@ -160,6 +160,7 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::ModuleOp"> {
     Statistic<"numIntoConvolutions", "ops-into-convolutions", "affine ops folded into convolutions">,
     Statistic<"numPowReduced", "pow-strength-reduced", "tosa.pow by constant exponents made multiplies, reciprocal or rsqrt">,
     Statistic<"numRowAllNegInf", "row-all-neg-inf-as-max", "reduce_all(x == -inf) made reduce_max(x) == -inf">,
+    Statistic<"numBoundsAsClamps", "bounds-as-clamps", "min(max(x, lo), hi) made tosa.clamp">,
   ];
   let dependentDialects = ["mlir::tosa::TosaDialect"];
 }

@@ -1,5 +1,36 @@
 // RUN: %kiln-opt %s --kiln-fold-constants | FileCheck %s
 
+// ReLU6 as torch-mlir writes it, min(max(x, 0), 6), and the other order,
+// max(min(x, 6), 0), become one tosa.clamp (kernel plans then fuse it into
+// the conv before it). Bounds that cross (lo > hi), a non-uniform bound, and
+// an inner op with another reader stay as they are.
+// CHECK-LABEL: func.func @bounds_as_clamps
+// CHECK: %[[A:.*]] = tosa.clamp %arg0 {max_val = 6.000000e+00 : f32, min_val = 0.000000e+00 : f32}
+// CHECK: %[[B:.*]] = tosa.clamp %arg0 {max_val = 6.000000e+00 : f32, min_val = 0.000000e+00 : f32}
+// CHECK: tosa.maximum
+// CHECK: tosa.minimum
+// CHECK: tosa.maximum
+// CHECK: tosa.minimum
+// CHECK: tosa.maximum
+// CHECK: tosa.minimum
+// CHECK: return %[[A]], %[[B]]
+func.func @bounds_as_clamps(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %six = "tosa.const"() <{values = dense<6.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %ramp = "tosa.const"() <{values = dense<[[[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]]]> : tensor<1x1x1x8xf32>}> : () -> tensor<1x1x1x8xf32>
+  %m0 = tosa.maximum %x, %zero : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %r0 = tosa.minimum %m0, %six : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %n1 = tosa.minimum %six, %x : (tensor<1x1x1x1xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %r1 = tosa.maximum %zero, %n1 : (tensor<1x1x1x1xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %m2 = tosa.maximum %x, %six : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %r2 = tosa.minimum %m2, %zero : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %m3 = tosa.maximum %x, %zero : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %r3 = tosa.minimum %m3, %ramp : (tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>) -> tensor<1x4x4x8xf32>
+  %m4 = tosa.maximum %x, %zero : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  %r4 = tosa.minimum %m4, %six : (tensor<1x4x4x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x8xf32>
+  return %r0, %r1, %r2, %r3, %r4, %m4 : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
+}
+
 // An exported batch norm after a conv: rsqrt(var + eps) and the transposed
 // per-channel constants are evaluated, then (y - mean) * r * gamma + beta
 // goes into the conv's filter and bias. Only the conv and the ReLU remain.
