@@ -26,24 +26,32 @@ import sys
 import tempfile
 
 
-def parse_kernels(path):
-    """kernels.txt -> {kernel key: (median ms, how)}."""
-    rows = {}
-    lines = open(path).read().splitlines()[2:]
-    for i, line in enumerate(lines):
-        if line.strip().startswith("how:") or len(line.split()) < 10:
+def kernel_rows(path):
+    """kernels.txt (`kiln profile --out`) -> (its header line, one dict per
+    kernel row: key, calls, median_ms, mflop, output, kernel (name: ops),
+    how). Also bench/peak_audit.py's reader."""
+    lines = open(path).read().splitlines()
+    rows = []
+    for i, line in enumerate(lines[2:], start=2):
+        parts = line.split(None, 10)
+        if line.strip().startswith("how:") or len(parts) < 11:
             continue
-        parts = line.split()
         m = re.search(r"(jit:@\S+?|kernel:\S+?):", line)
         if not m:
             continue
         key = m.group(1)
         if key.startswith("kernel:"):  # one handwritten kernel serves many ops: tell them apart by output
             key += "/" + parts[9]
-        how = lines[i + 1].strip()[len("how:"):].strip() if i + 1 < len(lines) and \
-            lines[i + 1].strip().startswith("how:") else ""
-        rows[key] = (float(parts[4]), how)
-    return rows
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        rows.append({"key": key, "calls": int(parts[1]), "median_ms": float(parts[4]), "mflop": float(parts[8]),
+                     "output": parts[9], "kernel": parts[10],
+                     "how": nxt[len("how:"):].strip() if nxt.startswith("how:") else ""})
+    return (lines[0] if lines else ""), rows
+
+
+def parse_kernels(path):
+    """kernels.txt -> {kernel key: (median ms, how)}."""
+    return {r["key"]: (r["median_ms"], r["how"]) for r in kernel_rows(path)[1]}
 
 
 def main():

@@ -25,34 +25,20 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, HERE)
+from ab_kernels import kernel_rows  # noqa: E402  (kernels.txt's reader)
 HEAVY = re.compile(r"matmul|conv|depthwise|fully_connected|batch_matmul|winograd", re.I)
 
 
 def parse(path):
-    """kernels.txt -> (peak GFLOP/s, [row dicts])."""
-    lines = open(path).read().splitlines()
-    m = re.search(r"peak ([0-9.]+) GFLOP/s", lines[0]) if lines else None
+    """kernels.txt -> (peak GFLOP/s, the kernel rows of ab_kernels.kernel_rows)."""
+    header, rows = kernel_rows(path)
+    m = re.search(r"peak ([0-9.]+) GFLOP/s", header)
     if not m:
         raise SystemExit(f"{path}: no peak on the header line (was the peak measured?)")
-    peak = float(m.group(1))
-    rows = []
-    for line in lines[2:]:
-        s = line.strip()
-        if s.startswith("how:"):
-            if rows:
-                rows[-1]["how"] = s[4:].strip()
-            continue
-        parts = s.split(None, 10)
-        if len(parts) < 11:
-            continue
-        try:
-            calls, median, mflop = int(parts[1]), float(parts[4]), float(parts[8])
-        except ValueError:
-            continue
-        rows.append({"calls": calls, "median_ms": median, "mflop": mflop, "output": parts[9],
-                     "kernel": parts[10], "how": ""})
-    return peak, rows
+    return float(m.group(1)), rows
 
 
 def audit(kiln, model, inputs, n, env):

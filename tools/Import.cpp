@@ -61,6 +61,14 @@ std::optional<std::string> findTool(llvm::StringRef name, const std::vector<std:
   return std::nullopt;
 }
 
+/// The python3 beside `tool` (in the same virtual environment, so with its
+/// packages: torch and torch-mlir, onnx), else the first in `dirs`.
+std::optional<std::string> pythonBeside(const std::optional<std::string> &tool, const std::vector<std::string> &dirs) {
+  if (tool)
+    if (auto python = findTool("python3", {llvm::sys::path::parent_path(*tool).str()})) return python;
+  return findTool("python3", dirs);
+}
+
 std::string missing(llvm::StringRef what, const std::vector<std::string> &dirs) {
   std::string venv = dirs.empty() || !llvm::StringRef(dirs.back()).ends_with("peers-venv/bin") ? "" : dirs.back();
   return "kiln import needs " + what.str() + " (PyPI wheel torch-mlir; bench/peers/setup.sh installs it), " +
@@ -148,16 +156,13 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     // Without a python that has `onnx`, or where folding fails, the file is
     // imported as it is and the route says why.
     std::string source = input.str(), folding;
-    std::optional<std::string> python = findTool("python3", {llvm::sys::path::parent_path(*importer).str()});
-    if (!python) python = findTool("python3", dirs);
-    if (python) {
+    if (std::optional<std::string> python = pythonBeside(importer, dirs)) {
       std::string folded = (tempDir + "/folded.onnx").str(), report = (tempDir + "/folded.txt").str();
       if (auto err = run({*python, "-c", kFoldOnnxShapesScript, source, folded, report}, options.timeoutSeconds)) {
-        std::string why = llvm::toString(std::move(err));
-        size_t last = why.find_last_not_of("\n");
-        size_t lineStart = why.rfind('\n', last);
-        why = why.substr(lineStart == std::string::npos ? 0 : lineStart + 1);
-        folding = "shape computations not folded (" + why.substr(0, 160) + ")";
+        std::string text = llvm::toString(std::move(err));
+        llvm::StringRef why = llvm::StringRef(text).rtrim("\n");
+        why = why.substr(why.rfind('\n') + 1);  // the last line (npos + 1: all of it)
+        folding = "shape computations not folded (" + why.take_front(160).str() + ")";
       } else if (auto buf = llvm::MemoryBuffer::getFile(report)) {
         long long n = 0;
         if (!llvm::StringRef((*buf)->getBuffer()).trim().getAsInteger(10, n) && n > 0 &&
@@ -198,10 +203,7 @@ llvm::Expected<ImportResult> importModel(const ImportOptions &options) {
     }
   } else if (ext == ".pt2") {
     // The python next to torch-mlir's tools has torch and torch_mlir.
-    std::optional<std::string> python;
-    if (auto opt = findTool("torch-mlir-opt", dirs))
-      python = findTool("python3", {llvm::sys::path::parent_path(*opt).str()});
-    if (!python) python = findTool("python3", dirs);
+    std::optional<std::string> python = pythonBeside(findTool("torch-mlir-opt", dirs), dirs);
     if (!python) return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", missing("python3 with torch and torch-mlir", dirs).c_str());
     // Bytecode goes through torch-mlir-opt; text is written directly.
     std::string script =

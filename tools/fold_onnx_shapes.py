@@ -67,10 +67,14 @@ def fold_once(model):
         if len(node.output) == 1 and not node.domain and node.op_type not in NEVER:
             try:
                 if node.op_type == "Constant":
-                    value = evaluate(node, known, model.opset_import)
-                    if value.size <= LIMIT:
-                        known[node.output[0]] = value
-                    value = None  # kept as it is: only what reads it folds
+                    # Kept as it is: only what reads it folds. (A tensor's
+                    # size is read off its dims, not by decoding it: a
+                    # weight stored as a Constant is never copied here.)
+                    tensor = next((a.t for a in node.attribute if a.name == "value"), None)
+                    if tensor is None or np.prod(tensor.dims) <= LIMIT:
+                        c = evaluate(node, known, model.opset_import)
+                        if c.size <= LIMIT:
+                            known[node.output[0]] = c
                 elif node.op_type in ("Shape", "Size") and node.input[0] in shapes:
                     dims = np.array(shapes[node.input[0]], dtype=np.int64)
                     if node.op_type == "Size":

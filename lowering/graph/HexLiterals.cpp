@@ -16,6 +16,7 @@
 #include "lowering/graph/ProgramImpl.h"
 
 #include "mlir/IR/AsmState.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <atomic>
@@ -188,13 +189,7 @@ std::optional<std::string> packedBooleans(llvm::StringRef literal, llvm::StringR
     if (uint8_t(values[i]) > 1) return std::nullopt;  // not booleans of a byte each
     if (values[i]) packed[i / 8] = char(uint8_t(packed[i / 8]) | uint8_t(1u << (i % 8)));
   }
-  static const char kDigits[] = "0123456789ABCDEF";
-  std::string hex = "0x";
-  for (char c : packed) {
-    hex += kDigits[uint8_t(c) >> 4];
-    hex += kDigits[uint8_t(c) & 15];
-  }
-  return hex;
+  return "0x" + llvm::toHex(packed);
 }
 
 /// Follows the code of a `{-# ... #-}` resource section, stretch by stretch
@@ -301,7 +296,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
       lifted.blobs.emplace_back(std::move(key), std::move(blob));
       continue;
     }
-    if (source[quote] != '"' || !stretch.ends_with("dense<")) continue;
+    if (source[quote] != '"' || source[next - 1] != '"' || !stretch.ends_with("dense<")) continue;
     llvm::StringRef literal = source.slice(quote + 1, next - 1);  // without its quotes
     if (std::optional<std::string> packed = packedBooleans(literal, source.slice(next, code[s + 1].second))) {
       textUpTo(quote + 1);
@@ -310,9 +305,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
       ++lifted.rewrittenBooleans;
       continue;
     }
-    if (source[next - 1] != '"' || !literal.starts_with("0x") || literal.size() < 2 + 2 * kMinLiftBytes ||
-        literal.size() % 2)
-      continue;
+    if (!literal.starts_with("0x") || literal.size() < 2 + 2 * kMinLiftBytes || literal.size() % 2) continue;
     size_t bytes = (literal.size() - 2) / 2;
     if (typeBytes(source.slice(next, code[s + 1].second)) != bytes) continue;  // e.g. a splat, or i1
     mlir::AsmResourceBlob blob = mlir::HeapAsmResourceBlob::allocate(bytes, 64, /*dataIsMutable=*/true);
