@@ -229,6 +229,38 @@ struct CallerLoop {
     }
   }
 };
+
+/// What a parallel loop's chunks share, written before TBB copies the
+/// chunk body into its tasks.
+struct ParallelLoop {
+  llvm::function_ref<void(int64_t, int64_t)> body;
+  HostExecutor *executor;
+};
+/// The body TBB copies into each task: the loop's address. TBB writes a
+/// task's copy after the caller's last release and hands the task over
+/// inside libtbb, which ThreadSanitizer cannot see: each copy states its
+/// own hand-off (release at its address once written, acquire before it is
+/// read); everything behind the pointer was released before the loop. A
+/// copy may be written where TBB's pool held a finished task that another
+/// worker read: that worker released gArenaHandoff after its chunk.
+class ParallelChunk {
+ public:
+  explicit ParallelChunk(const ParallelLoop *loop) : loop_(loop) { tsanRelease(this); }
+  ParallelChunk(const ParallelChunk &o) : loop_((tsanAcquire(&gArenaHandoff), tsanAcquire(&o), o.loop_)) {
+    tsanRelease(this);
+  }
+  ParallelChunk &operator=(const ParallelChunk &) = delete;
+  void operator()(const oneapi::tbb::blocked_range<int64_t> &r) const {
+    tsanAcquire(this);
+    tsanAcquire(&gArenaHandoff);
+    WorkerScope inner(loop_->executor);
+    loop_->body(r.begin(), r.end());
+    tsanRelease(&gArenaHandoff);
+  }
+
+ private:
+  const ParallelLoop *loop_;
+};
 }  // namespace
 
 void HostExecutor::parallelFor(int64_t n, int64_t grain,
@@ -261,13 +293,9 @@ void HostExecutor::parallelFor(int64_t n, int64_t grain,
   // return (TBB guarantees it; the tsan* calls state it for ThreadSanitizer).
   auto run = [&] {
     WorkerScope scope(this);
-    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain),
-                              [&](const oneapi::tbb::blocked_range<int64_t> &r) {
-                                tsanAcquire(&gArenaHandoff);
-                                WorkerScope inner(this);
-                                body(r.begin(), r.end());
-                                tsanRelease(&gArenaHandoff);
-                              });
+    ParallelLoop loop{body, this};
+    tsanRelease(&gArenaHandoff);  // `loop` is written: the chunks read it
+    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain), ParallelChunk(&loop));
   };
   executeInArena(impl_->arena, run);
 }
