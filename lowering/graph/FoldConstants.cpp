@@ -323,25 +323,29 @@ std::optional<Constant> perChannel(Value v, RankedTensorType outType) {
   return c;
 }
 
-/// How many constant ops read each dense_resource blob.
-llvm::DenseMap<const AsmResourceBlob *, int> countBlobReaders(func::FuncOp fn) {
+/// How many references to each dense_resource blob the module holds (any
+/// op's attribute, in every function: a model's resource may be read by
+/// several constants, or by another function).
+llvm::DenseMap<const AsmResourceBlob *, int> countBlobReaders(ModuleOp module) {
   llvm::DenseMap<const AsmResourceBlob *, int> readers;
-  fn.walk([&](tosa::ConstOp c) {
-    if (auto r = dyn_cast<DenseResourceElementsAttr>(c.getValues()))
-      if (const AsmResourceBlob *blob = r.getRawHandle().getBlob()) ++readers[blob];
+  module.walk([&](Operation *op) {
+    for (NamedAttribute a : op->getAttrs())
+      if (auto r = dyn_cast<DenseResourceElementsAttr>(a.getValue()))
+        if (const AsmResourceBlob *blob = r.getRawHandle().getBlob()) ++readers[blob];
   });
   return readers;
 }
 
 /// The values of `c`, read from `v`'s dense_resource, as memory this pass
-/// may change: a blob made at load (by this pass, or decoded from a hex
-/// literal: HexLiterals.cpp), mutable, read by one constant op that only
-/// `v`'s one user reads. Empty otherwise (the caller copies).
+/// may change: a mutable blob (one this pass made, a hex literal or a
+/// resource decoded at load: HexLiterals.cpp, or one MLIR's parser
+/// allocated; never a mapped file's) that one constant op in the whole
+/// module reads, and only `v`'s one user reads that. Empty otherwise (the
+/// caller copies). A resource counts too: a model's batch norm folded into
+/// its filters copied every filter at load (RegNetY-400MF's 17 MB).
 MutableArrayRef<float> changeableInPlace(const Constant &c, Value v,
                                          const llvm::DenseMap<const AsmResourceBlob *, int> &readers) {
   if (!c.handle || !c.values.empty() || !v.hasOneUse() || !v.getDefiningOp<tosa::ConstOp>()) return {};
-  StringRef key = c.handle->getKey();
-  if (!key.starts_with(kFoldedBlobName) && !key.starts_with(kLiftedBlobPrefix)) return {};
   DenseResourceElementsHandle handle = *c.handle;
   AsmResourceBlob *blob = handle.getBlob();
   if (!blob || !blob->isMutable() || readers.lookup(blob) != 1) return {};
@@ -353,7 +357,7 @@ MutableArrayRef<float> changeableInPlace(const Constant &c, Value v,
 /// Part 2: y*scale + shift chains after a convolution go into its filter
 /// and bias.
 void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
-  llvm::DenseMap<const AsmResourceBlob *, int> blobReaders = countBlobReaders(fn);
+  llvm::DenseMap<const AsmResourceBlob *, int> blobReaders = countBlobReaders(fn->getParentOfType<ModuleOp>());
   SmallVector<Operation *> convs;
   fn.walk([&](Operation *op) {
     if (isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp>(op)) convs.push_back(op);

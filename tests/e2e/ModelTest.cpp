@@ -5,6 +5,8 @@
 #include "tests/reference/Reference.h"
 #include "lowering/models/BuiltinModels.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -670,6 +672,77 @@ TEST(Models, BatchNormFoldedIntoConvolutions) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_TRUE(test::allClose(test::asDoubles(out[0]), test::asDoubles(want), 1e-4, 1e-4));
   }
+}
+
+// Batch norm folds into a filter where it is stored (a model's resource
+// that one constant reads) and into a copy where others read the same
+// resource: two constants in one function, or another function. Each
+// conv's output is its own weights' times its own scale.
+TEST(Models, BatchNormFoldsIntoSharedResourcesByCopy) {
+  const int64_t C = 16, F = 4, H = 3;  // 4x1x1x16 filters: 256 bytes, lifted and decoded at load
+  std::vector<float> w[3] = {values(F * C, 41, -1.0f, 1.0f), values(F * C, 42, -1.0f, 1.0f),
+                             values(F * C, 43, -1.0f, 1.0f)};
+  std::vector<float> scale[4] = {values(F, 44, 0.5f, 2.0f), values(F, 45, 0.5f, 2.0f), values(F, 46, 0.5f, 2.0f),
+                                 values(F, 47, 0.5f, 2.0f)};
+  auto hex = [](const std::vector<float> &v) {
+    std::string h = "0x04000000";  // alignment 4, then the floats' bytes
+    for (float f : v) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      for (int b = 0; b < 4; ++b) h += llvm::formatv("{0:X-2}", (bits >> (8 * b)) & 0xff).str();
+    }
+    return h;
+  };
+  const std::string in = "tensor<1x3x3x16xf32>", out = "tensor<1x3x3x4xf32>", wt = "tensor<4x1x1x16xf32>";
+  auto conv = [&](const std::string &name, const std::string &w, int s) {
+    return "  %" + name + "w = \"tosa.const\"() <{values = dense_resource<" + w + "> : " + wt + "}> : () -> " + wt +
+           "\n  %" + name + "s = \"tosa.const\"() <{values = " + denseText(scale[s], {1, 1, 1, F}) +
+           " : tensor<1x1x1x4xf32>}> : () -> tensor<1x1x1x4xf32>\n" + "  %" + name + "c = tosa.conv2d %x, %" + name +
+           "w, %b, %z, %z {acc_type = f32, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>, dilation = "
+           "array<i64: 1, 1>} : (" + in + ", " + wt + ", tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> " + out +
+           "\n  %" + name + " = tosa.mul %" + name + "c, %" + name + "s, %sh : (" + out +
+           ", tensor<1x1x1x4xf32>, tensor<1xi8>) -> " + out + "\n";
+  };
+  const std::string common = R"(  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+)";
+  // main: `shared` read by two constants, `cross` also read by @other,
+  // `solo` by one constant only (folded in place).
+  std::string text = "func.func @main(%x: " + in + ") -> (" + out + ", " + out + ", " + out + ", " + out + ") {\n" +
+                     common + conv("y0", "shared", 0) + conv("y1", "shared", 1) + conv("y2", "cross", 2) +
+                     conv("y3", "solo", 3) + "  return %y0, %y1, %y2, %y3 : " + out + ", " + out + ", " + out + ", " + out +
+                     "\n}\nfunc.func @other(%x: " + in + ") -> " + out + " {\n" + common + conv("y4", "cross", 0) +
+                     "  return %y4 : " + out + "\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      shared: \"" +
+                     hex(w[0]) + "\",\n      cross: \"" + hex(w[1]) + "\",\n      solo: \"" + hex(w[2]) +
+                     "\"\n    }\n  }\n#-}\n";
+  Tensor x = test::randomTensor({1, H, H, C}, 48);
+  std::vector<float> xv = x.toVector<float>();
+  auto want = [&](const std::vector<float> &wf, const std::vector<float> &s) {
+    std::vector<double> y;
+    for (int64_t p = 0; p < H * H; ++p)
+      for (int64_t f = 0; f < F; ++f) {
+        double acc = 0;
+        for (int64_t c = 0; c < C; ++c) acc += double(xv[size_t(p * C + c)]) * wf[size_t(f * C + c)];
+        y.push_back(acc * s[size_t(f)]);
+      }
+    return y;
+  };
+  RuntimeOptions o;
+  o.cacheMode = CacheMode::kOff;
+  auto rt = KILN_TAKE(Runtime::create(o));
+  auto m = KILN_TAKE(rt->loadModule(text, "shared.mlir"));
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->graphRewrites().find("tosa.mul 5 -> 0"), std::string::npos) << m->graphRewrites();
+  auto outs = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(outs.size(), 4u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(outs[0]), want(w[0], scale[0]), 1e-5, 1e-5));
+  EXPECT_TRUE(test::allClose(test::asDoubles(outs[1]), want(w[0], scale[1]), 1e-5, 1e-5));
+  EXPECT_TRUE(test::allClose(test::asDoubles(outs[2]), want(w[1], scale[2]), 1e-5, 1e-5));
+  EXPECT_TRUE(test::allClose(test::asDoubles(outs[3]), want(w[2], scale[3]), 1e-5, 1e-5));
+  auto other = KILN_TAKE(m->call("other", {x}));
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_TRUE(test::allClose(test::asDoubles(other[0]), want(w[1], scale[0]), 1e-5, 1e-5));
 }
 
 // A network's repeated blocks (same shapes, other weights) are identical JIT

@@ -68,9 +68,11 @@ func.func @batch_norm(%x: tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32> {
 
 // Weights stay weights: a chain on a dense_resource filter gives
 // dense_resource results (hoisted later, never inlined into code). k - y
-// negates the scale: filter' = -w, bias' = 1 - b.
+// negates the scale: filter' = -w, bias' = 1 - b. The model's resource
+// `wts`, which only this constant reads, is scaled where it is (checked
+// at the end: four -1.0); `hwcf`, read in several functions, never is.
 // CHECK-LABEL: func.func @resource_weights
-// CHECK-DAG: "tosa.const"() <{values = dense_resource<kiln_folded{{.*}}> : tensor<2x1x1x2xf32>}>
+// CHECK-DAG: "tosa.const"() <{values = dense_resource<wts> : tensor<2x1x1x2xf32>}>
 // CHECK-DAG: "tosa.const"() <{values = dense_resource<kiln_folded{{.*}}> : tensor<2xf32>}>
 // CHECK: tosa.conv2d
 // CHECK-NOT: tosa.sub
@@ -282,3 +284,5 @@ func.func @other_row_checks(%x: tensor<4x9xf32>) -> (tensor<4x1xi1>, tensor<4x1x
 // CHECK-DAG: [[T]]: "0x04000000000000400000C0400000A04100002042"
 // CHECK-DAG: [[SHARED]]: "0x040000000000803F000040400000004000008040"
 // CHECK-DAG: [[SCALED]]: "0x04000000000000400000C0400000A04100002042"
+// CHECK-DAG: wts: "0x04000000000080BF000080BF000080BF000080BF"
+// CHECK-DAG: hwcf: "0x040000000000803F000000400000404000008040"
