@@ -214,7 +214,11 @@ void traceLoad(HostExecutor &executor, llvm::StringRef name, Clock::time_point s
   TraceEvent e;
   e.name = "load " + name.str() + " (parse, verify, graph rewrites)";
   e.category = "compile";
-  if (program) e.args = {{"graph rewrites", program->graphRewrites()}};
+  if (program) {
+    e.args = {{"graph rewrites", program->graphRewrites()}};
+    for (const lowering::StageTime &t : program->loadTimes())
+      e.args.push_back({t.stage + " ms", llvm::formatv("{0:f1}", t.ms).str()});
+  }
   trace->add(std::move(e), start, Clock::now());
 }
 }  // namespace
@@ -263,6 +267,12 @@ const FunctionSignature *Module::resolve(llvm::StringRef function) const {
 
 uint64_t Module::pipelineRuns() const { return impl_->program->pipelineRuns(); }
 const std::string &Module::graphRewrites() const { return impl_->program->graphRewrites(); }
+
+std::vector<std::pair<std::string, double>> Module::loadTimes() const {
+  std::vector<std::pair<std::string, double>> times;
+  for (const lowering::StageTime &t : impl_->program->loadTimes()) times.emplace_back(t.stage, t.ms);
+  return times;
+}
 
 size_t Module::numCompiled() const {
   std::shared_lock<std::shared_mutex> lock(impl_->tableMu);

@@ -179,6 +179,9 @@ public:
   /// What the graph rewrites run when the module was loaded changed, e.g.
   /// "558 -> 352 ops in 41.2 ms (tosa.sub 53 -> 0, tosa.transpose 102 -> 0)".
   const std::string &graphRewrites() const;
+  /// Where the load's time went, ms by phase: read, literals, parse,
+  /// verify, then each graph rewrite ("fold-constants", ...).
+  std::vector<std::pair<std::string, double>> loadTimes() const;
 
 private:
   friend class Runtime;

@@ -562,8 +562,10 @@ llvm::Error Compiler::buildExecutable(CompiledFunction &out) const {
   // Steps that read only weights and constants run once, here.
   std::map<int, Tensor> folded;
   std::set<size_t> foldedSteps;
+  auto weightsStart = Clock::now();
   foldWeightSteps(out, folded, foldedSteps);
   packWeights(out, folded, foldedSteps);
+  out.stats.stages.push_back({"weights", msSince(weightsStart)});
   // Each fused clamp gets no step, and the value between it and its conv
   // no buffer: the conv's step writes the clamp's output.
   const std::map<size_t, size_t> clampOfStep = fusibleClamps(plan, foldedSteps);

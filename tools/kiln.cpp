@@ -394,7 +394,13 @@ int runCommand(const std::string &model, std::string function,
     }
   }
   const auto &stats = (*compiled)->stats;
-  std::printf("load: %.2f ms (read, parse and rewrite the model; before the first call)\n", loadMs);
+  std::printf("load: %.2f ms (read, parse and rewrite the model; before the first call)  [", loadMs);
+  {
+    auto phases = (*module)->loadTimes();
+    for (size_t i = 0; i < phases.size(); ++i)
+      std::printf("%s%s %.1f", i ? ", " : "", phases[i].first.c_str(), phases[i].second);
+  }
+  std::printf("]\n");
   if (onPlan) {
     std::printf("first call (kernel plan + run, the JIT compile in the background): %.2f ms\n", firstMs);
     for (const std::string &e : (*module)->tierStats().events) std::printf("  tiers: %s\n", e.c_str());

@@ -240,17 +240,11 @@ private:
 
 }  // namespace
 
-std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code,
-                                          llvm::ThreadPoolInterface *pool) {
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code) {
   for (auto [begin, end] : code)  // a key of the file's own: leave the text alone
     if (source.slice(begin, end).contains("__kiln_hex")) return std::nullopt;
   LiftedText lifted;
-  struct Decode {
-    const char *hex;
-    char *out;
-    size_t bytes;
-  };
-  std::vector<Decode> decodes;
+  std::vector<LiftedText::Decode> &decodes = lifted.decodes;
   size_t copied = 0;  // source bytes up to here are in lifted.text
   auto textUpTo = [&](size_t at) {
     if (lifted.text.empty()) lifted.text.reserve(source.size() / 64 + 4096);
@@ -309,7 +303,7 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
     size_t bytes = (literal.size() - 2) / 2;
     if (typeBytes(source.slice(next, code[s + 1].second)) != bytes) continue;  // e.g. a splat, or i1
     mlir::AsmResourceBlob blob = mlir::HeapAsmResourceBlob::allocate(bytes, 64, /*dataIsMutable=*/true);
-    decodeLater(literal.data() + 2, blob);  // below, all at once
+    decodeLater(literal.data() + 2, blob);  // by HexDecoding, while the text parses
     std::string key = kLiftedBlobPrefix.str() + std::to_string(lifted.blobs.size());
     textUpTo(quote - std::strlen("dense<"));
     lifted.text += "dense_resource<" + key;
@@ -318,29 +312,33 @@ std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef
   }
   if (lifted.blobs.empty() && !lifted.rewrittenBooleans) return std::nullopt;
   lifted.text.append(source.data() + copied, source.size() - copied);
-  // The decode (and the first touch of each blob's fresh pages, as costly
-  // as the decode itself) on every core: EfficientNet-B0's 21 MB took 22 ms
-  // on one thread of a 2-core machine.
-  std::atomic<bool> bad{false};
-  auto decode = [&](size_t i) {
-    if (!decodeHex(decodes[i].hex, decodes[i].out, decodes[i].bytes)) bad.store(true, std::memory_order_relaxed);
-  };
-  if (pool && decodes.size() > 1) {
-    std::atomic<size_t> nextChunk{0};
-    auto worker = [&] {
-      for (size_t i; (i = nextChunk.fetch_add(1, std::memory_order_relaxed)) < decodes.size();) decode(i);
-    };
-    llvm::ThreadPoolTaskGroup group(*pool);
-    for (unsigned t = 1; t < pool->getMaxConcurrency(); ++t) group.async(worker);
-    worker();  // this thread too
-    group.wait();
-  } else {
-    for (size_t i = 0; i < decodes.size(); ++i) decode(i);
-  }
-  // A digit that is not one: the text as it was, for MLIR's parser to name
-  // the literal and its line.
-  if (bad.load()) return std::nullopt;
   return lifted;
+}
+
+// The decode (and the first touch of each blob's fresh pages, as costly as
+// the decode itself) on every core: EfficientNet-B0's 21 MB took 22 ms on
+// one thread of a 2-core machine. Started before the parse, on the pool's
+// threads, while the calling thread parses (RegNetY-400MF's 17 MB: 14 ms
+// on both cores, then a parse of 12-16).
+HexDecoding::HexDecoding(const LiftedText &lifted, llvm::ThreadPoolInterface *pool) : decodes_(lifted.decodes) {
+  if (!pool || decodes_.size() < 2) return;  // wait() decodes
+  group_ = std::make_unique<llvm::ThreadPoolTaskGroup>(*pool);
+  unsigned tasks = std::min<size_t>(pool->getMaxConcurrency(), decodes_.size());
+  for (unsigned t = 0; t < tasks; ++t) group_->async([this] { work(); });
+}
+
+void HexDecoding::work() {
+  for (size_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < decodes_.size();)
+    if (!decodeHex(decodes_[i].hex, decodes_[i].out, decodes_[i].bytes)) bad_.store(true, std::memory_order_relaxed);
+}
+
+bool HexDecoding::wait() {
+  work();  // this thread takes what the pool has not
+  if (group_) {
+    group_->wait();
+    group_.reset();
+  }
+  return !bad_.load();
 }
 
 }  // namespace kiln::lowering

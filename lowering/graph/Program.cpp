@@ -99,56 +99,90 @@ Program::~Program() {
 }
 
 llvm::Expected<std::unique_ptr<Program>> Program::parseFile(llvm::StringRef path) {
+  auto t0 = Clock::now();
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true);
   if (!buf)
     return error(ErrorCode::kInvalidArgument, "cannot read MLIR file '%s': %s",
                                    path.str().c_str(), buf.getError().message().c_str());
-  return parse((*buf)->getBuffer(), path);
+  double readMs = msSince(t0);
+  auto p = parse((*buf)->getBuffer(), path);
+  if (p) (*p)->impl->loadTimes.insert((*p)->impl->loadTimes.begin(), StageTime{"read", readMs});
+  return p;
 }
 
 llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
                                                          llvm::StringRef bufferName) {
   registerKilnPassesAndPipelines();
-  // Text: big weight literals decoded here, not by MLIR's lexer (HexLiterals.cpp).
-  // The text's stretches outside string literals serve both (read once).
-  std::optional<LiftedText> lifted;
-  std::vector<std::pair<size_t, size_t>> code;
-  if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
-    code = codeStretches(source);
-    if ((lifted = liftHexLiterals(source, code, &mlirThreadPool()))) code = codeStretches(lifted->text);
-  }
-  llvm::StringRef text = lifted ? llvm::StringRef(lifted->text) : source;
-  if (auto err = refuseWhatCrashesTheParser(text, bufferName, code)) return std::move(err);
-  std::unique_ptr<Program> p(new Program());
-  Impl &I = *p->impl;
-  DialectRegistry registry;
-  registerKilnDialects(registry);
-  // Threaded (the JIT lowers a model's kernels in parallel: LoweringLock),
-  // on one pool for every Program: a context of its own would keep a thread
-  // per core for each loaded model.
-  I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  I.ctx->setThreadPool(mlirThreadPool());
-  I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
-  if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
-        // Verified once the lifted blobs are in place (the parser declares
-        // their keys, empty, as it meets them).
-        I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get(), /*verifyAfterParse=*/false));
-        if (!I.module) return failure();
-        if (lifted) {
-          DialectResourceBlobManager &blobs =
-              DenseResourceElementsHandle::getManagerInterface(I.ctx.get()).getBlobManager();
-          // A dense literal's key was declared empty; a resource's holds
-          // an empty blob of its alignment.
-          for (auto &[key, blob] : lifted->blobs)
-            if (DialectResourceBlobManager::BlobEntry *entry = blobs.lookup(key);
-                entry && (!entry->getBlob() || entry->getBlob()->getData().empty()))
-              blobs.update(key, std::move(blob));
-        }
-        return verify(*I.module);
-      }))
-    return std::move(err);
-  if (auto err = I.import(bufferName)) return std::move(err);
-  return std::move(p);
+  // `lift`: big hex literals decoded by kiln (HexLiterals.cpp), not by
+  // MLIR's lexer; a digit that is not one makes `badDigits` true and the
+  // text is parsed again as it was, for MLIR's parser to name the literal
+  // and its line.
+  auto load = [&](bool lift, bool &badDigits) -> llvm::Expected<std::unique_ptr<Program>> {
+    StageTimes times;
+    auto t0 = Clock::now();
+    auto lap = [&](const char *stage) {
+      auto now = Clock::now();
+      times.push_back({stage, std::chrono::duration<double, std::milli>(now - t0).count()});
+      t0 = now;
+    };
+    // The text's stretches outside string literals serve both (read once).
+    std::optional<LiftedText> lifted;
+    std::vector<std::pair<size_t, size_t>> code;
+    if (!isBytecode(llvm::MemoryBufferRef(source, bufferName))) {
+      code = codeStretches(source);
+      if (lift && (lifted = liftHexLiterals(source, code))) code = codeStretches(lifted->text);
+    }
+    // The literals decode on the pool while this thread parses the text.
+    std::optional<HexDecoding> decoding;
+    if (lifted) decoding.emplace(*lifted, &mlirThreadPool());
+    llvm::StringRef text = lifted ? llvm::StringRef(lifted->text) : source;
+    lap("literals");
+    if (auto err = refuseWhatCrashesTheParser(text, bufferName, code)) return std::move(err);
+    std::unique_ptr<Program> p(new Program());
+    Impl &I = *p->impl;
+    DialectRegistry registry;
+    registerKilnDialects(registry);
+    // Threaded (the JIT lowers a model's kernels in parallel: LoweringLock),
+    // on one pool for every Program: a context of its own would keep a thread
+    // per core for each loaded model.
+    I.ctx = std::make_shared<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+    I.ctx->setThreadPool(mlirThreadPool());
+    I.sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
+    if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "cannot load MLIR from '" + bufferName.str() + "'", [&] {
+          // Verified once the lifted blobs are in place (the parser declares
+          // their keys, empty, as it meets them).
+          I.module = parseSourceFile<ModuleOp>(I.sourceMgr, ParserConfig(I.ctx.get(), /*verifyAfterParse=*/false));
+          if (!I.module) return failure();
+          lap("parse");
+          if (lifted) {
+            if (!decoding->wait()) {
+              badDigits = true;
+              return failure();
+            }
+            lap("literals (rest)");
+            DialectResourceBlobManager &blobs =
+                DenseResourceElementsHandle::getManagerInterface(I.ctx.get()).getBlobManager();
+            // A dense literal's key was declared empty; a resource's holds
+            // an empty blob of its alignment.
+            for (auto &[key, blob] : lifted->blobs)
+              if (DialectResourceBlobManager::BlobEntry *entry = blobs.lookup(key);
+                  entry && (!entry->getBlob() || entry->getBlob()->getData().empty()))
+                blobs.update(key, std::move(blob));
+          }
+          LogicalResult verified = verify(*I.module);
+          lap("verify");
+          return verified;
+        }))
+      return std::move(err);
+    I.loadTimes = std::move(times);
+    if (auto err = I.import(bufferName)) return std::move(err);
+    return std::move(p);
+  };
+  bool badDigits = false;
+  auto p = load(/*lift=*/true, badDigits);
+  if (!badDigits) return p;
+  if (!p) llvm::consumeError(p.takeError());
+  return load(/*lift=*/false, badDigits);
 }
 
 /// Ops of every function by name, constants and returns left out.
@@ -234,19 +268,31 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
   auto t0 = Clock::now();
   std::map<std::string, int64_t> before = opCounts(*I.module);
   if (auto err = I.diagnose(ErrorCode::kInvalidArgument, "graph rewrites failed on '" + bufferName.str() + "'", [&] {
-        PassManager pm(I.ctx.get());
-        pm.addPass(createKilnRaiseLinalg());
-        pm.addPass(createKilnPropagateTransposes());
+        // Each pass timed on its own (loadTimes). Verified once after the
+        // three, not after each: a few ms of every load (RegNet-400MF's
+        // rewrites 24-29 -> 21-23 ms); a pass that broke the IR is still
+        // caught here, before anything compiles.
+        auto run = [&](const char *stage, std::unique_ptr<Pass> pass) {
+          auto start = Clock::now();
+          PassManager pm(I.ctx.get());
+          pm.enableVerifier(false);
+          pm.addPass(std::move(pass));
+          LogicalResult r = pm.run(*I.module);
+          I.loadTimes.push_back({stage, msSince(start)});
+          return r;
+        };
+        if (failed(run("raise-linalg", createKilnRaiseLinalg())) ||
+            failed(run("propagate-transposes", createKilnPropagateTransposes())))
+          return failure();
         // KILN_FOLD_CONSTANTS=0 keeps constant subgraphs as exported (to
         // compare, or to rule the folding out when a result looks wrong).
         const char *fold = std::getenv("KILN_FOLD_CONSTANTS");
-        if (!fold || std::string(fold) != "0") pm.addPass(createKilnFoldConstants());
-        // Verified once after the three passes, not after each: a few ms of
-        // every load (RegNet-400MF's rewrites 24-29 -> 21-23 ms); a pass
-        // that broke the IR is still caught here, before anything compiles.
-        pm.enableVerifier(false);
-        if (failed(pm.run(*I.module))) return failure();
-        return verify(*I.module);
+        if ((!fold || std::string(fold) != "0") && failed(run("fold-constants", createKilnFoldConstants())))
+          return failure();
+        auto start = Clock::now();
+        LogicalResult verified = verify(*I.module);
+        I.loadTimes.push_back({"verify rewrites", msSince(start)});
+        return verified;
       }))
     return err;
   I.rewrites = describeRewrites(before, opCounts(*I.module), msSince(t0));
@@ -293,6 +339,8 @@ llvm::Error Program::Impl::import(llvm::StringRef bufferName) {
 const std::vector<FunctionSignature> &Program::functions() const { return impl->functions; }
 
 const std::string &Program::graphRewrites() const { return impl->rewrites; }
+
+const StageTimes &Program::loadTimes() const { return impl->loadTimes; }
 
 const FunctionSignature *Program::lookup(llvm::StringRef name) const {
   for (const FunctionSignature &f : impl->functions)

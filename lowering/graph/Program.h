@@ -132,6 +132,9 @@ public:
   /// What the graph rewrites run at load (transpose propagation, constant
   /// folding) changed: "558 -> 352 ops in 41.2 ms (tosa.sub 53 -> 0, ...)".
   const std::string &graphRewrites() const;
+  /// Where the load's time went: read (parseFile), literals (big hex
+  /// literals decoded), parse, verify, then each load-time graph rewrite.
+  const StageTimes &loadTimes() const;
 
   /// Specializes `function` to static `inputs` (which must match its signature).
   llvm::Expected<std::unique_ptr<SpecializedFunction>>

@@ -18,6 +18,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -91,13 +92,38 @@ struct LiftedText {
   /// Boolean literals in a newer MLIR's form (a byte per element)
   /// rewritten into MLIR 22's (bits).
   size_t rewrittenBooleans = 0;
+  /// The blobs' data, still hex in the source (HexDecoding writes it):
+  /// pieces of at most kDecodeChunk bytes.
+  struct Decode {
+    const char *hex;
+    char *out;
+    size_t bytes;
+  };
+  std::vector<Decode> decodes;
 };
-/// nullopt when the text has no such literal (or uses such keys itself,
-/// or one has a character that is no hex digit). `code`: source's
-/// codeStretches. The literals are decoded on `pool`'s threads and the
-/// caller's, when given.
-std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code,
-                                          llvm::ThreadPoolInterface *pool = nullptr);
+/// nullopt when the text has no such literal (or uses such keys itself).
+/// `code`: source's codeStretches. The blobs are allocated, not yet
+/// decoded: HexDecoding does that, while the text parses.
+std::optional<LiftedText> liftHexLiterals(llvm::StringRef source, llvm::ArrayRef<std::pair<size_t, size_t>> code);
+/// Decodes a LiftedText's blobs from the source's hex (which must outlive
+/// it) on `pool`'s threads, started at construction (on the calling thread
+/// alone without a pool); wait() lends the calling thread to what is left
+/// and says whether every digit was one.
+class HexDecoding {
+public:
+  HexDecoding(const LiftedText &lifted, llvm::ThreadPoolInterface *pool);
+  HexDecoding(const HexDecoding &) = delete;
+  HexDecoding &operator=(const HexDecoding &) = delete;
+  ~HexDecoding() { wait(); }
+  bool wait();
+
+private:
+  void work();
+  const std::vector<LiftedText::Decode> &decodes_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> bad_{false};
+  std::unique_ptr<llvm::ThreadPoolTaskGroup> group_;
+};
 /// "" if no call reachable from `root` recurses, else the cycle
 /// (ProgramLimits.cpp).
 std::string recursion(ModuleOp module, func::FuncOp root);
@@ -118,6 +144,7 @@ struct Program::Impl {
   std::atomic<bool> cpuPrimed{false}, gpuPrimed{false};  // a lowering through that pipeline succeeded
   llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
   std::string rewrites;                           // what the load-time graph rewrites did
+  StageTimes loadTimes;                           // Program::loadTimes
 
   /// The lock a lowering holds. The first lowering through a pipeline runs
   /// alone: its pass managers load every dialect their passes need into the
