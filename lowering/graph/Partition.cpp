@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <functional>
@@ -213,7 +214,11 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
   if (!unlowered) return unlowered.takeError();
   ModuleOp module = *unlowered;
   if (auto err = impl->diagnose(ErrorCode::kUnsupported, "cannot place the ops of @" + spec.function, [&] {
+        // Verified once after the three passes (as specialization is): a
+        // verification of the whole function after each cost every new
+        // shape's first call ~1.5-3 ms apiece.
         PassManager pm(impl->ctx.get());
+        pm.enableVerifier(false);
         pm.addPass(createKilnPlaceOps(options, forceKernel, &oracle, measuredKernels));
         // After specialization's canonicalizations, which would fold the
         // pads back; on JIT-placed ops only.
@@ -223,7 +228,8 @@ Program::partition(SpecializedFunction &spec, const PlacementOptions &options, c
         pm.addPass(createKilnOutlineClusters(
             KilnOutlineClustersOptions{anchorsPerCluster, anchorsPerCluster > 0 ? kMaxClusterOps : 0,
                                        int64_t(spec.inputTypes.size()), options.attentionOn()}));
-        return pm.run(module);
+        if (failed(pm.run(module))) return failure();
+        return verify(module);
       }))
     return std::move(err);
 
