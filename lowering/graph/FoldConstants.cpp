@@ -355,9 +355,9 @@ MutableArrayRef<float> changeableInPlace(const Constant &c, Value v,
 }
 
 /// Part 2: y*scale + shift chains after a convolution go into its filter
-/// and bias.
-void foldIntoConvolutions(func::FuncOp fn, int64_t &folded) {
-  llvm::DenseMap<const AsmResourceBlob *, int> blobReaders = countBlobReaders(fn->getParentOfType<ModuleOp>());
+/// and bias. `blobReaders`: countBlobReaders of the module after part 1.
+void foldIntoConvolutions(func::FuncOp fn, const llvm::DenseMap<const AsmResourceBlob *, int> &blobReaders,
+                          int64_t &folded) {
   SmallVector<Operation *> convs;
   fn.walk([&](Operation *op) {
     if (isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp>(op)) convs.push_back(op);
@@ -601,10 +601,16 @@ struct KilnFoldConstantsPass : public impl::KilnFoldConstantsBase<KilnFoldConsta
   using Base::Base;
   void runOnOperation() override {
     int64_t ops = 0, intoConvs = 0, pows = 0, rowChecks = 0, clamps = 0;
-    for (auto fn : getOperation().getOps<func::FuncOp>()) {
-      if (fn.isExternal()) continue;
-      foldConstantOps(fn, ops);
-      foldIntoConvolutions(fn, intoConvs);
+    SmallVector<func::FuncOp> fns;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!fn.isExternal()) fns.push_back(fn);
+    // Part 1 in every function first: the blobs it makes are counted with
+    // the model's own, once for the module (part 2 changes a blob in place
+    // only where one constant in the whole module reads it).
+    for (func::FuncOp fn : fns) foldConstantOps(fn, ops);
+    llvm::DenseMap<const AsmResourceBlob *, int> blobReaders = countBlobReaders(getOperation());
+    for (func::FuncOp fn : fns) {
+      foldIntoConvolutions(fn, blobReaders, intoConvs);
       strengthReducePow(fn, pows);
       rowAllNegInfAsMax(fn, rowChecks);
       boundsAsClamps(fn, clamps);

@@ -121,9 +121,8 @@ llvm::Expected<std::unique_ptr<Program>> Program::parse(llvm::StringRef source,
     StageTimes times;
     auto t0 = Clock::now();
     auto lap = [&](const char *stage) {
-      auto now = Clock::now();
-      times.push_back({stage, std::chrono::duration<double, std::milli>(now - t0).count()});
-      t0 = now;
+      times.push_back({stage, msSince(t0)});
+      t0 = Clock::now();
     };
     // The text's stretches outside string literals serve both (read once).
     std::optional<LiftedText> lifted;
