@@ -1087,6 +1087,51 @@ func.func @main(%x: tensor<1x9x9x16xf32>, %v: tensor<1x9x9x32xf32>) -> (tensor<1
       ASSERT_NEAR(out[r].data<float>()[i], want.outputs[r].data<float>()[i], 1e-5) << "result " << r << ", " << i;
 }
 
+// A kernel plan's reshape of a value computed per call is a view of it:
+// no step, its readers read the value's buffer under the reshape's type.
+// Chains of reshapes, a reshape of an argument and two reshapes of one
+// value (also a result) all read right; a reshape that is itself a result
+// keeps its step (results have buffers of their own).
+TEST(Placement, KernelPlansReadReshapesAsViews) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<4x6xf32>) -> (tensor<24xf32>, tensor<3x8xf32>, tensor<24xf32>, tensor<4x6xf32>) {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s1 = tosa.const_shape {values = dense<[2, 12]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s2 = tosa.const_shape {values = dense<[24]> : tensor<1xindex>} : () -> !tosa.shape<1>
+  %s3 = tosa.const_shape {values = dense<[3, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %a = tosa.add %x, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %r = tosa.reshape %a, %s1 : (tensor<4x6xf32>, !tosa.shape<2>) -> tensor<2x12xf32>
+  %m = tosa.mul %r, %r, %shift : (tensor<2x12xf32>, tensor<2x12xf32>, tensor<1xi8>) -> tensor<2x12xf32>
+  %q = tosa.reshape %m, %s2 : (tensor<2x12xf32>, !tosa.shape<1>) -> tensor<24xf32>
+  %q2 = tosa.reshape %q, %s3 : (tensor<24xf32>, !tosa.shape<2>) -> tensor<3x8xf32>
+  %xr = tosa.reshape %x, %s3 : (tensor<4x6xf32>, !tosa.shape<2>) -> tensor<3x8xf32>
+  %ab = tosa.add %q2, %xr : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %e = tosa.exp %q : (tensor<24xf32>) -> tensor<24xf32>
+  %res = tosa.reshape %a, %s2 : (tensor<4x6xf32>, !tosa.shape<1>) -> tensor<24xf32>
+  return %e, %ab, %res, %a : tensor<24xf32>, tensor<3x8xf32>, tensor<24xf32>, tensor<4x6xf32>
+}
+)mlir";
+  Tensor x = test::randomTensor({4, 6}, 11);
+  auto kernelRt = runtimeWith("*=kernel");
+  auto m = KILN_TAKE(kernelRt->loadModule(mlir, "model"));
+  ASSERT_TRUE(m);
+  auto fn = KILN_TAKE(m->compile("main", {x.type()}));
+  ASSERT_TRUE(fn);
+  int reshapes = 0;
+  for (const StepDesc &s : fn->executable->steps()) reshapes += s.ops == "tosa.reshape";
+  EXPECT_EQ(reshapes, 1);  // the one whose result is returned
+  auto out = KILN_TAKE(m->call("main", {x}));
+  ASSERT_EQ(out.size(), 4u);
+  const float *xs = x.data<float>();
+  for (int64_t i = 0; i < 24; ++i) {
+    float a = 2 * xs[i];
+    EXPECT_NEAR(out[0].data<float>()[i], std::exp(a * a), 1e-4f * std::exp(a * a)) << i;
+    EXPECT_NEAR(out[1].data<float>()[i], a * a + xs[i], 1e-5f) << i;
+    EXPECT_EQ(out[2].data<float>()[i], a) << i;
+    EXPECT_EQ(out[3].data<float>()[i], a) << i;
+  }
+}
+
 // The transpose kernel copies rows along the output's last dimension
 // (a memcpy where that is the input's innermost, a strided copy else):
 // every permutation of ranks 1-4, element sizes 1, 4 and 8, against the
