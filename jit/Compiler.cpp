@@ -235,6 +235,9 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
   // Code compiled by an earlier round, by cluster fingerprint: a partition
   // after measuring or a fallback recompiles only the clusters it changed.
   std::map<std::string, TargetObject> compiledBefore;
+  // A kernel plan's filters pack while its function is specialized and
+  // partitioned (the plan's packWeights then finds them packed).
+  Prepacking prepack = startPrepacking(program, function, placement);
   while (true) {
     // Stage times add up over the rounds (a fallback, a partition after
     // measuring); same-named stages are merged at the end.
@@ -378,6 +381,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
       if (!measure) break;
       // Time the alternatives; partition again if a kernel won.
       measure = false;
+      prepack.finish();
       if (auto err = link(*out)) return std::move(err);
       linked = true;
       auto measureStart = Clock::now();
@@ -399,6 +403,7 @@ Compiler::compile(lowering::Program &program, llvm::StringRef function, llvm::Ar
     out->stats.warnings.push_back(failure + "; its ops fall back to handwritten kernels");
   }
   for (const auto &o : out->objects) out->stats.objectBytes += o.size();
+  prepack.finish();
   if (!linked)
     if (auto err = link(*out)) return std::move(err);
   if (measureMs > 0) out->stats.stages.push_back({"measure-placement", measureMs});
@@ -525,6 +530,70 @@ std::optional<Compiler::PackedLayout> Compiler::packedLayoutOf(llvm::StringRef o
       !kernels::groupedConvPackedShape(inTypes[1]).empty())
     return PackedLayout::kGroupedFilter;
   return std::nullopt;
+}
+
+struct Compiler::Prepacking::State {
+  const Compiler *compiler = nullptr;
+  std::vector<std::pair<Tensor, PackedLayout>> todo;
+  std::vector<Tensor> packed;  // by todo's index
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t done = 0;
+  /// Claims and packs weights until none is left.
+  void work() {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      Tensor t = compiler->packedWeight(todo[i].first, todo[i].second);
+      std::lock_guard<std::mutex> lock(mu);
+      packed[i] = std::move(t);
+      if (++done == todo.size()) cv.notify_all();
+    }
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done == todo.size(); });
+  }
+};
+
+Compiler::Prepacking::~Prepacking() {
+  if (!state_) return;
+  // Unfinished (the compile failed): what no thread has started is skipped.
+  size_t claimed = state_->next.exchange(state_->todo.size() + (size_t(1) << 30));
+  if (claimed < state_->todo.size()) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->done += state_->todo.size() - claimed;
+  }
+  state_->wait();
+}
+
+void Compiler::Prepacking::finish() {
+  if (!state_) return;
+  state_->work();
+  state_->wait();
+}
+
+Compiler::Prepacking Compiler::startPrepacking(lowering::Program &program, llvm::StringRef function,
+                                               const ops::PlacementOptions &placement) const {
+  Prepacking p;
+  if (!spawn_) return p;
+  std::set<std::string> ops;
+  for (const char *op : {"tosa.conv2d", "tosa.custom:kiln.grouped_conv2d", "tosa.matmul"})
+    if (placement.modeFor(op) == ops::OpMode::kKernel) ops.insert(op);
+  if (ops.empty()) return p;
+  auto state = std::make_shared<Prepacking::State>();
+  state->compiler = this;
+  std::set<const Buffer *> seen;
+  for (lowering::Program::ConstantOperand &c : program.constantOperands(function, ops)) {
+    if (c.operand != 1 || !seen.insert(c.value.buffer().get()).second) continue;
+    if (std::optional<PackedLayout> layout = packedLayoutOf(c.op, c.operandTypes))
+      state->todo.emplace_back(std::move(c.value), *layout);
+  }
+  if (state->todo.empty()) return p;
+  state->packed.resize(state->todo.size());
+  // One helper: this thread has the specialization to do meanwhile.
+  spawn_([state] { state->work(); });
+  p.state_ = std::move(state);
+  return p;
 }
 
 void Compiler::packWeights(const CompiledFunction &out, const std::map<int, Tensor> &folded,

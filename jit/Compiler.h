@@ -195,6 +195,30 @@ private:
   /// threads, ahead of buildExecutable's steps (which then find them).
   void packWeights(const CompiledFunction &out, const std::map<int, Tensor> &folded,
                    const std::set<size_t> &foldedSteps) const;
+  /// Weights packed on the spawn pool while the compile that started it
+  /// specializes and partitions (startPrepacking); finish() packs what is
+  /// left on the calling thread too and waits. The packed tensors are held
+  /// until it is destroyed (trimPackedWeights would drop them before a plan
+  /// reads them); destroying it unfinished skips what has not started.
+  class Prepacking {
+  public:
+    Prepacking() = default;
+    Prepacking(Prepacking &&) = default;
+    Prepacking &operator=(Prepacking &&) = default;
+    ~Prepacking();
+    void finish();
+
+  private:
+    friend class Compiler;
+    struct State;
+    std::shared_ptr<State> state_;
+  };
+  /// A kernel plan's packed weights are known from the loaded graph before
+  /// its plan is: the large constant filters of the ops `placement` puts on
+  /// kernels (conv2d, grouped conv2d, matmul with a constant B), packed the
+  /// way packedWeight would for them (nothing without a spawn pool).
+  Prepacking startPrepacking(lowering::Program &program, llvm::StringRef function,
+                             const ops::PlacementOptions &placement) const;
   struct PackedWeight {
     llvm::IntrusiveRefCntPtr<Buffer> source;  // held: its address stays this weight's
     Tensor packed;

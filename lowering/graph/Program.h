@@ -144,6 +144,20 @@ public:
   /// The hoisted weights of `function`, in the order compiled code takes
   /// them, found without running any pass (for code from a cache).
   llvm::Expected<std::vector<Tensor>> weights(llvm::StringRef function, const WeightLayouts &layouts = {});
+  /// A large constant operand of an op of `function` as loaded (before
+  /// specialization): the tensor weight hoisting will bind for it (the same
+  /// buffer `weights` returns), with the op and its operands' types.
+  struct ConstantOperand {
+    std::string op;  // "tosa.conv2d", or "tosa.custom:<name>" for a tosa.custom
+    std::vector<TensorType> operandTypes;
+    unsigned operand = 0;
+    Tensor value;
+  };
+  /// The large constant operands of `function`'s ops named in `ops`: what a
+  /// compiler can prepare (kernels' packed filters) while the function is
+  /// specialized and partitioned. Operands whose types are not tensors kiln
+  /// handles are left out.
+  std::vector<ConstantOperand> constantOperands(llvm::StringRef function, const std::set<std::string> &ops);
   /// `function` and its callees as kiln compiles them, in MLIR's generic
   /// form without locations, with weight values left out: two modules with
   /// the same text here get the same code (the cache key's graph part).

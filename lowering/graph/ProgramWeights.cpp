@@ -6,6 +6,8 @@
 #include "runtime/Error.h"
 #include "lowering/graph/ProgramImpl.h"
 #include "lowering/graph/Passes.h"
+#include "lowering/graph/OpView.h"
+#include "lowering/ir/IRText.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -14,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -104,6 +107,48 @@ llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function, c
                                      llvm::toString(t.takeError()).c_str());
     out.push_back(*t);
   }
+  return out;
+}
+
+}  // namespace kiln::lowering
+
+namespace kiln::lowering {
+
+std::vector<Program::ConstantOperand> Program::constantOperands(llvm::StringRef function,
+                                                                const std::set<std::string> &ops) {
+  std::vector<ConstantOperand> out;
+  std::lock_guard<std::shared_mutex> lock(impl->mu);
+  auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
+  if (!fn || fn.isExternal()) return out;
+  fn.walk([&](Operation *op) {
+    std::string key = kernelKey(op);
+    if (!ops.count(key)) return;
+    KernelView view = kernelView(op);
+    if (!view.whyNot.empty()) return;
+    ConstantOperand c;
+    c.op = std::move(key);
+    std::string why;
+    for (Value v : view.data) {
+      auto type = toTensorType(v.getType(), why);
+      if (!type) return;
+      c.operandTypes.push_back(*type);
+    }
+    for (auto [i, v] : llvm::enumerate(view.data)) {
+      ElementsAttr value;
+      // Only what weight hoisting makes a weight (smaller constants are
+      // the plan's own, in buffers of their own).
+      if (!matchPattern(v, m_Constant(&value)) || value.getNumElements() < kDefaultHoistMinElements) continue;
+      auto t = impl->weightTensor(value, c.operandTypes[i]);
+      if (!t) {
+        llvm::consumeError(t.takeError());  // weights() names it, when the compile asks
+        continue;
+      }
+      ConstantOperand each = c;
+      each.operand = unsigned(i);
+      each.value = std::move(*t);
+      out.push_back(std::move(each));
+    }
+  });
   return out;
 }
 

@@ -1132,6 +1132,40 @@ func.func @main(%x: tensor<4x6xf32>) -> (tensor<24xf32>, tensor<3x8xf32>, tensor
   }
 }
 
+// A kernel plan's conv filters start packing before its function is
+// specialized; a compile that then fails (an op no kernel takes, whose
+// JIT compile fails) returns its error with the packing stopped, and the module
+// still compiles and runs under a placement that allows JIT.
+TEST(Placement, KernelPlanThatFailsAfterItsFiltersStartedPackingReportsIt) {
+  const char *mlir = R"mlir(
+func.func @main(%x: tensor<1x8x8x16xf32>) -> tensor<1x15x15x32xf32> {
+  %w = "tosa.const"() <{values = dense<0.02> : tensor<32x3x3x16xf32>}> : () -> tensor<32x3x3x16xf32>
+  %w2 = "tosa.const"() <{values = dense<0.03> : tensor<32x1x1x16xf32>}> : () -> tensor<32x1x1x16xf32>
+  %b = "tosa.const"() <{values = dense<0.1> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x16xf32>, tensor<32x3x3x16xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  %d = tosa.conv2d %x, %w2, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x16xf32>, tensor<32x1x1x16xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  %e = tosa.add %c, %d : (tensor<1x8x8x32xf32>, tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32>
+  %sc = tosa.const_shape {values = dense<[2, 1, 2, 1]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %off = tosa.const_shape {values = dense<[0, 0]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %f = "tosa.resize"(%e, %sc, %off, %off) <{mode = #tosa.resize_mode<NEAREST_NEIGHBOR>}> : (tensor<1x8x8x32xf32>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x15x15x32xf32>
+  return %f : tensor<1x15x15x32xf32>
+}
+)mlir";
+  Tensor x = test::randomTensor({1, 8, 8, 16}, 12);
+  // tosa.resize has no kernel: it stays JIT code, whose compile fails here.
+  auto kernelRt = runtimeWith("*=kernel", {"tosa.resize"});
+  auto m = KILN_TAKE(kernelRt->loadModule(mlir, "model"));
+  ASSERT_TRUE(m);
+  auto fn = m->compile("main", {x.type()});
+  ASSERT_FALSE(fn);
+  EXPECT_NE(toStatus(fn.takeError()).message.find("tosa.resize"), std::string::npos);
+  auto jitRt = runtimeWith("*=jit,tosa.conv2d=kernel");
+  Result r = runModel(*jitRt, mlir, "main", {x});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].numElements(), 15 * 15 * 32);
+}
+
 // The transpose kernel copies rows along the output's last dimension
 // (a memcpy where that is the input's innermost, a strided copy else):
 // every permutation of ranks 1-4, element sizes 1, 4 and 8, against the
