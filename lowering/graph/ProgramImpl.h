@@ -143,6 +143,11 @@ struct Program::Impl {
   std::atomic<uint64_t> pipelineRuns{0};          // specializations + lowerings
   std::atomic<bool> cpuPrimed{false}, gpuPrimed{false};  // a lowering through that pipeline succeeded
   llvm::StringMap<std::string> canonicalGraphs;   // by function (the module never changes)
+  /// The module with its weights hoisted in the plain layouts (no layout
+  /// flag set), as canonicalGraph made it, by function: the first
+  /// specialization of that function takes it (a kernel plan's, whose
+  /// layouts are plain, instead of cloning and hoisting again).
+  llvm::StringMap<OwningOpRef<ModuleOp>> hoistedPlain;
   std::string rewrites;                           // what the load-time graph rewrites did
   StageTimes loadTimes;                           // Program::loadTimes
 

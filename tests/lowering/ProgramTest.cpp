@@ -13,6 +13,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include <condition_variable>
+#include <cstring>
 #include <thread>
 
 using namespace kiln;
@@ -65,6 +66,70 @@ TEST(Program, SpecializeMakesEverythingStaticAndHoistsWeights) {
   EXPECT_EQ(graph.find("@helper"), std::string::npos) << graph;  // dead private function
   ASSERT_FALSE(times.empty());
   EXPECT_EQ(times[0].stage, "specialize");
+}
+
+// The cache key's graph hoists the weights as a kernel plan's
+// specialization does (plain layouts); that specialization takes its module
+// instead of cloning and hoisting again. What it makes, and the weights it
+// binds, are what a program that never computed the key makes; a second
+// specialization, and one with other layouts, clone afresh.
+TEST(Program, SpecializationAfterTheCacheKeyMatchesOneWithout) {
+  // Weights that are not splats (splats stay in the graph), 64 wide (rows
+  // padded under padMatmulWeights).
+  auto values = [](int n, float scale) {
+    std::string v;
+    for (int i = 0; i < n; ++i) v += (i ? ", " : "") + std::to_string(scale * float(i % 7 + 1));
+    return v;
+  };
+  std::string w = "[[";
+  for (int r = 0; r < 64; ++r) w += (r ? "], [" : "[") + values(64, 0.01f * float(r + 1)) + (r == 63 ? "]" : "");
+  w += "]]";
+  std::string mlir = R"mlir(
+func.func @main(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = "tosa.const"() <{values = dense<)mlir" + w + R"mlir(> : tensor<1x64x64xf32>}> : () -> tensor<1x64x64xf32>
+  %b = "tosa.const"() <{values = dense<[[)mlir" + values(64, 0.5f) + R"mlir(]]> : tensor<1x64xf32>}> : () -> tensor<1x64xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s1 = tosa.const_shape {values = dense<[1, -1, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s2 = tosa.const_shape {values = dense<[-1, 64]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %x3 = tosa.reshape %x, %s1 : (tensor<?x64xf32>, !tosa.shape<3>) -> tensor<1x?x64xf32>
+  %m = tosa.matmul %x3, %w, %z, %z : (tensor<1x?x64xf32>, tensor<1x64x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x64xf32>
+  %m2 = tosa.reshape %m, %s2 : (tensor<1x?x64xf32>, !tosa.shape<2>) -> tensor<?x64xf32>
+  %y = tosa.add %m2, %b : (tensor<?x64xf32>, tensor<1x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+)mlir";
+  const std::vector<kiln::TensorType> in = {kiln::TensorType{DType::f32, {4, 64}}};
+  auto fresh = KILN_TAKE(Program::parse(mlir, "m.mlir"));
+  auto keyed = KILN_TAKE(Program::parse(mlir, "m.mlir"));
+  ASSERT_TRUE(fresh && keyed);
+  std::string graph = KILN_TAKE(keyed->canonicalGraph("main"));
+  ASSERT_FALSE(graph.empty());
+  EXPECT_EQ(graph.find("kiln.weight"), std::string::npos) << graph;  // the weights' values are not in it
+  StageTimes times;
+  auto want = KILN_TAKE(fresh->specialize("main", in, times));
+  auto got = KILN_TAKE(keyed->specialize("main", in, times));
+  ASSERT_TRUE(want && got);
+  EXPECT_EQ(got->printGraph(), want->printGraph());
+  ASSERT_EQ(got->weights.size(), 2u);
+  ASSERT_EQ(got->weights.size(), want->weights.size());
+  for (size_t i = 0; i < got->weights.size(); ++i) {
+    ASSERT_EQ(got->weights[i].type(), want->weights[i].type());
+    EXPECT_EQ(std::memcmp(got->weights[i].rawData(), want->weights[i].rawData(), got->weights[i].byteSize()), 0);
+  }
+  // Again (nothing left to take), and with other layouts after a new key.
+  auto again = KILN_TAKE(keyed->specialize("main", in, times));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->printGraph(), want->printGraph());
+  auto other = KILN_TAKE(Program::parse(mlir, "m.mlir"));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(KILN_TAKE(other->canonicalGraph("main")), graph);
+  WeightLayouts padded;
+  padded.padMatmulWeights = true;
+  auto paddedWant = KILN_TAKE(fresh->specialize("main", in, times, padded));
+  auto paddedGot = KILN_TAKE(other->specialize("main", in, times, padded));
+  ASSERT_TRUE(paddedWant && paddedGot);
+  EXPECT_EQ(paddedGot->printGraph(), paddedWant->printGraph());
+  EXPECT_NE(paddedGot->printGraph(), want->printGraph());  // the padding is there
 }
 
 TEST(Program, BytecodeLoadsLikeText) {
