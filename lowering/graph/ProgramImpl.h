@@ -146,7 +146,9 @@ struct Program::Impl {
   /// The module with its weights hoisted in the plain layouts (no layout
   /// flag set), as canonicalGraph made it, by function: the first
   /// specialization of that function takes it (a kernel plan's, whose
-  /// layouts are plain, instead of cloning and hoisting again).
+  /// layouts are plain, instead of cloning and hoisting again); dropped
+  /// when the function's weights are found without one (Program::weights:
+  /// code from a cache).
   llvm::StringMap<OwningOpRef<ModuleOp>> hoistedPlain;
   std::string rewrites;                           // what the load-time graph rewrites did
   StageTimes loadTimes;                           // Program::loadTimes

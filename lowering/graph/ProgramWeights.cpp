@@ -92,6 +92,9 @@ llvm::Expected<Tensor> Program::Impl::weightTensor(ElementsAttr value, const Ten
 
 llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function, const WeightLayouts &layouts) {
   std::lock_guard<std::shared_mutex> lock(impl->mu);
+  // Weights found without a specialization (code from a cache): the key's
+  // hoisted module, kept for one, is not needed.
+  impl->hoistedPlain.erase(function);
   auto fn = impl->module->lookupSymbol<func::FuncOp>(function);
   if (!fn || !fn.isPublic() || fn.isExternal())
     return error(ErrorCode::kInvalidArgument, "no public function @%s in the module", function.str().c_str());
