@@ -171,7 +171,6 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
         f.removeArgAttr(a, kWeightAttrName);
       }
     f->print(os, OpPrintingFlags().printGenericOpForm());
-    for (auto [a, w] : marks) f.setArgAttr(a, kWeightAttrName, w);
     os << "\n";
     // Blobs left in the code (callees, small constants) print as their key
     // only: their bytes are part of the graph too.
@@ -188,6 +187,8 @@ llvm::Expected<std::string> Program::canonicalGraph(llvm::StringRef function) {
       if (Attribute props = op->getPropertiesAsAttribute()) props.walk(visit);
       op->getAttrDictionary().walk(visit);
     });
+    // (After the walk too: the marks hold the weights' blobs.)
+    for (auto [a, w] : marks) f.setArgAttr(a, kWeightAttrName, w);
   }
   impl->canonicalGraphs[function] = text;
   impl->hoistedPlain[function] = std::move(clone);
