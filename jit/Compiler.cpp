@@ -97,41 +97,63 @@ const lowering::KernelOracle &registryOracle() {
   return oracle;
 }
 
-void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const {
-  // Work sharing: the caller and up to `helpers` tasks on the spawn pool
-  // claim jobs from one counter. The caller can finish every job alone, so
-  // a busy pool never deadlocks it; a helper that starts after all jobs are
-  // claimed touches only the shared counter.
-  struct State {
-    std::atomic<size_t> next{0};
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t done = 0;
-  };
-  auto state = std::make_shared<State>();
-  auto work = [state, n](llvm::function_ref<void(size_t)> fn) {
-    for (size_t i; (i = state->next.fetch_add(1)) < n;) {
+namespace {
+/// Jobs 0..n-1 claimed from one counter by whichever threads work on them
+/// (work sharing): a thread that comes after every job is claimed touches
+/// only the counter. wait() returns once every job has finished or been
+/// skipped.
+struct SharedJobs {
+  explicit SharedJobs(size_t n) : n(n) {}
+  const size_t n;
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t done = 0;
+  void work(llvm::function_ref<void(size_t)> fn) {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
       fn(i);
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (++state->done == n) state->cv.notify_all();
+      finished(1);
     }
-  };
+  }
+  /// The jobs no thread has claimed yet are never run.
+  void skipUnclaimed() {
+    size_t claimed = next.exchange(n + (size_t(1) << 30));
+    if (claimed < n) finished(n - claimed);
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done == n; });
+  }
+
+private:
+  void finished(size_t jobs) {
+    std::lock_guard<std::mutex> lock(mu);
+    if ((done += jobs) == n) cv.notify_all();
+  }
+};
+}  // namespace
+
+void Compiler::runShared(size_t n, int helpers, llvm::function_ref<void(size_t)> job) const {
+  // The caller and up to `helpers` tasks on the spawn pool share the jobs.
+  // The caller can finish every job alone, so a busy pool never deadlocks
+  // it; a helper that starts after all jobs are claimed touches only the
+  // shared counter.
+  auto state = std::make_shared<SharedJobs>(n);
   // A background compile (tiered execution): its helpers are threads of
   // their own at its priority, not the pool's (whose priority could not be
   // raised again afterwards).
   const bool background = inBackgroundPriority();
   if (background || spawn_)
     for (int h = 0; h < helpers && size_t(h + 1) < n; ++h) {
-      auto helper = [state, work, job, background] {
+      auto helper = [state, job, background] {
         if (background) enterBackgroundPriority();
-        work(job);
+        state->work(job);
       };
       if (background) std::thread(std::move(helper)).detach();
       else spawn_(std::move(helper));
     }
-  work(job);
-  std::unique_lock<std::mutex> lock(state->mu);
-  state->cv.wait(lock, [&] { return state->done == n; });
+  state->work(job);
+  state->wait();
 }
 
 Tensor CompiledFunction::constantValue(int id) const {
@@ -533,43 +555,29 @@ std::optional<Compiler::PackedLayout> Compiler::packedLayoutOf(llvm::StringRef o
 }
 
 struct Compiler::Prepacking::State {
-  const Compiler *compiler = nullptr;
-  std::vector<std::pair<Tensor, PackedLayout>> todo;
+  State(const Compiler *compiler, std::vector<std::pair<Tensor, PackedLayout>> todo)
+      : compiler(compiler), todo(std::move(todo)), packed(this->todo.size()), jobs(this->todo.size()) {}
+  const Compiler *compiler;
+  const std::vector<std::pair<Tensor, PackedLayout>> todo;
   std::vector<Tensor> packed;  // by todo's index
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t done = 0;
+  SharedJobs jobs;
   /// Claims and packs weights until none is left.
   void work() {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-      Tensor t = compiler->packedWeight(todo[i].first, todo[i].second);
-      std::lock_guard<std::mutex> lock(mu);
-      packed[i] = std::move(t);
-      if (++done == todo.size()) cv.notify_all();
-    }
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done == todo.size(); });
+    jobs.work([&](size_t i) { packed[i] = compiler->packedWeight(todo[i].first, todo[i].second); });
   }
 };
 
 Compiler::Prepacking::~Prepacking() {
   if (!state_) return;
   // Unfinished (the compile failed): what no thread has started is skipped.
-  size_t claimed = state_->next.exchange(state_->todo.size() + (size_t(1) << 30));
-  if (claimed < state_->todo.size()) {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->done += state_->todo.size() - claimed;
-  }
-  state_->wait();
+  state_->jobs.skipUnclaimed();
+  state_->jobs.wait();
 }
 
 void Compiler::Prepacking::finish() {
   if (!state_) return;
   state_->work();
-  state_->wait();
+  state_->jobs.wait();
 }
 
 Compiler::Prepacking Compiler::startPrepacking(lowering::Program &program, llvm::StringRef function,
@@ -580,16 +588,15 @@ Compiler::Prepacking Compiler::startPrepacking(lowering::Program &program, llvm:
   for (const char *op : {"tosa.conv2d", "tosa.custom:kiln.grouped_conv2d", "tosa.matmul"})
     if (placement.modeFor(op) == ops::OpMode::kKernel) ops.insert(op);
   if (ops.empty()) return p;
-  auto state = std::make_shared<Prepacking::State>();
-  state->compiler = this;
+  std::vector<std::pair<Tensor, PackedLayout>> todo;
   std::set<const Buffer *> seen;
   for (lowering::Program::ConstantOperand &c : program.constantOperands(function, ops)) {
     if (c.operand != 1 || !seen.insert(c.value.buffer().get()).second) continue;
     if (std::optional<PackedLayout> layout = packedLayoutOf(c.op, c.operandTypes))
-      state->todo.emplace_back(std::move(c.value), *layout);
+      todo.emplace_back(std::move(c.value), *layout);
   }
-  if (state->todo.empty()) return p;
-  state->packed.resize(state->todo.size());
+  if (todo.empty()) return p;
+  auto state = std::make_shared<Prepacking::State>(this, std::move(todo));
   // One helper: this thread has the specialization to do meanwhile.
   spawn_([state] { state->work(); });
   p.state_ = std::move(state);

@@ -91,6 +91,12 @@ struct WeightLayouts {
   /// strategy folds into its reads (kiln-cpu-strategy).
   bool panelMatmulWeights = false;
   CpuTuning tuning;
+  /// Every layout above off: weights stored as the model has them (a
+  /// kernel plan's, and the cache key's graph).
+  bool plain() const {
+    return !convFiltersHWCF && !convWinograd && !padMatmulWeights && !padFilterRows && !panelStreamingFilters &&
+           !panelMatmulWeights;
+  }
 };
 /// Elements added to each row of `n` f32 elements (see
 /// WeightLayouts::padMatmulWeights): one cache line when rows are a multiple of

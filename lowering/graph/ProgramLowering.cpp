@@ -68,10 +68,8 @@ Program::specialize(llvm::StringRef function, llvm::ArrayRef<TensorType> inputs,
     taken = std::move(it->second);
     impl->hoistedPlain.erase(it);
   }
-  const bool plain = !layouts.convFiltersHWCF && !layouts.convWinograd && !layouts.padMatmulWeights &&
-                     !layouts.padFilterRows && !layouts.panelStreamingFilters && !layouts.panelMatmulWeights;
   ++impl->pipelineRuns;
-  if (taken && plain) {
+  if (taken && layouts.plain()) {
     out->impl->module = std::move(taken);
   } else {
     out->impl->module = impl->module->clone();

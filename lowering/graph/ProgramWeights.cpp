@@ -113,10 +113,6 @@ llvm::Expected<std::vector<Tensor>> Program::weights(llvm::StringRef function, c
   return out;
 }
 
-}  // namespace kiln::lowering
-
-namespace kiln::lowering {
-
 std::vector<Program::ConstantOperand> Program::constantOperands(llvm::StringRef function,
                                                                 const std::set<std::string> &ops) {
   std::vector<ConstantOperand> out;
